@@ -1,0 +1,215 @@
+import { assign, fromPromise, sendTo, setup } from 'xstate';
+import type { TurnOutcome } from '../src/protocol/outcome.js';
+import type { PermissionDecision } from '../src/protocol/updates.js';
+import { turnMachine, type TurnLimits } from './turn.machine.js';
+
+/**
+ * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
+ * decide (reload required → duplicate request → busy → accept) and the decision is left in
+ * `context.reply` for the caller, so the chart — not the handle — owns the rules (XS-3).
+ */
+
+export interface SessionInput {
+  sessionId: string;
+  limits: TurnLimits;
+  /** clientRequestId → turnId for turns already accepted (loaded from storage on open). */
+  accepted: Record<string, string>;
+  reloadRequired: boolean;
+}
+
+export type CommandReply =
+  | { ok: true; turnId?: string }
+  | { ok: false; error: { code: 'Busy'; turnId: string } }
+  | { ok: false; error: { code: 'ReloadRequired' } }
+  | { ok: false; error: { code: 'TurnNotActive' } }
+  | { ok: false; error: { code: 'PermissionNotPending' } };
+
+export interface SessionContext extends SessionInput {
+  activeTurn: { turnId: string; clientRequestId: string } | null;
+  pendingPermission: { turnId: string; toolCallId: string } | null;
+  lastOutcome: { turnId: string; outcome: TurnOutcome } | null;
+  /** The answer to the last command, tagged with the command's id. */
+  reply: { commandId: string; result: CommandReply } | null;
+}
+
+export type SessionEvent =
+  | { type: 'session.start_turn'; commandId: string; turnId: string; clientRequestId: string }
+  | { type: 'session.cancel_turn'; commandId: string; turnId: string }
+  | { type: 'session.resolve_permission'; commandId: string; turnId: string; toolCallId: string; decision: PermissionDecision }
+  | { type: 'session.stop' }
+  | { type: 'session.require_reload' }
+  | { type: 'turn.permission_requested'; turnId: string; toolCallId: string }
+  | { type: 'turn.permission_settled'; turnId: string };
+
+export interface FinishTurnInput {
+  sessionId: string;
+  turnId: string;
+  outcome: TurnOutcome;
+}
+
+type Commanded = Extract<SessionEvent, { commandId: string }>;
+
+function reply(event: Commanded, result: CommandReply): SessionContext['reply'] {
+  return { commandId: event.commandId, result };
+}
+
+const notProvided = (name: string) => () => {
+  throw new Error(`session machine: '${name}' must be supplied with .provide()`);
+};
+
+export const sessionMachine = setup({
+  types: {
+    input: {} as SessionInput,
+    context: {} as SessionContext,
+    events: {} as SessionEvent,
+  },
+  actors: {
+    turn: turnMachine,
+    /** Stores the terminal status, then announces `turn_finished` (a turn is over only once stored). */
+    finishTurn: fromPromise<void, FinishTurnInput>(notProvided('finishTurn')),
+  },
+  guards: {
+    isReloadRequired: ({ context }) => context.reloadRequired,
+    isDuplicateRequest: ({ context, event }) =>
+      event.type === 'session.start_turn' && Object.hasOwn(context.accepted, event.clientRequestId),
+    isActiveTurn: ({ context, event }) => 'turnId' in event && context.activeTurn?.turnId === event.turnId,
+    isPendingPermission: ({ context, event }) =>
+      event.type === 'session.resolve_permission' &&
+      context.pendingPermission?.turnId === event.turnId &&
+      context.pendingPermission.toolCallId === event.toolCallId,
+  },
+  actions: {
+    /** Emits `turn_started` once the turn is registered (RT-1). */
+    emitTurnStarted: notProvided('emitTurnStarted') as (_: unknown, params: { turnId: string; clientRequestId: string }) => void,
+    /** Emits `turn_finished` and releases waiters once the terminal status is stored. */
+    announceTurnFinished: notProvided('announceTurnFinished'),
+    replyReloadRequired: assign({
+      reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'ReloadRequired' } }),
+    }),
+    replyDuplicate: assign({
+      reply: ({ context, event }) => {
+        const e = event as Extract<SessionEvent, { type: 'session.start_turn' }>;
+        return reply(e, { ok: true, turnId: context.accepted[e.clientRequestId] });
+      },
+    }),
+    replyBusy: assign({
+      reply: ({ context, event }) =>
+        reply(event as Commanded, { ok: false, error: { code: 'Busy', turnId: context.activeTurn?.turnId ?? '' } }),
+    }),
+    replyOk: assign({ reply: ({ event }) => reply(event as Commanded, { ok: true }) }),
+    replyTurnNotActive: assign({
+      reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'TurnNotActive' } }),
+    }),
+    replyPermissionNotPending: assign({
+      reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'PermissionNotPending' } }),
+    }),
+  },
+}).createMachine({
+  id: 'session',
+  context: ({ input }) => ({ ...input, activeTurn: null, pendingPermission: null, lastOutcome: null, reply: null }),
+  initial: 'idle',
+  on: {
+    'session.require_reload': { actions: assign({ reloadRequired: true }) },
+    'session.cancel_turn': { actions: 'replyTurnNotActive' },
+    'session.resolve_permission': { actions: 'replyTurnNotActive' },
+  },
+  states: {
+    idle: {
+      on: {
+        'session.start_turn': [
+          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
+          { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
+          {
+            target: 'running',
+            actions: [
+              assign({
+                activeTurn: ({ event }) => ({ turnId: event.turnId, clientRequestId: event.clientRequestId }),
+                accepted: ({ context, event }) => ({ ...context.accepted, [event.clientRequestId]: event.turnId }),
+                reply: ({ event }) => reply(event, { ok: true, turnId: event.turnId }),
+              }),
+              {
+                type: 'emitTurnStarted',
+                params: ({ event }) => ({ turnId: event.turnId, clientRequestId: event.clientRequestId }),
+              },
+            ],
+          },
+        ],
+      },
+    },
+    running: {
+      invoke: {
+        id: 'turn',
+        src: 'turn',
+        input: ({ context }) => ({
+          sessionId: context.sessionId,
+          turnId: context.activeTurn!.turnId,
+          limits: context.limits,
+        }),
+        onDone: {
+          target: 'finishing',
+          actions: assign({ lastOutcome: ({ context, event }) => ({ turnId: context.activeTurn!.turnId, outcome: event.output }) }),
+        },
+        onError: {
+          // An error escaping the turn chart is a defect, reported as a typed failure rather than a hang.
+          target: 'finishing',
+          actions: assign({
+            lastOutcome: ({ context, event }) => ({
+              turnId: context.activeTurn!.turnId,
+              outcome: { status: 'failed', code: 'actor_stopped', message: `turn actor failed: ${String(event.error)}` },
+            }),
+          }),
+        },
+      },
+      on: {
+        'session.start_turn': [
+          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
+          { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
+          { actions: 'replyBusy' },
+        ],
+        'session.cancel_turn': [
+          { guard: 'isActiveTurn', actions: [sendTo('turn', { type: 'turn.cancel' }), 'replyOk'] },
+          { actions: 'replyTurnNotActive' },
+        ],
+        'session.resolve_permission': [
+          {
+            guard: 'isPendingPermission',
+            actions: [
+              sendTo('turn', ({ event }) => ({
+                type: 'turn.resolve_permission',
+                toolCallId: event.toolCallId,
+                decision: event.decision,
+              })),
+              'replyOk',
+            ],
+          },
+          { guard: 'isActiveTurn', actions: 'replyPermissionNotPending' },
+          { actions: 'replyTurnNotActive' },
+        ],
+        'session.stop': { actions: sendTo('turn', { type: 'turn.stop' }) },
+        'turn.permission_requested': {
+          actions: assign({ pendingPermission: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId }) }),
+        },
+        'turn.permission_settled': { actions: assign({ pendingPermission: null }) },
+      },
+    },
+    finishing: {
+      invoke: {
+        src: 'finishTurn',
+        input: ({ context }) => ({
+          sessionId: context.sessionId,
+          turnId: context.lastOutcome!.turnId,
+          outcome: context.lastOutcome!.outcome,
+        }),
+        onDone: { target: 'idle', actions: [assign({ activeTurn: null, pendingPermission: null }), 'announceTurnFinished'] },
+        onError: { target: 'idle', actions: [assign({ activeTurn: null, pendingPermission: null }), 'announceTurnFinished'] },
+      },
+      on: {
+        'session.start_turn': [
+          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
+          { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
+          { actions: 'replyBusy' },
+        ],
+      },
+    },
+  },
+});

@@ -1,0 +1,348 @@
+import { assign, fromPromise, sendParent, setup } from 'xstate';
+import type { ToolCallPart } from '../src/protocol/messages.js';
+import type { PermissionDecision } from '../src/protocol/updates.js';
+import type {
+  AuthorizationDecision,
+  DoomCounter,
+  ToolCallOutput,
+  ToolResult,
+  TurnTermination,
+} from '../src/protocol/tool-result.js';
+import { callSignature, parseArguments } from './signature.js';
+
+/**
+ * One tool call (RT-15): parse → resolve → validate → doom-loop check → authorize →
+ * (wait for approval) → execute → write the result. Every path ends in `writing_result`,
+ * so every call gets exactly one result (RT-12).
+ */
+
+export interface ToolCallInput {
+  sessionId: string;
+  turnId: string;
+  call: ToolCallPart;
+  doom: DoomCounter;
+  doomLoopThreshold: number;
+}
+
+export interface ToolCallContext extends ToolCallInput {
+  args: Record<string, unknown>;
+  result: ToolResult | null;
+  termination: TurnTermination | null;
+  approvedPaths: string[];
+  requestedPaths: string[];
+}
+
+export type ToolCallEvent =
+  | { type: 'permission.resolve'; decision: PermissionDecision }
+  | { type: 'tool.cancel' }
+  | { type: 'tool.stop' };
+
+export type ValidationOutput = { ok: true; args: Record<string, unknown> } | { ok: false; message: string };
+
+export interface ToolEffectInput {
+  sessionId: string;
+  turnId: string;
+  toolCallId: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+export interface ExecuteInput extends ToolEffectInput {
+  approvedPaths: string[];
+}
+
+export interface WriteResultInput {
+  sessionId: string;
+  turnId: string;
+  call: ToolCallPart;
+  result: ToolResult;
+}
+
+const notProvided = (name: string) => () => {
+  throw new Error(`tool-call machine: '${name}' must be supplied with .provide()`);
+};
+
+const CANCELLED_BY_USER = 'tool call cancelled by the user';
+const STOPPED = 'the session stopped before the tool call finished';
+
+export const toolCallMachine = setup({
+  types: {
+    input: {} as ToolCallInput,
+    context: {} as ToolCallContext,
+    events: {} as ToolCallEvent,
+    output: {} as ToolCallOutput,
+  },
+  actors: {
+    validateArguments: fromPromise<ValidationOutput, ToolEffectInput>(notProvided('validateArguments')),
+    authorize: fromPromise<AuthorizationDecision, ToolEffectInput>(notProvided('authorize')),
+    executeTool: fromPromise<ToolResult, ExecuteInput>(notProvided('executeTool')),
+    runControlTool: fromPromise<ToolResult, ToolEffectInput>(notProvided('runControlTool')),
+    writeResult: fromPromise<void, WriteResultInput>(notProvided('writeResult')),
+  },
+  guards: {
+    /** Supplied by the runtime: is this name a control tool (e.g. `update_plan`)? */
+    isControlTool: notProvided('isControlTool') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: is this name in the session's registry toolset? */
+    isRegistryTool: notProvided('isRegistryTool') as (_: { context: ToolCallContext }) => boolean,
+    argumentsAreJsonObject: ({ context }) => parseArguments(context.call.argumentsText) !== undefined,
+    reachedDoomLoopThreshold: ({ context }) => context.doom.count >= context.doomLoopThreshold,
+    resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
+  },
+  actions: {
+    /** Live updates and trace spans; supplied by the runtime. */
+    startSpan: notProvided('startSpan'),
+    emitToolCallStarted: notProvided('emitToolCallStarted'),
+    setLiveStatus: notProvided('setLiveStatus') as (_: unknown, params: { status: 'waiting_permission' | 'running' }) => void,
+    emitPermissionRequested: notProvided('emitPermissionRequested'),
+    emitPermissionResolved: notProvided('emitPermissionResolved') as (
+      _: unknown,
+      params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' },
+    ) => void,
+    finishCall: notProvided('finishCall'),
+    assignCancelled: assign({
+      result: { status: 'cancelled', content: CANCELLED_BY_USER },
+      termination: { kind: 'cancelled' },
+    }),
+    assignStopped: assign({
+      result: { status: 'outcome_unknown', content: STOPPED },
+      termination: { kind: 'failed', code: 'actor_stopped', message: STOPPED },
+    }),
+  },
+}).createMachine({
+  id: 'toolCall',
+  context: ({ input }) => ({ ...input, args: {}, result: null, termination: null, approvedPaths: [], requestedPaths: [] }),
+  initial: 'active',
+  states: {
+    active: {
+      initial: 'parsing',
+      entry: 'startSpan',
+      states: {
+        parsing: {
+          always: [
+            {
+              guard: 'argumentsAreJsonObject',
+              target: 'resolving',
+              actions: assign({ args: ({ context }) => parseArguments(context.call.argumentsText) ?? {} }),
+            },
+            {
+              target: '#toolCall.writing_result',
+              actions: [
+                'emitToolCallStarted',
+                assign({
+                  result: ({ context }) => ({
+                    status: 'failed',
+                    content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object`,
+                  }),
+                }),
+              ],
+            },
+          ],
+        },
+        resolving: {
+          entry: 'emitToolCallStarted',
+          always: [
+            { guard: 'isControlTool', target: 'validating' },
+            { guard: 'isRegistryTool', target: 'validating' },
+            {
+              target: '#toolCall.writing_result',
+              actions: assign({
+                result: ({ context }) => ({
+                  status: 'failed',
+                  content: `ToolNotFound: no tool named '${context.call.name}' is available`,
+                }),
+              }),
+            },
+          ],
+        },
+        validating: {
+          invoke: {
+            src: 'validateArguments',
+            input: ({ context }) => effectInput(context),
+            onDone: [
+              {
+                guard: ({ event }) => event.output.ok,
+                target: 'checking_doom_loop',
+                actions: assign({ args: ({ event, context }) => (event.output.ok ? event.output.args : context.args) }),
+              },
+              {
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: ({ event }) => ({
+                    status: 'failed',
+                    content: `InvalidArguments: ${event.output.ok ? '' : event.output.message}`,
+                  }),
+                }),
+              },
+            ],
+            onError: { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
+          },
+        },
+        checking_doom_loop: {
+          entry: assign({ doom: ({ context }) => countCall(context) }),
+          always: [
+            {
+              guard: 'reachedDoomLoopThreshold',
+              target: '#toolCall.writing_result',
+              actions: assign({
+                result: ({ context }) => ({ status: 'failed', content: `doom loop detected for tool '${context.call.name}'` }),
+                termination: ({ context }) => ({
+                  kind: 'failed',
+                  code: 'doom_loop',
+                  message: `'${context.call.name}' was called ${context.doom.count} times in a row with the same arguments`,
+                }),
+              }),
+            },
+            { guard: 'isControlTool', target: '#toolCall.running_control' },
+            { target: 'authorizing' },
+          ],
+        },
+        authorizing: {
+          invoke: {
+            src: 'authorize',
+            input: ({ context }) => effectInput(context),
+            onDone: [
+              { guard: ({ event }) => event.output.decision === 'allow', target: 'executing' },
+              {
+                guard: ({ event }) => event.output.decision === 'ask',
+                target: 'waiting_permission',
+                actions: assign({
+                  requestedPaths: ({ event }) => (event.output.decision === 'ask' ? (event.output.paths ?? []) : []),
+                }),
+              },
+              {
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: ({ event }) => ({
+                    status: 'denied',
+                    content: `denied by rule: ${event.output.decision === 'deny' ? (event.output.reason ?? 'not permitted') : ''}`,
+                  }),
+                }),
+              },
+            ],
+            onError: { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
+          },
+        },
+        waiting_permission: {
+          entry: [
+            { type: 'setLiveStatus', params: { status: 'waiting_permission' } },
+            'emitPermissionRequested',
+            sendParent(({ context }) => ({ type: 'tool.permission_requested', toolCallId: context.call.id })),
+          ],
+          exit: sendParent(({ context }) => ({ type: 'tool.permission_settled', toolCallId: context.call.id })),
+          on: {
+            'permission.resolve': [
+              {
+                guard: ({ event }) => event.decision === 'allow_once',
+                target: 'executing',
+                actions: [
+                  { type: 'emitPermissionResolved', params: { decision: 'allow_once' } },
+                  assign({ approvedPaths: ({ context }) => context.requestedPaths }),
+                ],
+              },
+              {
+                target: '#toolCall.writing_result',
+                actions: [
+                  { type: 'emitPermissionResolved', params: { decision: 'deny' } },
+                  assign({
+                    result: { status: 'denied', content: 'denied by the user' },
+                    termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
+                  }),
+                ],
+              },
+            ],
+            'tool.cancel': {
+              target: '#toolCall.writing_result',
+              actions: [{ type: 'emitPermissionResolved', params: { decision: 'cancelled' } }, 'assignCancelled'],
+            },
+            'tool.stop': {
+              target: '#toolCall.writing_result',
+              actions: [{ type: 'emitPermissionResolved', params: { decision: 'actor_stopped' } }, 'assignStopped'],
+            },
+          },
+        },
+        executing: {
+          entry: { type: 'setLiveStatus', params: { status: 'running' } },
+          invoke: {
+            src: 'executeTool',
+            input: ({ context }) => ({ ...effectInput(context), approvedPaths: context.approvedPaths }),
+            onDone: [
+              {
+                guard: ({ event }) => event.output.status === 'cancelled',
+                target: '#toolCall.writing_result',
+                actions: assign({ result: ({ event }) => event.output, termination: { kind: 'cancelled' } }),
+              },
+              { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => event.output }) },
+            ],
+            onError: { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
+          },
+        },
+      },
+      on: {
+        // Leaving `executing` stops the invoked tool, which aborts its signal: cancel reaches the tool.
+        'tool.cancel': { target: 'writing_result', actions: 'assignCancelled' },
+        'tool.stop': { target: 'writing_result', actions: 'assignStopped' },
+      },
+    },
+    running_control: {
+      // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
+      invoke: {
+        src: 'runControlTool',
+        input: ({ context }) => effectInput(context),
+        onDone: { target: 'writing_result', actions: assign({ result: ({ event }) => event.output }) },
+        onError: { target: 'writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
+      },
+    },
+    writing_result: {
+      invoke: {
+        src: 'writeResult',
+        input: ({ context }) => ({
+          sessionId: context.sessionId,
+          turnId: context.turnId,
+          call: context.call,
+          result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' },
+        }),
+        onDone: { target: 'done', actions: 'finishCall' },
+        onError: {
+          target: 'done',
+          actions: assign({
+            termination: ({ event }) => ({
+              kind: 'failed',
+              code: 'persistence_error',
+              message: `the tool result could not be written: ${errorMessage(event.error)}`,
+            }),
+          }),
+        },
+      },
+    },
+    done: { type: 'final' },
+  },
+  output: ({ context }) => ({
+    toolCallId: context.call.id,
+    result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' },
+    termination: context.termination,
+    doom: context.doom,
+  }),
+});
+
+function effectInput(context: ToolCallContext): ToolEffectInput {
+  return {
+    sessionId: context.sessionId,
+    turnId: context.turnId,
+    toolCallId: context.call.id,
+    name: context.call.name,
+    args: context.args,
+  };
+}
+
+function countCall(context: ToolCallContext): DoomCounter {
+  const signature = callSignature(context.call.name, context.args);
+  return { signature, count: signature === context.doom.signature ? context.doom.count + 1 : 1 };
+}
+
+function failedResult(error: unknown): ToolResult {
+  return { status: 'failed', content: `tool error: ${errorMessage(error)}` };
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

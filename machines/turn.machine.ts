@@ -1,0 +1,360 @@
+import { assign, fromPromise, sendParent, sendTo, setup } from 'xstate';
+import type { ToolCallPart } from '../src/protocol/messages.js';
+import type { ModelResponse } from '../src/protocol/model.js';
+import type { FailureCode, TurnOutcome } from '../src/protocol/outcome.js';
+import type { DoomCounter, ToolCallOutput, TurnTermination } from '../src/protocol/tool-result.js';
+import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
+import { toolCallMachine } from './tool-call.machine.js';
+
+/**
+ * One user turn: the agent loop of RT-10 as a chart.
+ * starting → running_model → (no tool calls: completed) | running_tools → running_model …
+ * `compacting` belongs to the context-window work and is not part of this chart yet.
+ */
+
+export interface TurnLimits {
+  maxModelCalls: number;
+  doomLoopThreshold: number;
+}
+
+export interface TurnInput {
+  sessionId: string;
+  turnId: string;
+  limits: TurnLimits;
+}
+
+/** What ended the turn early: a user cancel, or the session stopping. */
+export type Interrupt = 'cancel' | 'stop' | null;
+
+export interface TurnContext extends TurnInput {
+  modelCallIndex: number;
+  response: ModelResponse | null;
+  toolCalls: ToolCallPart[];
+  toolIndex: number;
+  doom: DoomCounter;
+  interrupt: Interrupt;
+  termination: TurnTermination | null;
+  pendingPermission: string | null;
+  outcome: TurnOutcome | null;
+}
+
+export type TurnEvent =
+  | { type: 'turn.cancel' }
+  | { type: 'turn.stop' }
+  | { type: 'turn.resolve_permission'; toolCallId: string; decision: PermissionDecision }
+  | { type: 'tool.permission_requested'; toolCallId: string }
+  | { type: 'tool.permission_settled'; toolCallId: string };
+
+export interface TurnEffectInput {
+  sessionId: string;
+  turnId: string;
+}
+
+export interface CallModelInput extends TurnEffectInput {
+  modelCallIndex: number;
+}
+
+export interface WriteAssistantInput extends TurnEffectInput {
+  response: ModelResponse;
+}
+
+export interface SkipCallsInput extends TurnEffectInput {
+  calls: ToolCallPart[];
+}
+
+/** How a failed effect is reported: a `TurnFailure`-like error carries its own code. */
+function failureOf(error: unknown, fallback: FailureCode): TurnOutcome {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return { status: 'failed', code: typeof code === 'string' && isFailureCode(code) ? code : fallback, message };
+}
+
+const FAILURE_CODES: ReadonlySet<string> = new Set<FailureCode>([
+  'model_error',
+  'model_protocol_error',
+  'persistence_error',
+  'chat_state_error',
+  'compaction_error',
+  'permission_denied',
+  'doom_loop',
+  'max_model_calls',
+  'actor_stopped',
+  'user_project_context_error',
+  'project_instruction_error',
+  'skill_catalog_task_error',
+]);
+
+function isFailureCode(code: string): code is FailureCode {
+  return FAILURE_CODES.has(code);
+}
+
+/** A model-port error maps to RT-9's codes: `protocol` → model_protocol_error, anything else → model_error. */
+function modelFailure(error: unknown): TurnOutcome {
+  const kind = (error as { kind?: unknown } | null)?.kind;
+  if (kind === 'protocol') return failureOf(error, 'model_protocol_error');
+  return failureOf(error, 'model_error');
+}
+
+const STOPPED: TurnOutcome = { status: 'failed', code: 'actor_stopped', message: 'the session stopped during the turn' };
+
+const notProvided = (name: string) => () => {
+  throw new Error(`turn machine: '${name}' must be supplied with .provide()`);
+};
+
+export const turnMachine = setup({
+  types: {
+    input: {} as TurnInput,
+    context: {} as TurnContext,
+    events: {} as TurnEvent,
+    output: {} as TurnOutcome,
+  },
+  actors: {
+    /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
+    beginTurn: fromPromise<void, TurnEffectInput>(notProvided('beginTurn')),
+    /** Writes and appends every agent message waiting in the mailbox (RT-4). */
+    drainMailbox: fromPromise<void, TurnEffectInput>(notProvided('drainMailbox')),
+    /** Assembles the request, streams the model (deltas go straight to the live stream), returns the completed response. */
+    callModel: fromPromise<ModelResponse, CallModelInput>(notProvided('callModel')),
+    /** Writes the assistant message, appends it, clears the draft (RT-18). */
+    writeAssistant: fromPromise<void, WriteAssistantInput>(notProvided('writeAssistant')),
+    /** RT-13: `cancelled` results, in order, for calls that were never executed. */
+    skipToolCalls: fromPromise<void, SkipCallsInput>(notProvided('skipToolCalls')),
+    toolCall: toolCallMachine,
+  },
+  guards: {
+    interrupted: ({ context }) => context.interrupt !== null,
+    reachedMaxModelCalls: ({ context }) => context.modelCallIndex >= context.limits.maxModelCalls,
+    responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
+    allToolCallsDone: ({ context }) => context.toolIndex >= context.toolCalls.length,
+    isPendingPermission: ({ context, event }) =>
+      event.type === 'turn.resolve_permission' && context.pendingPermission === event.toolCallId,
+    terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
+  },
+  actions: {
+    emitPhase: notProvided('emitPhase') as (_: unknown, params: { phase: TurnPhase }) => void,
+    /** The draft dies with an interrupted or failed model call (RT-18). */
+    discardDraft: notProvided('discardDraft'),
+    assignTerminationOutcome: assign({
+      outcome: ({ context }) =>
+        context.termination?.kind === 'failed'
+          ? { status: 'failed', code: context.termination.code, message: context.termination.message }
+          : { status: 'cancelled' },
+    }),
+    assignInterrupt: assign({
+      interrupt: ({ context, event }) => context.interrupt ?? (event.type === 'turn.stop' ? 'stop' : 'cancel'),
+    }),
+  },
+}).createMachine({
+  id: 'turn',
+  context: ({ input }) => ({
+    ...input,
+    modelCallIndex: 0,
+    response: null,
+    toolCalls: [],
+    toolIndex: 0,
+    doom: { signature: null, count: 0 },
+    interrupt: null,
+    termination: null,
+    pendingPermission: null,
+    outcome: null,
+  }),
+  initial: 'starting',
+  states: {
+    starting: {
+      entry: { type: 'emitPhase', params: { phase: 'starting' } },
+      invoke: {
+        src: 'beginTurn',
+        input: ({ context }) => effectInput(context),
+        onDone: 'running_model',
+        onError: { target: 'failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
+      },
+      on: { 'turn.cancel': { actions: 'assignInterrupt' }, 'turn.stop': { actions: 'assignInterrupt' } },
+    },
+    running_model: {
+      initial: 'checking',
+      states: {
+        checking: {
+          always: [
+            { guard: 'interrupted', target: '#turn.interrupted' },
+            {
+              guard: 'reachedMaxModelCalls',
+              target: '#turn.failed',
+              actions: assign({
+                outcome: ({ context }) => ({
+                  status: 'failed',
+                  code: 'max_model_calls',
+                  message: `the turn reached its limit of ${context.limits.maxModelCalls} model calls`,
+                }),
+              }),
+            },
+            { target: 'draining_mailbox', actions: assign({ modelCallIndex: ({ context }) => context.modelCallIndex + 1 }) },
+          ],
+        },
+        draining_mailbox: {
+          invoke: {
+            src: 'drainMailbox',
+            input: ({ context }) => effectInput(context),
+            onDone: [{ guard: 'interrupted', target: '#turn.interrupted' }, { target: 'calling' }],
+            onError: { target: '#turn.failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
+          },
+          on: { 'turn.cancel': { actions: 'assignInterrupt' }, 'turn.stop': { actions: 'assignInterrupt' } },
+        },
+        calling: {
+          entry: { type: 'emitPhase', params: { phase: 'running_model' } },
+          invoke: {
+            src: 'callModel',
+            input: ({ context }) => ({ ...effectInput(context), modelCallIndex: context.modelCallIndex }),
+            onDone: { target: 'writing_response', actions: assign({ response: ({ event }) => event.output }) },
+            onError: {
+              target: '#turn.failed',
+              actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure(event.error) })],
+            },
+          },
+          // Leaving `calling` stops the model actor and aborts its signal: a waiting model call is cancelled.
+          on: {
+            'turn.cancel': { target: '#turn.interrupted', actions: ['discardDraft', 'assignInterrupt'] },
+            'turn.stop': { target: '#turn.interrupted', actions: ['discardDraft', 'assignInterrupt'] },
+          },
+        },
+        writing_response: {
+          invoke: {
+            src: 'writeAssistant',
+            input: ({ context }) => ({ ...effectInput(context), response: context.response! }),
+            onDone: [
+              {
+                guard: 'responseHasNoToolCalls',
+                target: '#turn.completed',
+                actions: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '' }) }),
+              },
+              {
+                // The calls are stored: each still needs exactly one result before the turn ends (RT-12).
+                guard: 'interrupted',
+                target: '#turn.skipping_remaining',
+                actions: assign({ toolCalls: ({ context }) => context.response?.toolCalls ?? [], toolIndex: 0 }),
+              },
+              {
+                target: '#turn.running_tools',
+                actions: assign({ toolCalls: ({ context }) => context.response?.toolCalls ?? [], toolIndex: 0 }),
+              },
+            ],
+            onError: {
+              target: '#turn.failed',
+              actions: ['discardDraft', assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') })],
+            },
+          },
+          on: { 'turn.cancel': { actions: 'assignInterrupt' }, 'turn.stop': { actions: 'assignInterrupt' } },
+        },
+      },
+    },
+    running_tools: {
+      entry: { type: 'emitPhase', params: { phase: 'running_tools' } },
+      initial: 'next',
+      states: {
+        next: {
+          always: [
+            { guard: 'interrupted', target: '#turn.skipping_remaining' },
+            { guard: 'allToolCallsDone', target: '#turn.running_model' },
+            { target: 'tool_call' },
+          ],
+        },
+        tool_call: {
+          invoke: {
+            id: 'toolCall',
+            src: 'toolCall',
+            input: ({ context }) => ({
+              sessionId: context.sessionId,
+              turnId: context.turnId,
+              call: context.toolCalls[context.toolIndex]!,
+              doom: context.doom,
+              doomLoopThreshold: context.limits.doomLoopThreshold,
+            }),
+            onDone: [
+              {
+                guard: ({ event }) => event.output.termination !== null,
+                target: '#turn.skipping_remaining',
+                actions: assign(({ context, event }) => recordToolCall(context, event.output)),
+              },
+              { target: 'next', actions: assign(({ context, event }) => recordToolCall(context, event.output)) },
+            ],
+            onError: { target: '#turn.failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'chat_state_error') }) },
+          },
+          initial: 'executing',
+          states: {
+            executing: {
+              on: {
+                'tool.permission_requested': {
+                  target: 'waiting_permission',
+                  actions: [
+                    assign({ pendingPermission: ({ event }) => event.toolCallId }),
+                    sendParent(({ event, context }) => ({
+                      type: 'turn.permission_requested',
+                      turnId: context.turnId,
+                      toolCallId: event.toolCallId,
+                    })),
+                  ],
+                },
+              },
+            },
+            waiting_permission: {
+              entry: { type: 'emitPhase', params: { phase: 'waiting_permission' } },
+              on: {
+                'tool.permission_settled': {
+                  target: 'executing',
+                  actions: [
+                    assign({ pendingPermission: null }),
+                    sendParent(({ context }) => ({ type: 'turn.permission_settled', turnId: context.turnId })),
+                    { type: 'emitPhase', params: { phase: 'running_tools' } },
+                  ],
+                },
+                'turn.resolve_permission': {
+                  guard: 'isPendingPermission',
+                  actions: sendTo('toolCall', ({ event }) => ({ type: 'permission.resolve', decision: event.decision })),
+                },
+              },
+            },
+          },
+          on: {
+            'turn.cancel': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.cancel' })] },
+            'turn.stop': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.stop' })] },
+          },
+        },
+      },
+    },
+    skipping_remaining: {
+      invoke: {
+        src: 'skipToolCalls',
+        input: ({ context }) => ({ ...effectInput(context), calls: context.toolCalls.slice(context.toolIndex) }),
+        onDone: [
+          { guard: 'terminationIsCancel', target: 'cancelled' },
+          { guard: ({ context }) => context.termination !== null, target: 'failed', actions: 'assignTerminationOutcome' },
+          { target: 'interrupted' },
+        ],
+        onError: { target: 'failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
+      },
+    },
+    /** A cancel or stop that arrived outside a tool call: decide which terminal state it means. */
+    interrupted: {
+      always: [
+        { guard: ({ context }) => context.interrupt === 'stop', target: 'failed', actions: assign({ outcome: STOPPED }) },
+        { target: 'cancelled' },
+      ],
+    },
+    completed: { type: 'final', entry: { type: 'emitPhase', params: { phase: 'completed' } } },
+    failed: { type: 'final', entry: { type: 'emitPhase', params: { phase: 'failed' } } },
+    cancelled: {
+      type: 'final',
+      entry: [assign({ outcome: { status: 'cancelled' } }), { type: 'emitPhase', params: { phase: 'cancelled' } }],
+    },
+  },
+  output: ({ context }) => context.outcome ?? STOPPED,
+});
+
+/** After a call: move on, carry its doom-loop count, remember whether it ended the turn. */
+function recordToolCall(context: TurnContext, output: ToolCallOutput): Partial<TurnContext> {
+  return { toolIndex: context.toolIndex + 1, doom: output.doom, termination: output.termination ?? context.termination };
+}
+
+function effectInput(context: TurnContext): TurnEffectInput {
+  return { sessionId: context.sessionId, turnId: context.turnId };
+}
+

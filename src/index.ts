@@ -1,0 +1,38 @@
+/** turnchart — an actor-model runtime for AI-agent sessions on XState v5 statecharts. */
+
+export { createRuntime, Runtime, type RuntimeOptions } from './runtime/runtime.js';
+export {
+  SessionHandle,
+  type SessionSnapshot,
+  type StartTurnResult,
+  type CancelTurnResult,
+  type ResolvePermissionResult,
+  type DeliverResult,
+  type SetModeResult,
+  type WaitResult,
+} from './runtime/session-handle.js';
+export type { RuntimeView, LiveToolCall, PendingApproval } from './runtime/live-view.js';
+export { REPLAY_CAPACITY, type ReplayResult } from './runtime/update-stream.js';
+export { DEFAULT_AGENTS, type AgentConfig, type AgentDefinition } from './runtime/agents.js';
+
+export { defineTool, type Tool, type AnyTool, type ToolEffect, type ExecuteContext, type AuthorizeContext, type ToolExecutionResult } from './tools/define-tool.js';
+export { UPDATE_PLAN } from './tools/toolset.js';
+export { scriptedModel, type ScriptedModel, type ScriptedStep, type ScriptedReply, type ScriptedToolCall } from './model/scripted-model.js';
+
+export { sessionMachine } from '../machines/session.machine.js';
+export { turnMachine } from '../machines/turn.machine.js';
+export { toolCallMachine } from '../machines/tool-call.machine.js';
+
+export { sqliteStorage } from '../storage/sqlite.js';
+export { postgresStorage } from '../storage/postgres.js';
+export { withFaults, StorageFaultError, type FaultyStorage } from '../storage/faulty-storage.js';
+export type { SessionStorage, PermissionMode, SessionRow, TurnRow } from '../storage/session-storage.js';
+
+export * from './protocol/messages.js';
+export * from './protocol/model.js';
+export * from './protocol/outcome.js';
+export * from './protocol/plan.js';
+export * from './protocol/updates.js';
+export * from './protocol/trace.js';
+export { TurnchartError } from './protocol/errors.js';
+export { TurnFailure, type ToolResult, type AuthorizationDecision } from './protocol/tool-result.js';

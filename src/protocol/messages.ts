@@ -1,0 +1,72 @@
+/** The conversation vocabulary shared by chat state, storage and the model request. */
+
+export type MessageKind = 'normal' | 'skill_instruction' | 'agent_message' | 'world_state';
+
+/** A tool call as the provider completed it; `argumentsText` is the raw JSON the model produced. */
+export interface ToolCallPart {
+  id: string;
+  name: string;
+  argumentsText: string;
+}
+
+/** How a tool call ended, as stored (RT-17). */
+export type ToolResultStatus = 'succeeded' | 'failed' | 'denied' | 'cancelled' | 'outcome_unknown';
+
+/** What the model is told about a tool result (RT-17's mapping). */
+export type ModelVisibleStatus = 'success' | 'error' | 'denied' | 'interrupted';
+
+export interface UserMessage {
+  role: 'user';
+  kind: Exclude<MessageKind, 'world_state'> | 'world_state';
+  text: string;
+  /** Sender of an agent message delivered through the mailbox. */
+  from?: string;
+}
+
+export interface AssistantMessage {
+  role: 'assistant';
+  text: string;
+  reasoning: string;
+  toolCalls: ToolCallPart[];
+}
+
+export interface ToolResultMessage {
+  role: 'tool';
+  toolCallId: string;
+  toolName: string;
+  status: ToolResultStatus;
+  content: string;
+}
+
+export type ChatMessage = UserMessage | AssistantMessage | ToolResultMessage;
+
+/** A message with its durable identity. `sequence` orders a session's history. */
+export interface StoredMessage {
+  id: string;
+  sessionId: string;
+  turnId: string;
+  sequence: number;
+  createdAtMs: number;
+  message: ChatMessage;
+}
+
+export function modelVisibleStatus(status: ToolResultStatus): ModelVisibleStatus {
+  switch (status) {
+    case 'succeeded':
+      return 'success';
+    case 'failed':
+    case 'outcome_unknown':
+      return 'error';
+    case 'denied':
+      return 'denied';
+    case 'cancelled':
+      return 'interrupted';
+  }
+}
+
+/** RT-25: the exact text of a result synthesized for a call that never got one. */
+export const INTERRUPTED_RESULT_TEXT =
+  'Tool result unavailable: the previous turn ended before a durable result was recorded.';
+
+/** RT-13: the text given to calls skipped because an earlier call ended the turn. */
+export const NOT_EXECUTED_RESULT_TEXT = 'tool was not executed because the turn already terminated';

@@ -1,0 +1,69 @@
+import type { ModelVisibleStatus, ToolCallPart } from './messages.js';
+
+/** A provider-agnostic model request: system parts, conversation, tool surface (CW-1, CW-6). */
+export interface ModelRequest {
+  system: SystemPart[];
+  messages: RequestMessage[];
+  tools: ToolDefinition[];
+  maxOutputTokens: number;
+}
+
+export interface SystemPart {
+  key: string;
+  content: string;
+}
+
+export type RequestMessage =
+  | { role: 'user'; text: string }
+  | { role: 'assistant'; text: string; reasoning: string; toolCalls: ToolCallPart[] }
+  | { role: 'tool'; toolCallId: string; toolName: string; status: ModelVisibleStatus; content: string };
+
+export interface ToolDefinition {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments. */
+  inputSchema: unknown;
+}
+
+export interface ModelCapabilities {
+  contextWindow: number;
+  maxOutputTokens: number;
+  maxReasoningTokens: number;
+}
+
+/** A completed response: the only source of tool calls (RT-18). */
+export interface ModelResponse {
+  text: string;
+  reasoning: string;
+  toolCalls: ToolCallPart[];
+}
+
+export type ModelStreamEvent =
+  | { type: 'text_delta'; text: string }
+  | { type: 'reasoning_delta'; text: string }
+  | { type: 'response_completed'; response: ModelResponse };
+
+export interface ModelCallOptions {
+  signal: AbortSignal;
+}
+
+/** What the runtime needs from a model provider. */
+export interface ModelPort {
+  readonly capabilities: ModelCapabilities;
+  stream(request: ModelRequest, options: ModelCallOptions): AsyncIterable<ModelStreamEvent>;
+}
+
+export type ModelErrorKind = 'provider' | 'overflow' | 'protocol';
+
+/** Thrown by a model port; the runtime maps it to a turn failure code. */
+export class ModelCallError extends Error {
+  constructor(
+    readonly kind: ModelErrorKind,
+    message: string,
+    /** RT-18: set once a text, reasoning or tool-call event has arrived. */
+    readonly semanticOutputProduced = false,
+  ) {
+    super(message);
+    this.name = 'ModelCallError';
+  }
+}

@@ -1,0 +1,27 @@
+/** Turn outcomes (RT-9). The same object reaches `waitForTurn` and the `turn_finished` update. */
+
+export type FailureCode =
+  | 'model_error'
+  | 'model_protocol_error'
+  | 'persistence_error'
+  | 'chat_state_error'
+  | 'compaction_error'
+  | 'permission_denied'
+  | 'doom_loop'
+  | 'max_model_calls'
+  | 'actor_stopped'
+  | 'user_project_context_error'
+  | 'project_instruction_error'
+  | 'skill_catalog_task_error';
+
+export type TurnOutcome =
+  | { status: 'completed'; finalText: string }
+  | { status: 'failed'; code: FailureCode; message: string }
+  | { status: 'cancelled' };
+
+/** Stored turn status (RT-8): phases are never stored, only these. */
+export type StoredTurnStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+
+export function failed(code: FailureCode, message: string): TurnOutcome {
+  return { status: 'failed', code, message };
+}

@@ -1,0 +1,45 @@
+import type { Plan } from './plan.js';
+import type { TurnOutcome } from './outcome.js';
+import type { ToolResultStatus } from './messages.js';
+
+/** The live phases of a turn (RT-8). Live only: never stored, never a checkpoint. */
+export type TurnPhase =
+  | 'starting'
+  | 'running_model'
+  | 'compacting'
+  | 'running_tools'
+  | 'waiting_permission'
+  | 'completed'
+  | 'failed'
+  | 'cancelled';
+
+/** Live status of a tool call as the UI sees it. */
+export type LiveToolCallStatus = 'validating' | 'waiting_permission' | 'running' | ToolResultStatus;
+
+export type SessionUpdate =
+  | { type: 'turn_started'; clientRequestId: string }
+  | { type: 'phase_changed'; phase: TurnPhase }
+  | { type: 'text_delta'; text: string }
+  | { type: 'reasoning_delta'; text: string }
+  | { type: 'draft_cleared' }
+  | { type: 'tool_call_started'; toolCallId: string; name: string; status: LiveToolCallStatus }
+  | { type: 'tool_call_progress'; toolCallId: string; progress: unknown }
+  | { type: 'tool_call_finished'; toolCallId: string; status: ToolResultStatus }
+  | { type: 'permission_requested'; toolCallId: string; name: string; paths: string[] }
+  | { type: 'permission_resolved'; toolCallId: string; decision: PermissionDecision | 'cancelled' | 'actor_stopped' }
+  | { type: 'plan_updated'; plan: Plan }
+  | { type: 'turn_finished'; outcome: TurnOutcome };
+
+export type PermissionDecision = 'allow_once' | 'deny';
+
+export const UPDATE_VERSION = 7;
+
+/** RT-19: the envelope every update travels in. `sequence` is per session, from 1, gap-free. */
+export interface UpdateEnvelope {
+  version: typeof UPDATE_VERSION;
+  sessionId: string;
+  turnId: string;
+  sequence: number;
+  occurredAtMs: number;
+  update: SessionUpdate;
+}

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+import type { TurnLimits } from '../../machines/turn.machine.js';
+
+/** An agent's static definition (000 §1): its prompt and its limits (RT-11). */
+export interface AgentDefinition {
+  systemPrompt: string;
+  maxModelCalls: number;
+  doomLoopThreshold: number;
+}
+
+export const agentConfigSchema = z.object({
+  systemPrompt: z.string().min(1).optional(),
+  maxModelCalls: z.number().int().min(1).max(1_000).optional(),
+  doomLoopThreshold: z.number().int().min(2).max(100).optional(),
+});
+
+export type AgentConfig = z.infer<typeof agentConfigSchema>;
+
+const DEFAULT_PROMPT =
+  'You are a helpful agent. Use the tools you are given when they help, and answer plainly when you are done.';
+
+/** RT-11: the default agent allows 20 model calls, the explorer 15; both stop a loop at 3 repeats. */
+export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
+  default: { systemPrompt: DEFAULT_PROMPT, maxModelCalls: 20, doomLoopThreshold: 3 },
+  explorer: {
+    systemPrompt: 'You explore and report. Prefer reading over changing anything.',
+    maxModelCalls: 15,
+    doomLoopThreshold: 3,
+  },
+};
+
+export function resolveAgents(config: Record<string, AgentConfig> | undefined): Record<string, AgentDefinition> {
+  const agents: Record<string, AgentDefinition> = { ...DEFAULT_AGENTS };
+  for (const [name, given] of Object.entries(config ?? {})) {
+    const parsed = agentConfigSchema.parse(given);
+    const base = agents[name] ?? DEFAULT_AGENTS.default!;
+    agents[name] = {
+      systemPrompt: parsed.systemPrompt ?? base.systemPrompt,
+      maxModelCalls: parsed.maxModelCalls ?? base.maxModelCalls,
+      doomLoopThreshold: parsed.doomLoopThreshold ?? base.doomLoopThreshold,
+    };
+  }
+  return agents;
+}
+
+export function limitsOf(agent: AgentDefinition): TurnLimits {
+  return { maxModelCalls: agent.maxModelCalls, doomLoopThreshold: agent.doomLoopThreshold };
+}

@@ -1,0 +1,105 @@
+import type { Plan } from '../protocol/plan.js';
+import type { TurnOutcome } from '../protocol/outcome.js';
+import type { LiveToolCallStatus, TurnPhase, UpdateEnvelope } from '../protocol/updates.js';
+
+export interface LiveToolCall {
+  toolCallId: string;
+  name: string;
+  status: LiveToolCallStatus;
+}
+
+export interface PendingApproval {
+  toolCallId: string;
+  name: string;
+  paths: string[];
+}
+
+export type RuntimeView =
+  | { kind: 'idle' }
+  | {
+      kind: 'running';
+      turnId: string;
+      clientRequestId: string;
+      phase: TurnPhase;
+      draftText: string;
+      draftReasoning: string;
+      toolCalls: LiveToolCall[];
+      pendingApproval: PendingApproval | null;
+      plan: Plan | null;
+    }
+  | { kind: 'terminal'; turnId: string; outcome: TurnOutcome; plan: Plan | null };
+
+/**
+ * The in-memory picture a reconnecting UI reads (RT-21), folded from the same updates the
+ * stream carries, so snapshot and stream cannot disagree. Progress is not folded in.
+ */
+export class LiveView {
+  runtime: RuntimeView = { kind: 'idle' };
+  plan: Plan | null = null;
+
+  constructor(plan: Plan | null = null) {
+    this.plan = plan;
+  }
+
+  fold(envelope: UpdateEnvelope): void {
+    const update = envelope.update;
+    if (update.type === 'turn_started') {
+      this.runtime = {
+        kind: 'running',
+        turnId: envelope.turnId,
+        clientRequestId: update.clientRequestId,
+        phase: 'starting',
+        draftText: '',
+        draftReasoning: '',
+        toolCalls: [],
+        pendingApproval: null,
+        plan: this.plan,
+      };
+      return;
+    }
+    if (update.type === 'plan_updated') this.plan = update.plan;
+    if (update.type === 'turn_finished') {
+      this.runtime = { kind: 'terminal', turnId: envelope.turnId, outcome: update.outcome, plan: this.plan };
+      return;
+    }
+    const run = this.runtime;
+    if (run.kind !== 'running') return;
+    switch (update.type) {
+      case 'phase_changed':
+        run.phase = update.phase;
+        break;
+      case 'text_delta':
+        run.draftText += update.text;
+        break;
+      case 'reasoning_delta':
+        run.draftReasoning += update.text;
+        break;
+      case 'draft_cleared':
+        run.draftText = '';
+        run.draftReasoning = '';
+        break;
+      case 'tool_call_started':
+        run.toolCalls.push({ toolCallId: update.toolCallId, name: update.name, status: update.status });
+        break;
+      case 'tool_call_finished':
+        this.setToolStatus(update.toolCallId, update.status);
+        break;
+      case 'permission_requested':
+        run.pendingApproval = { toolCallId: update.toolCallId, name: update.name, paths: update.paths };
+        break;
+      case 'permission_resolved':
+        run.pendingApproval = null;
+        break;
+      case 'plan_updated':
+        run.plan = update.plan;
+        break;
+    }
+  }
+
+  /** Status changes that have no update of their own (e.g. approved → running). */
+  setToolStatus(toolCallId: string, status: LiveToolCallStatus): void {
+    if (this.runtime.kind !== 'running') return;
+    const call = this.runtime.toolCalls.find((c) => c.toolCallId === toolCallId);
+    if (call) call.status = status;
+  }
+}

@@ -1,0 +1,170 @@
+import { randomUUID } from 'node:crypto';
+import { Subject, type Observable } from 'rxjs';
+import { createActor, type InspectionEvent } from 'xstate';
+import { z } from 'zod';
+import type { CorrectionReport, SessionRow, SessionStorage } from '../../storage/session-storage.js';
+import { createSessionSchema, type CreateSessionOptions } from '../protocol/commands.js';
+import { TurnchartError } from '../protocol/errors.js';
+import type { ModelPort } from '../protocol/model.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { AnyTool } from '../tools/define-tool.js';
+import { Toolset } from '../tools/toolset.js';
+import { limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
+import { ChatState } from './chat-state.js';
+import { LiveView } from './live-view.js';
+import { provideMachines, type ProvidedSessionMachine } from './provided-machines.js';
+import { SessionHandle } from './session-handle.js';
+import type { RuntimeServices, SessionEnv } from './session-env.js';
+import { TraceRecorder } from './trace-recorder.js';
+import { UpdateStream } from './update-stream.js';
+
+export interface RuntimeOptions {
+  storage: SessionStorage;
+  model: ModelPort;
+  tools?: AnyTool[];
+  agents?: Record<string, AgentConfig>;
+  /** XState inspection observer for every actor of every session (e.g. `@statelyai/inspect`). */
+  inspect?: (event: InspectionEvent) => void;
+  /** Clock for stored and streamed timestamps; tests may fix it. */
+  now?: () => number;
+  /** Capacity of the trace queue before signals are dropped (RT-26). */
+  traceQueueCapacity?: number;
+}
+
+const optionsSchema = z.object({
+  storage: z.custom<SessionStorage>((v) => typeof (v as SessionStorage | null)?.beginTurn === 'function', 'a SessionStorage'),
+  model: z.custom<ModelPort>((v) => typeof (v as ModelPort | null)?.stream === 'function', 'a ModelPort'),
+  tools: z.array(z.custom<AnyTool>((v) => typeof (v as AnyTool | null)?.execute === 'function', 'a tool from defineTool')).optional(),
+  agents: z.record(z.string(), z.unknown()).optional(),
+  inspect: z.function().optional(),
+  now: z.function().optional(),
+  traceQueueCapacity: z.number().int().min(1).optional(),
+});
+
+/**
+ * The runtime (000 §1): owns the sessions of one process. Creating it migrates the storage and
+ * runs the startup correction (RT-24) before any session can start a turn.
+ */
+export class Runtime {
+  private readonly sessions = new Map<string, { handle: SessionHandle; env: SessionEnv }>();
+  private readonly runtimeSubject = new Subject<UpdateEnvelope>();
+  readonly updates$: Observable<UpdateEnvelope> = this.runtimeSubject.asObservable();
+  private readonly machine: ProvidedSessionMachine;
+  private readonly services: RuntimeServices;
+  private stopping: Promise<void> | null = null;
+
+  constructor(
+    private readonly options: RuntimeOptions,
+    private readonly agents: Record<string, AgentDefinition>,
+    private readonly trace: TraceRecorder,
+    toolset: Toolset,
+    /** What the startup correction changed. */
+    readonly correction: CorrectionReport,
+  ) {
+    const now = options.now ?? Date.now;
+    this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${randomUUID()}` };
+    this.machine = provideMachines({ ...this.services, env: (id) => this.envOf(id), model: options.model, toolset, trace });
+  }
+
+  /** Trace signals lost to a full queue or a failing write (RT-26). */
+  get droppedSignals(): number {
+    return this.trace.droppedSignals;
+  }
+
+  async createSession(options: CreateSessionOptions = {}): Promise<SessionHandle> {
+    this.assertRunning();
+    const parsed = createSessionSchema.safeParse(options);
+    if (!parsed.success) throw new TurnchartError('InvalidInput', z.prettifyError(parsed.error));
+    if (!this.agents[parsed.data.agent]) throw new TurnchartError('UnknownAgent', `no agent named '${parsed.data.agent}'`);
+    const row: SessionRow = {
+      id: this.services.newId('ses'),
+      agent: parsed.data.agent,
+      permissionMode: parsed.data.permissionMode,
+      workspaceDir: parsed.data.workspaceDir ?? null,
+      createdAtMs: this.services.now(),
+    };
+    await this.options.storage.createSession(row);
+    return this.start(row, new ChatState(), {}, null);
+  }
+
+  /** Opens a stored session: its conversation is loaded from storage; nothing is resumed (RT-24). */
+  async openSession(sessionId: string): Promise<SessionHandle> {
+    this.assertRunning();
+    const open = this.sessions.get(sessionId);
+    if (open) return open.handle;
+    const storage = this.options.storage;
+    const row = typeof sessionId === 'string' ? await storage.getSession(sessionId) : undefined;
+    if (!row) throw new TurnchartError('UnknownSession', `no session '${String(sessionId)}'`);
+    const [messages, turns, plan] = await Promise.all([storage.listMessages(row.id), storage.listTurns(row.id), storage.latestPlan(row.id)]);
+    const accepted = Object.fromEntries(turns.map((t) => [t.clientRequestId, t.id]));
+    return this.sessions.get(sessionId)?.handle ?? this.start(row, new ChatState(messages), accepted, plan?.plan ?? null);
+  }
+
+  /** Stops every session (running turns end `actor_stopped`), flushes the trace, closes storage. */
+  async shutdown(): Promise<void> {
+    this.stopping ??= (async () => {
+      await Promise.all([...this.sessions.values()].map(({ handle }) => handle.stop()));
+      await this.trace.flush();
+      this.runtimeSubject.complete();
+      await this.options.storage.close();
+    })();
+    return this.stopping;
+  }
+
+  private start(row: SessionRow, chat: ChatState, accepted: Record<string, string>, plan: SessionEnv['live']['plan']): SessionHandle {
+    const agent = this.agents[row.agent] ?? this.agents.default!;
+    const live = new LiveView(plan);
+    const env: SessionEnv = {
+      id: row.id,
+      agentName: row.agent,
+      agent,
+      permissionMode: row.permissionMode,
+      chat,
+      live,
+      updates: new UpdateStream(row.id, live, this.runtimeSubject, this.services.now),
+      mailbox: [],
+      preparedInputs: new Map(),
+      turnSystem: [],
+      unclosedTurn: null,
+      outcomes: new Map(),
+      waiters: new Map(),
+    };
+    const actor = createActor(this.machine, {
+      input: { sessionId: row.id, limits: limitsOf(agent), accepted, reloadRequired: false },
+      inspect: this.options.inspect,
+    });
+    // An error inside a chart is a defect; observing it keeps it from becoming an unhandled crash.
+    actor.subscribe({ error: (error) => console.error(`turnchart session ${row.id} failed:`, error) });
+    const handle = new SessionHandle(row.id, actor, env, this.services);
+    this.sessions.set(row.id, { handle, env });
+    actor.start();
+    return handle;
+  }
+
+  private envOf(sessionId: string): SessionEnv {
+    const entry = this.sessions.get(sessionId);
+    if (!entry) throw new Error(`no open session '${sessionId}'`);
+    return entry.env;
+  }
+
+  private assertRunning(): void {
+    if (this.stopping) throw new TurnchartError('RuntimeStopped', 'the runtime has been shut down');
+  }
+}
+
+export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) throw new TurnchartError('InvalidOptions', z.prettifyError(parsed.error));
+  let agents: Record<string, AgentDefinition>;
+  try {
+    agents = resolveAgents(options.agents);
+  } catch (error) {
+    throw new TurnchartError('InvalidOptions', error instanceof z.ZodError ? z.prettifyError(error) : String(error));
+  }
+  const toolset = new Toolset(options.tools ?? []);
+  const now = options.now ?? Date.now;
+  await options.storage.migrate();
+  const correction = await options.storage.correctInterrupted(now());
+  const trace = new TraceRecorder(options.storage, options.traceQueueCapacity);
+  return new Runtime(options, agents, trace, toolset, correction);
+}

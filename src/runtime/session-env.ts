@@ -1,0 +1,75 @@
+import type { PermissionMode, SessionStorage, TurnEnd } from '../../storage/session-storage.js';
+import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
+import type { SystemPart } from '../protocol/model.js';
+import type { TurnOutcome } from '../protocol/outcome.js';
+import type { SessionUpdate } from '../protocol/updates.js';
+import type { AgentDefinition } from './agents.js';
+import type { ChatState } from './chat-state.js';
+import type { LiveView } from './live-view.js';
+import type { UpdateStream } from './update-stream.js';
+
+/** A user message prepared before acceptance: skill snapshots first, then the user's text. */
+export interface PreparedInput {
+  clientRequestId: string;
+  messages: ChatMessage[];
+}
+
+export interface AgentMessage {
+  from: string;
+  text: string;
+}
+
+/**
+ * Everything one session's effects need, looked up by session id so machine context stays
+ * plain data (serializable for inspection) and the provided machines are shared by all sessions.
+ */
+export interface SessionEnv {
+  readonly id: string;
+  readonly agentName: string;
+  readonly agent: AgentDefinition;
+  permissionMode: PermissionMode;
+  readonly chat: ChatState;
+  readonly live: LiveView;
+  readonly updates: UpdateStream;
+  /** RT-4: agent messages waiting for the next model call; memory only. */
+  readonly mailbox: AgentMessage[];
+  /** Inputs of accepted turns whose first write has not happened yet. */
+  readonly preparedInputs: Map<string, PreparedInput>;
+  /** System context of the running turn, resolved once per turn (RT-10). */
+  turnSystem: SystemPart[];
+  /** A terminal status whose write failed: retried before the next turn's first write. */
+  unclosedTurn: { turnId: string; end: TurnEnd } | null;
+  readonly outcomes: Map<string, TurnOutcome>;
+  readonly waiters: Map<string, ((outcome: TurnOutcome) => void)[]>;
+}
+
+export interface RuntimeServices {
+  storage: SessionStorage;
+  now: () => number;
+  newId: (prefix: string) => string;
+}
+
+/** The single write path of RT-10/RT-12: check with chat state, write, then append. */
+export async function persistAndAppend(
+  env: SessionEnv,
+  services: RuntimeServices,
+  turnId: string,
+  message: ChatMessage,
+): Promise<StoredMessage> {
+  env.chat.check(message);
+  const stored: StoredMessage = {
+    id: services.newId('msg'),
+    sessionId: env.id,
+    turnId,
+    sequence: env.chat.nextSequence,
+    createdAtMs: services.now(),
+    message,
+  };
+  await services.storage.appendMessage(stored);
+  env.chat.append(stored);
+  return stored;
+}
+
+export function emit(env: SessionEnv, turnId: string, update: SessionUpdate): void {
+  env.updates.emit(turnId, update);
+}

@@ -1,0 +1,244 @@
+import type { Observable } from 'rxjs';
+import type { Actor } from 'xstate';
+import type { CommandReply, SessionEvent } from '../../machines/session.machine.js';
+import type { PermissionMode } from '../../storage/session-storage.js';
+import {
+  afterSequenceSchema,
+  agentMessageSchema,
+  estimateTokens,
+  invalidInput,
+  permissionModeSchema,
+  resolvePermissionSchema,
+  startTurnSchema,
+  turnIdSchema,
+  type InvalidInput,
+} from '../protocol/commands.js';
+import type { ChatMessage } from '../protocol/messages.js';
+import type { TurnOutcome } from '../protocol/outcome.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { RuntimeView } from './live-view.js';
+import type { ProvidedSessionMachine } from './provided-machines.js';
+import type { RuntimeServices, SessionEnv } from './session-env.js';
+import type { ReplayResult } from './update-stream.js';
+
+export const AGENT_MESSAGE_TOKEN_LIMIT = 4_000;
+
+type Stopped = { code: 'RuntimeStopped' };
+
+export type StartTurnResult =
+  | { ok: true; turnId: string }
+  | {
+      ok: false;
+      error:
+        | { code: 'Busy'; turnId: string }
+        | { code: 'EmptyInput' }
+        | { code: 'ReloadRequired' }
+        | { code: 'UnknownSkill'; name: string }
+        | InvalidInput
+        | Stopped;
+    };
+
+export type CancelTurnResult = { ok: true } | { ok: false; error: { code: 'TurnNotActive' } | InvalidInput | Stopped };
+export type ResolvePermissionResult =
+  | { ok: true }
+  | { ok: false; error: { code: 'TurnNotActive' } | { code: 'PermissionNotPending' } | InvalidInput | Stopped };
+export type DeliverResult = { ok: true } | { ok: false; error: { code: 'MessageTooLarge'; tokens: number } | InvalidInput | Stopped };
+export type SetModeResult = { ok: true } | { ok: false; error: { code: 'PersistenceError'; message: string } | InvalidInput | Stopped };
+export type WaitResult = TurnOutcome | { status: 'unknown_turn' };
+
+export interface SessionSnapshot {
+  version: 7;
+  sessionId: string;
+  lastUpdateSequence: number;
+  permissionMode: PermissionMode;
+  /** turnchart runs tools in the host process; any sandbox is the tool's own business. */
+  sandbox: 'none';
+  runtime: RuntimeView;
+}
+
+/** The host's handle on one session: every command is validated and answers with a value. */
+export class SessionHandle {
+  readonly updates$: Observable<UpdateEnvelope>;
+  private commandCount = 0;
+  private stopped = false;
+
+  constructor(
+    readonly id: string,
+    /** The live session actor (for inspection and embedding); drive it through the methods. */
+    readonly actor: Actor<ProvidedSessionMachine>,
+    private readonly env: SessionEnv,
+    private readonly services: RuntimeServices,
+  ) {
+    this.updates$ = env.updates.updates$;
+  }
+
+  get agent(): string {
+    return this.env.agentName;
+  }
+
+  async startTurn(command: unknown): Promise<StartTurnResult> {
+    if (this.stopped) return stoppedError();
+    const parsed = startTurnSchema.safeParse(command);
+    if (!parsed.success) return invalidInput(parsed.error);
+    const { clientRequestId, input } = parsed.data;
+    const skill = input.find((part) => part.type === 'skill');
+    const texts = input.flatMap((part) => (part.type === 'text' && part.text.trim() !== '' ? [part.text] : []));
+    if (texts.length === 0) return { ok: false, error: { code: 'EmptyInput' } };
+    // Skills are resolved by the context layer; with none configured, every name is unknown.
+    if (skill) return { ok: false, error: { code: 'UnknownSkill', name: skill.name } };
+    const messages: ChatMessage[] = [{ role: 'user', kind: 'normal', text: texts.join('\n\n') }];
+    const turnId = this.services.newId('turn');
+    this.env.preparedInputs.set(turnId, { clientRequestId, messages });
+    const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId, clientRequestId });
+    if (!reply.ok || reply.turnId !== turnId) this.env.preparedInputs.delete(turnId);
+    if (reply.ok) return { ok: true, turnId: reply.turnId ?? turnId };
+    return reply as StartTurnResult;
+  }
+
+  /** Resolves with the turn's outcome; at once for a turn that already ended. */
+  async waitForTurn(turnId: string): Promise<WaitResult> {
+    if (!turnIdSchema.safeParse(turnId).success) return { status: 'unknown_turn' };
+    const known = this.env.outcomes.get(turnId);
+    if (known) return known;
+    if (this.isLive(turnId)) {
+      return new Promise<TurnOutcome>((resolve) => {
+        const list = this.env.waiters.get(turnId) ?? [];
+        list.push(resolve);
+        this.env.waiters.set(turnId, list);
+      });
+    }
+    return this.storedOutcome(turnId);
+  }
+
+  async cancelTurn(turnId: unknown): Promise<CancelTurnResult> {
+    if (this.stopped) return stoppedError();
+    const parsed = turnIdSchema.safeParse(turnId);
+    if (!parsed.success) return invalidInput(parsed.error);
+    return (await this.command({ type: 'session.cancel_turn', commandId: '', turnId: parsed.data })) as CancelTurnResult;
+  }
+
+  async resolvePermission(command: unknown): Promise<ResolvePermissionResult> {
+    if (this.stopped) return stoppedError();
+    const parsed = resolvePermissionSchema.safeParse(command);
+    if (!parsed.success) return invalidInput(parsed.error);
+    return (await this.command({ type: 'session.resolve_permission', commandId: '', ...parsed.data })) as ResolvePermissionResult;
+  }
+
+  /** RT-4: only enqueues; the next model call of a user turn drains the mailbox. */
+  async deliverAgentMessage(message: unknown): Promise<DeliverResult> {
+    if (this.stopped) return stoppedError();
+    const parsed = agentMessageSchema.safeParse(message);
+    if (!parsed.success) return invalidInput(parsed.error);
+    const tokens = estimateTokens(parsed.data.text);
+    if (tokens >= AGENT_MESSAGE_TOKEN_LIMIT) return { ok: false, error: { code: 'MessageTooLarge', tokens } };
+    this.env.mailbox.push(parsed.data);
+    return { ok: true };
+  }
+
+  /** RT-5: stored, then in force from the next tool call's authorization. */
+  async setPermissionMode(mode: unknown): Promise<SetModeResult> {
+    if (this.stopped) return stoppedError();
+    const parsed = permissionModeSchema.safeParse(mode);
+    if (!parsed.success) return invalidInput(parsed.error);
+    try {
+      await this.services.storage.setPermissionMode(this.id, parsed.data);
+    } catch (error) {
+      return { ok: false, error: { code: 'PersistenceError', message: error instanceof Error ? error.message : String(error) } };
+    }
+    this.env.permissionMode = parsed.data;
+    return { ok: true };
+  }
+
+  snapshot(): SessionSnapshot {
+    return {
+      version: 7,
+      sessionId: this.id,
+      lastUpdateSequence: this.env.updates.lastSequence,
+      permissionMode: this.env.permissionMode,
+      sandbox: 'none',
+      runtime: structuredClone(this.env.live.runtime),
+    };
+  }
+
+  replayUpdates(afterSequence: unknown): ReplayResult | { ok: false; error: InvalidInput } {
+    const parsed = afterSequenceSchema.safeParse(afterSequence);
+    if (!parsed.success) return invalidInput(parsed.error);
+    return this.env.updates.replay(parsed.data);
+  }
+
+  /** RT-7: the turn a client request id was accepted as, if any. */
+  async acceptedTurn(clientRequestId: string): Promise<{ ok: true; turnId: string } | { ok: false; error: { code: 'NotAccepted' } }> {
+    const turnId = this.actor.getSnapshot().context.accepted[clientRequestId];
+    return turnId ? { ok: true, turnId } : { ok: false, error: { code: 'NotAccepted' } };
+  }
+
+  /** Stops the running turn (it fails `actor_stopped`) and waits until the session is idle. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.actor.send({ type: 'session.stop' });
+    await new Promise<void>((resolve) => {
+      const check = () => this.actor.getSnapshot().matches('idle');
+      if (check()) return resolve();
+      const sub = this.actor.subscribe({
+        next: () => {
+          if (check()) {
+            sub.unsubscribe();
+            resolve();
+          }
+        },
+        error: () => resolve(),
+      });
+    });
+    this.actor.stop();
+    this.env.updates.complete();
+  }
+
+  /**
+   * Sends a command event; the chart's guards decide and leave the answer in `context.reply`.
+   * Sent from inside a transition (say, an update subscriber), the event is queued: wait for it.
+   */
+  private async command(event: Extract<SessionEvent, { commandId: string }>): Promise<CommandReply> {
+    const commandId = `c${++this.commandCount}`;
+    this.actor.send({ ...event, commandId });
+    const answered = () => {
+      const reply = this.actor.getSnapshot().context.reply;
+      return reply?.commandId === commandId ? reply.result : undefined;
+    };
+    return (
+      answered() ??
+      new Promise<CommandReply>((resolve) => {
+        const sub = this.actor.subscribe(() => {
+          const result = answered();
+          if (result) {
+            sub.unsubscribe();
+            resolve(result);
+          }
+        });
+      })
+    );
+  }
+
+  private isLive(turnId: string): boolean {
+    return this.actor.getSnapshot().context.activeTurn?.turnId === turnId;
+  }
+
+  private async storedOutcome(turnId: string): Promise<WaitResult> {
+    const row = await this.services.storage.getTurn(turnId);
+    if (!row || row.sessionId !== this.id) return { status: 'unknown_turn' };
+    switch (row.status) {
+      case 'completed':
+        return { status: 'completed', finalText: row.finalText ?? '' };
+      case 'cancelled':
+        return { status: 'cancelled' };
+      case 'failed':
+        return { status: 'failed', code: (row.errorCode ?? 'model_error') as never, message: row.errorMessage ?? '' };
+      case 'interrupted':
+      case 'running':
+        return { status: 'failed', code: 'actor_stopped', message: 'the turn was interrupted by a process restart' };
+    }
+  }
+}
+
+function stoppedError(): { ok: false; error: Stopped } {
+  return { ok: false, error: { code: 'RuntimeStopped' } };
+}

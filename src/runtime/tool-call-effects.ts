@@ -1,0 +1,119 @@
+import { fromPromise } from 'xstate';
+import { z } from 'zod';
+import type { ExecuteInput, ToolCallContext, ToolEffectInput, ValidationOutput, WriteResultInput } from '../../machines/tool-call.machine.js';
+import { planSchema } from '../protocol/plan.js';
+import type { SpanStatus } from '../protocol/trace.js';
+import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
+import type { PermissionDecision } from '../protocol/updates.js';
+import type { ToolExecutionResult } from '../tools/define-tool.js';
+import { authorizeCall } from '../tools/permission-policy.js';
+import { UPDATE_PLAN } from '../tools/toolset.js';
+import { emit, persistAndAppend } from './session-env.js';
+import { span, type TurnEffectDeps } from './turn-effects.js';
+
+type Ctx = { context: ToolCallContext };
+
+const executionResultSchema = z.object({ status: z.enum(['succeeded', 'failed', 'cancelled']), content: z.string() });
+
+/** The tool-call chart's effects (RT-15, RT-16), supplied with `toolCallMachine.provide()`. */
+export function toolCallEffects(deps: TurnEffectDeps) {
+  const { env: envOf, toolset, trace, now } = deps;
+
+  const validateArguments = fromPromise<ValidationOutput, ToolEffectInput>(async ({ input }) => {
+    const schema = toolset.isControlTool(input.name) ? planSchema : toolset.registryTool(input.name)?.input;
+    if (!schema) return { ok: false, message: `no schema for '${input.name}'` };
+    const parsed = schema.safeParse(input.args);
+    return parsed.success
+      ? { ok: true, args: parsed.data as Record<string, unknown> }
+      : { ok: false, message: z.prettifyError(parsed.error) };
+  });
+
+  const authorize = fromPromise<AuthorizationDecision, ToolEffectInput>(async ({ input }) => {
+    const tool = toolset.registryTool(input.name)!;
+    const env = envOf(input.sessionId);
+    return authorizeCall(tool, input.args, {
+      sessionId: input.sessionId,
+      turnId: input.turnId,
+      toolCallId: input.toolCallId,
+      permissionMode: env.permissionMode,
+    });
+  });
+
+  const executeTool = fromPromise<ToolResult, ExecuteInput>(async ({ input, signal }) => {
+    const tool = toolset.registryTool(input.name)!;
+    const env = envOf(input.sessionId);
+    const returned: unknown = await tool.execute(input.args, {
+      sessionId: input.sessionId,
+      turnId: input.turnId,
+      toolCallId: input.toolCallId,
+      signal,
+      approvedPaths: input.approvedPaths,
+      progress: (progress) => {
+        if (!signal.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
+      },
+    });
+    const result = executionResultSchema.safeParse(returned);
+    if (!result.success) return { status: 'failed', content: `tool returned an invalid result: ${z.prettifyError(result.error)}` };
+    return result.data satisfies ToolExecutionResult;
+  });
+
+  const runControlTool = fromPromise<ToolResult, ToolEffectInput>(async ({ input }) => {
+    if (input.name !== UPDATE_PLAN) return { status: 'failed', content: `unknown control tool '${input.name}'` };
+    const env = envOf(input.sessionId);
+    const plan = planSchema.parse(input.args);
+    await deps.storage.savePlan({ turnId: input.turnId, sessionId: input.sessionId, plan, updatedAtMs: now() });
+    emit(env, input.turnId, { type: 'plan_updated', plan });
+    return { status: 'succeeded', content: 'Plan updated.' };
+  });
+
+  const writeResult = fromPromise<void, WriteResultInput>(async ({ input }) => {
+    const env = envOf(input.sessionId);
+    const { call, result } = input;
+    await persistAndAppend(env, deps, input.turnId, { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content });
+  });
+
+  return {
+    actors: { validateArguments, authorize, executeTool, runControlTool, writeResult },
+    guards: {
+      isControlTool: ({ context }: Ctx) => toolset.isControlTool(context.call.name),
+      isRegistryTool: ({ context }: Ctx) => toolset.registryTool(context.call.name) !== undefined,
+    },
+    actions: {
+      startSpan: ({ context }: Ctx) => {
+        const source = toolset.isControlTool(context.call.name) ? 'control_tool' : 'registry';
+        trace.start(span(context, `tool:${context.call.id}`, 'tool_call', context.call.name, source, now()));
+      },
+      emitToolCallStarted: ({ context }: Ctx) =>
+        emit(envOf(context.sessionId), context.turnId, {
+          type: 'tool_call_started',
+          toolCallId: context.call.id,
+          name: context.call.name,
+          status: 'validating',
+        }),
+      setLiveStatus: ({ context }: Ctx, params: { status: 'waiting_permission' | 'running' }) =>
+        envOf(context.sessionId).live.setToolStatus(context.call.id, params.status),
+      emitPermissionRequested: ({ context }: Ctx) =>
+        emit(envOf(context.sessionId), context.turnId, {
+          type: 'permission_requested',
+          toolCallId: context.call.id,
+          name: context.call.name,
+          paths: context.requestedPaths,
+        }),
+      emitPermissionResolved: ({ context }: Ctx, params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' }) =>
+        emit(envOf(context.sessionId), context.turnId, {
+          type: 'permission_resolved',
+          toolCallId: context.call.id,
+          decision: params.decision,
+        }),
+      finishCall: ({ context }: Ctx) => {
+        const status = context.result?.status ?? 'outcome_unknown';
+        trace.end(`tool:${context.call.id}`, { status: spanStatus(status), errorCode: null, endedAtMs: now() });
+        emit(envOf(context.sessionId), context.turnId, { type: 'tool_call_finished', toolCallId: context.call.id, status });
+      },
+    },
+  };
+}
+
+function spanStatus(status: ToolResult['status']): Exclude<SpanStatus, 'running'> {
+  return status;
+}

@@ -1,0 +1,126 @@
+import { fromPromise } from 'xstate';
+import type { CallModelInput, SkipCallsInput, TurnEffectInput, WriteAssistantInput } from '../../machines/turn.machine.js';
+import { assembleRequest, systemContext } from '../context/request.js';
+import { consumeModelStream } from '../model/consume-stream.js';
+import { NOT_EXECUTED_RESULT_TEXT } from '../protocol/messages.js';
+import type { ModelPort, ModelResponse } from '../protocol/model.js';
+import { TurnFailure } from '../protocol/tool-result.js';
+import type { TurnPhase } from '../protocol/updates.js';
+import type { Toolset } from '../tools/toolset.js';
+import { emit, persistAndAppend, type RuntimeServices, type SessionEnv } from './session-env.js';
+import type { TraceRecorder } from './trace-recorder.js';
+
+export interface TurnEffectDeps extends RuntimeServices {
+  env: (sessionId: string) => SessionEnv;
+  model: ModelPort;
+  toolset: Toolset;
+  trace: TraceRecorder;
+}
+
+/** The turn chart's effects (RT-10), supplied with `turnMachine.provide()`. */
+export function turnEffects(deps: TurnEffectDeps) {
+  const { env: envOf, storage, trace, now } = deps;
+
+  const beginTurn = fromPromise<void, TurnEffectInput>(async ({ input }) => {
+    const env = envOf(input.sessionId);
+    const prepared = env.preparedInputs.get(input.turnId);
+    if (!prepared) throw new TurnFailure('chat_state_error', 'the accepted input of this turn is missing');
+    if (env.unclosedTurn) {
+      await storage.endTurn(env.unclosedTurn.turnId, env.unclosedTurn.end);
+      env.unclosedTurn = null;
+    }
+    const messages = prepared.messages.map((message, i) => ({
+      id: deps.newId('msg'),
+      sessionId: env.id,
+      turnId: input.turnId,
+      sequence: env.chat.nextSequence + i,
+      createdAtMs: now(),
+      message,
+    }));
+    await storage.beginTurn(
+      { id: input.turnId, sessionId: env.id, clientRequestId: prepared.clientRequestId, startedAtMs: now() },
+      messages,
+    );
+    env.preparedInputs.delete(input.turnId);
+    for (const message of messages) env.chat.append(message);
+    trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now()));
+    env.turnSystem = systemContext(env.agent.systemPrompt);
+  });
+
+  const drainMailbox = fromPromise<void, TurnEffectInput>(async ({ input }) => {
+    const env = envOf(input.sessionId);
+    while (env.mailbox.length > 0) {
+      const next = env.mailbox[0]!;
+      await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'agent_message', text: next.text, from: next.from });
+      env.mailbox.shift();
+    }
+  });
+
+  const callModel = fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
+    const env = envOf(input.sessionId);
+    const request = assembleRequest(env.turnSystem, env.chat.view(), deps.toolset.definitions, deps.model.capabilities);
+    const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
+    trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', now()));
+    try {
+      const response = await consumeModelStream(deps.model, request, signal, {
+        text: (text) => signal.aborted || emit(env, input.turnId, { type: 'text_delta', text }),
+        reasoning: (text) => signal.aborted || emit(env, input.turnId, { type: 'reasoning_delta', text }),
+      });
+      trace.end(spanId, { status: 'succeeded', errorCode: null, endedAtMs: now() });
+      return response;
+    } catch (error) {
+      trace.end(spanId, { status: signal.aborted ? 'cancelled' : 'failed', errorCode: errorCode(error), endedAtMs: now() });
+      throw error;
+    }
+  });
+
+  const writeAssistant = fromPromise<void, WriteAssistantInput>(async ({ input }) => {
+    const env = envOf(input.sessionId);
+    const { text, reasoning, toolCalls } = input.response;
+    await persistAndAppend(env, deps, input.turnId, { role: 'assistant', text, reasoning, toolCalls });
+    emit(env, input.turnId, { type: 'draft_cleared' });
+  });
+
+  const skipToolCalls = fromPromise<void, SkipCallsInput>(async ({ input }) => {
+    const env = envOf(input.sessionId);
+    for (const call of input.calls) {
+      const content = NOT_EXECUTED_RESULT_TEXT;
+      await persistAndAppend(env, deps, input.turnId, { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content });
+      const spanId = `tool:${call.id}`;
+      trace.start(span(input, spanId, 'tool_call', call.name, 'system', now()));
+      trace.end(spanId, { status: 'cancelled', errorCode: 'turn_terminated', endedAtMs: now() });
+      emit(env, input.turnId, { type: 'tool_call_started', toolCallId: call.id, name: call.name, status: 'cancelled' });
+      emit(env, input.turnId, { type: 'tool_call_finished', toolCallId: call.id, status: 'cancelled' });
+    }
+  });
+
+  return {
+    actors: { beginTurn, drainMailbox, callModel, writeAssistant, skipToolCalls },
+    actions: {
+      emitPhase: ({ context }: { context: TurnEffectInput }, params: { phase: TurnPhase }) =>
+        emit(envOf(context.sessionId), context.turnId, { type: 'phase_changed', phase: params.phase }),
+      discardDraft: ({ context }: { context: TurnEffectInput }) => {
+        const live = envOf(context.sessionId).live.runtime;
+        if (live.kind === 'running' && (live.draftText || live.draftReasoning)) {
+          emit(envOf(context.sessionId), context.turnId, { type: 'draft_cleared' });
+        }
+      },
+    },
+  };
+}
+
+export function span(
+  input: TurnEffectInput,
+  id: string,
+  kind: 'turn' | 'model_call' | 'tool_call',
+  name: string,
+  source: 'model' | 'registry' | 'control_tool' | 'system',
+  startedAtMs: number,
+) {
+  return { id, sessionId: input.sessionId, turnId: input.turnId, kind, name, source, status: 'running' as const, errorCode: null, startedAtMs, endedAtMs: null };
+}
+
+function errorCode(error: unknown): string {
+  const kind = (error as { kind?: unknown } | null)?.kind;
+  return typeof kind === 'string' ? `model_${kind}` : 'model_error';
+}

@@ -1,0 +1,46 @@
+import type { z } from 'zod';
+import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
+import type { PermissionMode } from '../../storage/session-storage.js';
+
+export type ToolEffect = 'read' | 'write' | 'execute';
+
+export interface AuthorizeContext {
+  sessionId: string;
+  turnId: string;
+  toolCallId: string;
+  permissionMode: PermissionMode;
+}
+
+export interface ExecuteContext {
+  sessionId: string;
+  turnId: string;
+  toolCallId: string;
+  /** Aborted when the turn is cancelled or the session stops: a tool must stop its work. */
+  signal: AbortSignal;
+  /** Streams progress to the UI as `tool_call_progress` (never stored). */
+  progress: (progress: unknown) => void;
+  /** Paths the user approved for this call only (RT-16). */
+  approvedPaths: string[];
+}
+
+export interface ToolExecutionResult {
+  status: 'succeeded' | 'failed' | 'cancelled';
+  content: string;
+}
+
+export interface Tool<Schema extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  effect: ToolEffect;
+  input: Schema;
+  authorize?: (args: z.output<Schema>, ctx: AuthorizeContext) => AuthorizationDecision | Promise<AuthorizationDecision>;
+  execute: (args: z.output<Schema>, ctx: ExecuteContext) => Promise<ToolExecutionResult> | ToolExecutionResult;
+}
+
+/** Identity with inference: `args` in `authorize` and `execute` get the schema's type. */
+export function defineTool<Schema extends z.ZodType>(tool: Tool<Schema>): Tool<Schema> {
+  return tool;
+}
+
+export type AnyTool = Tool<z.ZodType>;
+export type { ToolResult };

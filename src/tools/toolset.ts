@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import type { ToolDefinition } from '../protocol/model.js';
+import { planSchema } from '../protocol/plan.js';
+import type { AnyTool } from './define-tool.js';
+import { TurnchartError } from '../protocol/errors.js';
+
+export const UPDATE_PLAN = 'update_plan';
+
+const CONTROL_TOOLS: ToolDefinition[] = [
+  {
+    name: UPDATE_PLAN,
+    description:
+      'Record your plan for this task as a list of steps with a status (pending, in_progress, completed). ' +
+      'Send the whole plan each time; at most one step is in_progress.',
+    inputSchema: z.toJSONSchema(planSchema, { io: 'input', unrepresentable: 'any' }),
+  },
+];
+
+/**
+ * The tool surface of a session (CW-5): registry tools in the order given, then the control tools.
+ * Built once; a registry tool may not take a control tool's name.
+ */
+export class Toolset {
+  private readonly byName = new Map<string, AnyTool>();
+  readonly definitions: ToolDefinition[];
+
+  constructor(tools: AnyTool[]) {
+    for (const tool of tools) {
+      if (CONTROL_TOOLS.some((c) => c.name === tool.name)) {
+        throw new TurnchartError('ToolNameConflict', `'${tool.name}' is a control tool name and cannot be registered`);
+      }
+      if (this.byName.has(tool.name)) throw new TurnchartError('ToolNameConflict', `two tools are named '${tool.name}'`);
+      this.byName.set(tool.name, tool);
+    }
+    this.definitions = [
+      ...tools.map((t) => ({
+        name: t.name,
+        description: t.description,
+        inputSchema: z.toJSONSchema(t.input, { io: 'input', unrepresentable: 'any' }),
+      })),
+      ...CONTROL_TOOLS,
+    ];
+  }
+
+  registryTool(name: string): AnyTool | undefined {
+    return this.byName.get(name);
+  }
+
+  isControlTool(name: string): boolean {
+    return CONTROL_TOOLS.some((c) => c.name === name);
+  }
+}

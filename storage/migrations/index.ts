@@ -1,0 +1,17 @@
+import type { Migration, MigrationProvider } from 'kysely';
+import { initial } from './001_initial.js';
+
+/**
+ * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
+ * and a directory scan would see `.js` in one and `.ts` in the other.
+ * Names sort alphabetically, which is the order the Migrator applies them.
+ */
+export const migrations: Record<string, Migration> = {
+  '001_initial': initial,
+};
+
+export const migrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return migrations;
+  },
+};

@@ -1,0 +1,76 @@
+import type { ColumnType } from 'kysely';
+
+/**
+ * Epoch milliseconds. Stored as `bigint` so PostgreSQL does not overflow int4 in 2038;
+ * node-postgres returns int8 as a string to avoid precision loss, SQLite returns a number.
+ * Rows are always read through `toMs` so callers only ever see numbers.
+ */
+export type EpochMs = ColumnType<number | string, number, number>;
+export type NullableEpochMs = ColumnType<number | string | null, number | null, number | null>;
+
+export interface SessionsTable {
+  id: string;
+  agent: string;
+  permission_mode: string;
+  workspace_dir: string | null;
+  created_at_ms: EpochMs;
+}
+
+export interface TurnsTable {
+  id: string;
+  session_id: string;
+  client_request_id: string;
+  status: string;
+  error_code: string | null;
+  error_message: string | null;
+  final_text: string | null;
+  started_at_ms: EpochMs;
+  finished_at_ms: NullableEpochMs;
+}
+
+export interface MessagesTable {
+  id: string;
+  session_id: string;
+  turn_id: string;
+  sequence: number;
+  role: string;
+  kind: string;
+  /** JSON of the whole ChatMessage; role and kind are copies kept for querying. */
+  content: string;
+  created_at_ms: EpochMs;
+}
+
+export interface TraceSpansTable {
+  id: string;
+  session_id: string;
+  turn_id: string;
+  kind: string;
+  name: string;
+  source: string;
+  status: string;
+  error_code: string | null;
+  started_at_ms: EpochMs;
+  ended_at_ms: NullableEpochMs;
+}
+
+export interface TurnPlansTable {
+  turn_id: string;
+  session_id: string;
+  /** JSON of the Plan. */
+  plan: string;
+  updated_at_ms: EpochMs;
+}
+
+export interface Database {
+  sessions: SessionsTable;
+  turns: TurnsTable;
+  messages: MessagesTable;
+  trace_spans: TraceSpansTable;
+  turn_plans: TurnPlansTable;
+}
+
+export function toMs(value: number | string): number;
+export function toMs(value: number | string | null): number | null;
+export function toMs(value: number | string | null): number | null {
+  return value === null ? null : Number(value);
+}

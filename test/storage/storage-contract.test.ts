@@ -1,0 +1,326 @@
+import { sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ChatMessage, StoredMessage } from '../../src/protocol/messages.js';
+import type { Plan } from '../../src/protocol/plan.js';
+import type { TraceSpan } from '../../src/protocol/trace.js';
+import type { SessionRow, SessionStorage } from '../../storage/session-storage.js';
+import {
+  indexNames,
+  installInterruptTrap,
+  postgresTarget,
+  removeInterruptTrap,
+  sqliteFileTarget,
+  sqliteMemoryTarget,
+  type Connected,
+  type ContractTarget,
+  type Location,
+} from './targets.js';
+
+// Past 2^31 on purpose: int4 would overflow, and node-postgres returns int8 as a string.
+const T0 = 1_700_000_000_000;
+
+const session = (id: string, overrides: Partial<SessionRow> = {}): SessionRow => ({
+  id,
+  agent: 'coder',
+  permissionMode: 'ask',
+  workspaceDir: null,
+  createdAtMs: T0,
+  ...overrides,
+});
+
+const turn = (id: string, sessionId: string, startedAtMs = T0) => ({ id, sessionId, clientRequestId: `req-${id}`, startedAtMs });
+
+const stored = (turnId: string, sessionId: string, sequence: number, message: ChatMessage, id = `${turnId}-${sequence}`): StoredMessage => ({
+  id,
+  sessionId,
+  turnId,
+  sequence,
+  createdAtMs: T0 + sequence,
+  message,
+});
+
+const user = (text: string): ChatMessage => ({ role: 'user', kind: 'normal', text });
+
+const span = (id: string, sessionId: string, turnId: string, overrides: Partial<TraceSpan> = {}): TraceSpan => ({
+  id,
+  sessionId,
+  turnId,
+  kind: 'tool_call',
+  name: 'read_file',
+  source: 'registry',
+  status: 'running',
+  errorCode: null,
+  startedAtMs: T0,
+  endedAtMs: null,
+  ...overrides,
+});
+
+const completed = (finishedAtMs = T0 + 1) => ({ status: 'completed' as const, errorCode: null, errorMessage: null, finalText: 'done', finishedAtMs });
+
+function describeStorageContract(name: string, target: ContractTarget): void {
+  describe(name, () => {
+    let location: Location;
+    let conn: Connected;
+    let storage: SessionStorage;
+
+    beforeEach(async () => {
+      location = await target.create();
+      conn = location.connect();
+      storage = conn.storage;
+      await storage.migrate();
+    });
+
+    afterEach(async () => {
+      await storage.close();
+      await location.drop();
+    });
+
+    /** A session with one finished turn, so plans and spans have something to hang on. */
+    async function sessionWithTurns(sessionId: string, ...turnIds: string[]): Promise<void> {
+      await storage.createSession(session(sessionId));
+      for (const [i, id] of turnIds.entries()) {
+        await storage.beginTurn(turn(id, sessionId, T0 + i), []);
+        await storage.endTurn(id, completed(T0 + i));
+      }
+    }
+
+    it('round-trips a session and changes its permission mode', async () => {
+      const row = session('s1', { permissionMode: 'auto', workspaceDir: '/tmp/ws', createdAtMs: T0 + 7 });
+      await storage.createSession(row);
+      await storage.createSession(session('s2'));
+
+      expect(await storage.getSession('s1')).toEqual(row);
+      expect(await storage.getSession('s2')).toEqual(session('s2'));
+      expect(await storage.getSession('missing')).toBeUndefined();
+      expect(typeof (await storage.getSession('s1'))?.createdAtMs).toBe('number');
+
+      await storage.setPermissionMode('s1', 'read_only');
+      expect((await storage.getSession('s1'))?.permissionMode).toBe('read_only');
+      await expect(storage.setPermissionMode('missing', 'auto')).rejects.toThrow();
+      await expect(storage.createSession(row)).rejects.toThrow();
+    });
+
+    it('beginTurn writes the running turn and its messages', async () => {
+      await storage.createSession(session('s1'));
+      await storage.beginTurn(turn('t1', 's1'), [stored('t1', 's1', 0, user('hi')), stored('t1', 's1', 1, user('there'))]);
+
+      expect(await storage.getTurn('t1')).toEqual({
+        id: 't1',
+        sessionId: 's1',
+        clientRequestId: 'req-t1',
+        status: 'running',
+        errorCode: null,
+        errorMessage: null,
+        finalText: null,
+        startedAtMs: T0,
+        finishedAtMs: null,
+      });
+      expect((await storage.listMessages('s1')).map((m) => m.sequence)).toEqual([0, 1]);
+      expect(await storage.getTurn('missing')).toBeUndefined();
+    });
+
+    it('beginTurn is atomic: a duplicate sequence leaves neither the turn nor any message', async () => {
+      await sessionWithTurns('s1', 't1');
+      await storage.appendMessage(stored('t1', 's1', 0, user('first')));
+
+      const clash = [stored('t2', 's1', 1, user('new')), stored('t2', 's1', 0, user('clash'), 't2-dup')];
+      await expect(storage.beginTurn(turn('t2', 's1', T0 + 5), clash)).rejects.toThrow();
+
+      expect(await storage.getTurn('t2')).toBeUndefined();
+      expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['t1-0']);
+      // Nothing half-written blocks a clean retry.
+      await storage.beginTurn(turn('t2', 's1', T0 + 5), [stored('t2', 's1', 1, user('new'))]);
+      expect((await storage.getTurn('t2'))?.status).toBe('running');
+    });
+
+    it('beginTurn rejects a turn for an unknown session', async () => {
+      await expect(storage.beginTurn(turn('t1', 'ghost'), [])).rejects.toThrow();
+      expect(await storage.getTurn('t1')).toBeUndefined();
+    });
+
+    it('allows one running turn per session, enforced by uq_turns_one_running_per_session', async () => {
+      expect(await indexNames(conn.db, target.dialect, 'turns')).toContain('uq_turns_one_running_per_session');
+      await storage.createSession(session('s1'));
+      await storage.createSession(session('s2'));
+      await storage.beginTurn(turn('t1', 's1'), []);
+
+      await expect(storage.beginTurn(turn('t2', 's1', T0 + 1), [])).rejects.toThrow();
+      expect(await storage.getTurn('t2')).toBeUndefined();
+
+      // Another session is independent.
+      await storage.beginTurn(turn('t3', 's2'), []);
+
+      // Once the first turn ended, the session may run another.
+      await storage.endTurn('t1', completed());
+      await storage.beginTurn(turn('t2', 's1', T0 + 1), []);
+      expect((await storage.listTurns('s1')).map((t) => [t.id, t.status])).toEqual([
+        ['t1', 'completed'],
+        ['t2', 'running'],
+      ]);
+    });
+
+    it('endTurn records the outcome once and lists turns in start order', async () => {
+      await storage.createSession(session('s1'));
+      await storage.beginTurn(turn('t1', 's1', T0 + 10), []);
+      await storage.endTurn('t1', { status: 'failed', errorCode: 'model_error', errorMessage: 'boom', finalText: null, finishedAtMs: T0 + 20 });
+      await storage.beginTurn(turn('t0', 's1', T0 + 30), []);
+
+      expect(await storage.getTurn('t1')).toMatchObject({
+        status: 'failed',
+        errorCode: 'model_error',
+        errorMessage: 'boom',
+        finalText: null,
+        finishedAtMs: T0 + 20,
+      });
+      expect((await storage.listTurns('s1')).map((t) => t.id)).toEqual(['t1', 't0']);
+      expect(await storage.listTurns('other')).toEqual([]);
+      await expect(storage.endTurn('t1', completed())).rejects.toThrow();
+      await expect(storage.endTurn('missing', completed())).rejects.toThrow();
+      expect((await storage.getTurn('t1'))?.status).toBe('failed');
+    });
+
+    it('lists messages by sequence and round-trips every ChatMessage role', async () => {
+      const messages: ChatMessage[] = [
+        { role: 'user', kind: 'agent_message', text: 'from a peer: "quoted" ✓ \n newline', from: 'planner' },
+        {
+          role: 'assistant',
+          text: 'Reading.',
+          reasoning: 'need the file',
+          toolCalls: [{ id: 'call-1', name: 'read_file', argumentsText: '{"path":"a.ts"}' }],
+        },
+        { role: 'tool', toolCallId: 'call-1', toolName: 'read_file', status: 'succeeded', content: 'export {}' },
+        { role: 'user', kind: 'world_state', text: 'cwd changed' },
+      ];
+      await sessionWithTurns('s1', 't1');
+      await sessionWithTurns('s2', 'u1');
+      // Written out of order on purpose: the read must sort by sequence, not by insertion.
+      for (const i of [2, 0, 3, 1]) await storage.appendMessage(stored('t1', 's1', i, messages[i]!));
+      await storage.appendMessage(stored('u1', 's2', 0, user('other session')));
+
+      const listed = await storage.listMessages('s1');
+      expect(listed).toEqual(messages.map((m, i) => stored('t1', 's1', i, m)));
+      expect(listed.every((m) => typeof m.createdAtMs === 'number' && typeof m.sequence === 'number')).toBe(true);
+      expect(await storage.listMessages('missing')).toEqual([]);
+    });
+
+    it('upserts plans per turn and returns the most recently written one', async () => {
+      const plan = (step: string, explanation?: string): Plan => ({
+        ...(explanation ? { explanation } : {}),
+        plan: [{ step, status: 'in_progress' }, { step: 'later', status: 'pending' }],
+      });
+      await sessionWithTurns('s1', 't1', 't2');
+      await sessionWithTurns('s2', 'u1');
+      expect(await storage.latestPlan('s1')).toBeUndefined();
+
+      await storage.savePlan({ turnId: 't1', sessionId: 's1', plan: plan('a', 'why'), updatedAtMs: T0 + 100 });
+      await storage.savePlan({ turnId: 't2', sessionId: 's1', plan: plan('b'), updatedAtMs: T0 + 200 });
+      await storage.savePlan({ turnId: 'u1', sessionId: 's2', plan: plan('other'), updatedAtMs: T0 + 999 });
+      expect(await storage.latestPlan('s1')).toEqual({ turnId: 't2', sessionId: 's1', plan: plan('b'), updatedAtMs: T0 + 200 });
+
+      // Rewriting t1's plan replaces its row and makes it the latest.
+      await storage.savePlan({ turnId: 't1', sessionId: 's1', plan: plan('c'), updatedAtMs: T0 + 300 });
+      expect(await storage.latestPlan('s1')).toEqual({ turnId: 't1', sessionId: 's1', plan: plan('c'), updatedAtMs: T0 + 300 });
+      const rows = await conn.db.selectFrom('turn_plans').select('turn_id').where('session_id', '=', 's1').execute();
+      expect(rows.map((r) => r.turn_id).sort()).toEqual(['t1', 't2']);
+    });
+
+    it('starts, ends and lists spans', async () => {
+      await sessionWithTurns('s1', 't1');
+      await sessionWithTurns('s2', 'u1');
+      await storage.startSpan(span('sp2', 's1', 't1', { startedAtMs: T0 + 2, kind: 'model_call', source: 'model', name: 'gpt' }));
+      await storage.startSpan(span('sp1', 's1', 't1', { startedAtMs: T0 + 1 }));
+      await storage.startSpan(span('other', 's2', 'u1'));
+
+      await storage.endSpan('sp1', { status: 'denied', errorCode: 'permission_denied', endedAtMs: T0 + 5 });
+      expect(await storage.listSpans('s1')).toEqual([
+        span('sp1', 's1', 't1', { startedAtMs: T0 + 1, status: 'denied', errorCode: 'permission_denied', endedAtMs: T0 + 5 }),
+        span('sp2', 's1', 't1', { startedAtMs: T0 + 2, kind: 'model_call', source: 'model', name: 'gpt' }),
+      ]);
+      await expect(storage.endSpan('sp1', { status: 'succeeded', errorCode: null, endedAtMs: T0 + 6 })).rejects.toThrow();
+      await expect(storage.endSpan('missing', { status: 'succeeded', errorCode: null, endedAtMs: T0 })).rejects.toThrow();
+    });
+
+    describe('correctInterrupted', () => {
+      const NOW = T0 + 10_000;
+
+      /** s1: t1 completed, t2 running; s2: u1 running. Spans in both terminal and running states. */
+      async function crashedState(): Promise<void> {
+        await sessionWithTurns('s1', 't1');
+        await storage.createSession(session('s2'));
+        await storage.beginTurn(turn('t2', 's1', T0 + 5), []);
+        await storage.beginTurn(turn('u1', 's2', T0 + 5), []);
+        await storage.startSpan(span('done', 's1', 't1', { status: 'succeeded', endedAtMs: T0 + 1 }));
+        await storage.startSpan(span('failed', 's1', 't1', { status: 'failed', errorCode: 'tool_error', endedAtMs: T0 + 1 }));
+        await storage.startSpan(span('live1', 's1', 't2', { startedAtMs: T0 + 6 }));
+        await storage.startSpan(span('live2', 's2', 'u1', { startedAtMs: T0 + 6 }));
+      }
+
+      it('turns exactly the running rows into interrupted / outcome_unknown', async () => {
+        await crashedState();
+        const terminalTurn = await storage.getTurn('t1');
+        const terminalSpans = (await storage.listSpans('s1')).filter((s) => s.status !== 'running');
+
+        expect(await storage.correctInterrupted(NOW)).toEqual({ interruptedTurns: 2, unknownSpans: 2 });
+
+        for (const id of ['t2', 'u1']) {
+          expect(await storage.getTurn(id)).toMatchObject({ status: 'interrupted', errorCode: 'process_restart', finishedAtMs: NOW });
+        }
+        expect(await storage.getTurn('t1')).toEqual(terminalTurn);
+        const spans = [...(await storage.listSpans('s1')), ...(await storage.listSpans('s2'))];
+        for (const s of spans.filter((x) => x.id.startsWith('live'))) {
+          expect(s).toMatchObject({ status: 'outcome_unknown', errorCode: 'process_restart', endedAtMs: NOW });
+        }
+        expect(spans.filter((s) => !s.id.startsWith('live'))).toEqual(terminalSpans);
+
+        expect(await storage.correctInterrupted(NOW + 1)).toEqual({ interruptedTurns: 0, unknownSpans: 0 });
+        // The interrupted turn no longer blocks the session.
+        await storage.beginTurn(turn('t3', 's1', NOW), []);
+      });
+
+      it('is one transaction: a failing turn update rolls back the span update', async () => {
+        await crashedState();
+        await installInterruptTrap(conn.db, target.dialect);
+
+        await expect(storage.correctInterrupted(NOW)).rejects.toThrow(/trapped interrupt/);
+        expect((await storage.listSpans('s1')).find((s) => s.id === 'live1')).toMatchObject({ status: 'running', endedAtMs: null });
+        expect((await storage.getTurn('t2'))?.status).toBe('running');
+
+        await removeInterruptTrap(conn.db, target.dialect);
+        expect(await storage.correctInterrupted(NOW)).toEqual({ interruptedTurns: 2, unknownSpans: 2 });
+      });
+    });
+
+    it('migrate() is idempotent', async () => {
+      await storage.createSession(session('s1'));
+      await storage.migrate();
+      await storage.migrate();
+      expect(await storage.getSession('s1')).toEqual(session('s1'));
+      const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(conn.db);
+      expect(rows.map((r) => r.name)).toEqual(['001_initial']);
+    });
+
+    it.runIf(target.durable)('keeps everything after closing and reconnecting', async () => {
+      await storage.createSession(session('s1'));
+      await storage.beginTurn(turn('t1', 's1'), [stored('t1', 's1', 0, user('persist me'))]);
+      await storage.startSpan(span('sp1', 's1', 't1'));
+      await storage.close();
+
+      conn = location.connect();
+      storage = conn.storage;
+      await storage.migrate();
+      expect(await storage.getSession('s1')).toEqual(session('s1'));
+      expect((await storage.getTurn('t1'))?.status).toBe('running');
+      expect(await storage.listMessages('s1')).toEqual([stored('t1', 's1', 0, user('persist me'))]);
+      expect(await storage.listSpans('s1')).toEqual([span('sp1', 's1', 't1')]);
+    });
+  });
+}
+
+describeStorageContract('SQLite :memory:', sqliteMemoryTarget);
+describeStorageContract('SQLite file', sqliteFileTarget);
+
+const url = process.env.TEST_DATABASE_URL;
+if (!url) console.log('PostgreSQL storage contract skipped: set TEST_DATABASE_URL to run it');
+describe.skipIf(!url)('PostgreSQL', () => {
+  describeStorageContract('PostgreSQL', postgresTarget(url ?? ''));
+});
