@@ -116,3 +116,17 @@ export function nextUpdate(session: SessionHandle, type: UpdateEnvelope['update'
 export function types(updates: UpdateEnvelope[]): string[] {
   return updates.map((u) => u.update.type);
 }
+
+/** Starts a turn with one text part and waits for its outcome. */
+export async function runTurn(session: SessionHandle, text: string, clientRequestId = `c-${text}`) {
+  const started = await session.startTurn({ clientRequestId, input: [{ type: 'text', text }] });
+  if (!started.ok) throw new Error(`turn refused: ${JSON.stringify(started.error)}`);
+  return { turnId: started.turnId, outcome: await session.waitForTurn(started.turnId) };
+}
+
+/** Starts a turn and returns its id without waiting. */
+export async function startTurn(session: SessionHandle, text: string, clientRequestId = `c-${text}`): Promise<string> {
+  const started = await session.startTurn({ clientRequestId, input: [{ type: 'text', text }] });
+  if (!started.ok) throw new Error(`turn refused: ${JSON.stringify(started.error)}`);
+  return started.turnId;
+}
