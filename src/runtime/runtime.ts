@@ -71,6 +71,11 @@ export class Runtime {
     return this.trace.droppedSignals;
   }
 
+  /** Resolves once every trace signal queued so far is written or dropped. */
+  flushTrace(): Promise<void> {
+    return this.trace.flush();
+  }
+
   async createSession(options: CreateSessionOptions = {}): Promise<SessionHandle> {
     this.assertRunning();
     const parsed = createSessionSchema.safeParse(options);
@@ -125,6 +130,7 @@ export class Runtime {
       mailbox: [],
       preparedInputs: new Map(),
       turnSystem: [],
+      openTurnRow: null,
       unclosedTurn: null,
       outcomes: new Map(),
       waiters: new Map(),

@@ -12,6 +12,9 @@ export function sessionEffects(deps: TurnEffectDeps) {
   const finishTurn = fromPromise<void, FinishTurnInput>(async ({ input }) => {
     const env = envOf(input.sessionId);
     const end = turnEnd(input.outcome, now());
+    env.preparedInputs.delete(input.turnId);
+    if (env.openTurnRow !== input.turnId) return; // the first write never happened: nothing to close
+    env.openTurnRow = null;
     trace.end(`turn:${input.turnId}`, { status: spanStatusOf(input.outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs });
     try {
       await storage.endTurn(input.turnId, end);

@@ -37,6 +37,8 @@ export interface SessionEnv {
   readonly preparedInputs: Map<string, PreparedInput>;
   /** System context of the running turn, resolved once per turn (RT-10). */
   turnSystem: SystemPart[];
+  /** The turn whose row is written and not yet closed: only such a row needs a terminal status. */
+  openTurnRow: string | null;
   /** A terminal status whose write failed: retried before the next turn's first write. */
   unclosedTurn: { turnId: string; end: TurnEnd } | null;
   readonly outcomes: Map<string, TurnOutcome>;

@@ -42,6 +42,7 @@ export function turnEffects(deps: TurnEffectDeps) {
       messages,
     );
     env.preparedInputs.delete(input.turnId);
+    env.openTurnRow = input.turnId;
     for (const message of messages) env.chat.append(message);
     trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now()));
     env.turnSystem = systemContext(env.agent.systemPrompt);

@@ -89,9 +89,9 @@ export async function harness(
   steps: ScriptedStep[],
   options: Partial<RuntimeOptions> & { permissionMode?: 'ask' | 'auto' | 'read_only'; filename?: string } = {},
 ): Promise<Harness> {
-  const storage = withFaults(sqliteStorage({ filename: options.filename ?? ':memory:' }));
+  const storage = withFaults(options.storage ?? sqliteStorage({ filename: options.filename ?? ':memory:' }));
   const model = scriptedModel(steps);
-  const runtime = await createRuntime({ storage, model, tools: [readFileTool()], ...options });
+  const runtime = await createRuntime({ model, tools: [readFileTool()], ...options, storage });
   const session = await runtime.createSession({ agent: 'default', permissionMode: options.permissionMode ?? 'ask' });
   const updates: UpdateEnvelope[] = [];
   session.updates$.subscribe((u) => updates.push(u));

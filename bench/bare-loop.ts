@@ -1,0 +1,148 @@
+/**
+ * The baseline of `step_overhead_ratio`: a bare, hand-written agent loop with no statecharts.
+ * It does the same durable work as the runtime through the same `SessionStorage` (session row,
+ * beginTurn with the user message, per step the assistant message and the tool result, endTurn,
+ * and the same trace spans), calls the model port the same way (a request with system, the
+ * conversation, tool definitions; one AbortSignal per turn), validates and runs the same tool, and
+ * pushes the same kinds and number of update envelopes into an RxJS Subject.
+ */
+import { randomUUID } from 'node:crypto';
+import { Subject } from 'rxjs';
+import { z } from 'zod';
+import {
+  UPDATE_VERSION,
+  type AnyTool,
+  type ChatMessage,
+  type ModelPort,
+  type ModelResponse,
+  type RequestMessage,
+  type SessionStorage,
+  type SessionUpdate,
+  type StoredMessage,
+  type SystemPart,
+  type ToolDefinition,
+  type ToolResultStatus,
+  type TraceSpan,
+  type UpdateEnvelope,
+} from '../src/index.js';
+
+export interface BareLoopOptions {
+  storage: SessionStorage;
+  model: ModelPort;
+  tool: AnyTool;
+  /** Write the trace spans the runtime writes (turn, model call, tool call). */
+  spans?: boolean;
+  maxModelCalls?: number;
+}
+
+export class BareLoop {
+  readonly updates = new Subject<UpdateEnvelope>();
+  private readonly system: SystemPart[] = [{ key: 'core/agent-system', content: 'You are a helpful agent.' }];
+  private readonly tools: ToolDefinition[];
+  private readonly spans: boolean;
+  private readonly maxModelCalls: number;
+  private sequence = 0;
+  /** Next message sequence per session (the runtime keeps it in its chat state). */
+  private readonly messageSequence = new Map<string, number>();
+
+  constructor(private readonly options: BareLoopOptions) {
+    const { tool } = options;
+    this.tools = [{ name: tool.name, description: tool.description, inputSchema: z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }) }];
+    this.spans = options.spans ?? true;
+    this.maxModelCalls = options.maxModelCalls ?? 50;
+  }
+
+  async createSession(): Promise<string> {
+    const id = `ses_${randomUUID()}`;
+    await this.options.storage.createSession({ id, agent: 'default', permissionMode: 'auto', workspaceDir: null, createdAtMs: Date.now() });
+    return id;
+  }
+
+  /** One user turn: model → (tool → model)* → final text. Resolves with the final text. */
+  async runTurn(sessionId: string, text: string): Promise<string> {
+    const { storage, model, tool } = this.options;
+    const turnId = `turn_${randomUUID()}`;
+    const controller = new AbortController();
+    const emit = (update: SessionUpdate) => this.emit(sessionId, turnId, update);
+    const stored = (message: ChatMessage): StoredMessage => {
+      const sequence = this.messageSequence.get(sessionId) ?? 1;
+      this.messageSequence.set(sessionId, sequence + 1);
+      return { id: `msg_${randomUUID()}`, sessionId, turnId, sequence, createdAtMs: Date.now(), message };
+    };
+    const span = (id: string, kind: TraceSpan['kind'], name: string, source: TraceSpan['source']): TraceSpan => ({
+      id, sessionId, turnId, kind, name, source, status: 'running', errorCode: null, startedAtMs: Date.now(), endedAtMs: null,
+    });
+
+    emit({ type: 'turn_started', clientRequestId: turnId });
+    emit({ type: 'phase_changed', phase: 'starting' });
+    const conversation: RequestMessage[] = [{ role: 'user', text }];
+    await storage.beginTurn(
+      { id: turnId, sessionId, clientRequestId: turnId, startedAtMs: Date.now() },
+      [stored({ role: 'user', kind: 'normal', text })],
+    );
+    if (this.spans) await storage.startSpan(span(`turn:${turnId}`, 'turn', 'turn', 'system'));
+
+    let finalText = '';
+    for (let call = 1; call <= this.maxModelCalls; call++) {
+      emit({ type: 'phase_changed', phase: 'running_model' });
+      const spanId = `model:${turnId}:${call}`;
+      if (this.spans) await storage.startSpan(span(spanId, 'model_call', `model call ${call}`, 'model'));
+      const request = { system: this.system, messages: [...conversation], tools: this.tools, maxOutputTokens: model.capabilities.maxOutputTokens };
+      let response: ModelResponse | undefined;
+      for await (const event of model.stream(request, { signal: controller.signal })) {
+        if (event.type === 'response_completed') response = event.response;
+        else emit({ type: event.type, text: event.text });
+      }
+      if (!response) throw new Error('the model stream ended without a completed response');
+      if (this.spans) await storage.endSpan(spanId, { status: 'succeeded', errorCode: null, endedAtMs: Date.now() });
+
+      const { text: answer, reasoning, toolCalls } = response;
+      await storage.appendMessage(stored({ role: 'assistant', text: answer, reasoning, toolCalls }));
+      conversation.push({ role: 'assistant', text: answer, reasoning, toolCalls });
+      emit({ type: 'draft_cleared' });
+      if (toolCalls.length === 0) {
+        finalText = answer;
+        break;
+      }
+
+      emit({ type: 'phase_changed', phase: 'running_tools' });
+      for (const toolCall of toolCalls) {
+        if (this.spans) await storage.startSpan(span(`tool:${toolCall.id}`, 'tool_call', toolCall.name, 'registry'));
+        emit({ type: 'tool_call_started', toolCallId: toolCall.id, name: toolCall.name, status: 'validating' });
+        let status: ToolResultStatus = 'failed';
+        let content: string;
+        const parsed = tool.input.safeParse(JSON.parse(toolCall.argumentsText));
+        if (parsed.success) {
+          const result = await tool.execute(parsed.data, {
+            sessionId,
+            turnId,
+            toolCallId: toolCall.id,
+            signal: controller.signal,
+            approvedPaths: [],
+            progress: () => undefined,
+          });
+          status = result.status;
+          content = result.content;
+        } else {
+          content = `InvalidArguments: ${z.prettifyError(parsed.error)}`;
+        }
+        await storage.appendMessage(stored({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status, content }));
+        conversation.push({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status: status === 'succeeded' ? 'success' : 'error', content });
+        if (this.spans) await storage.endSpan(`tool:${toolCall.id}`, { status, errorCode: null, endedAtMs: Date.now() });
+        emit({ type: 'tool_call_finished', toolCallId: toolCall.id, status });
+      }
+    }
+
+    emit({ type: 'phase_changed', phase: 'completed' });
+    const finishedAtMs = Date.now();
+    if (this.spans) await storage.endSpan(`turn:${turnId}`, { status: 'succeeded', errorCode: null, endedAtMs: finishedAtMs });
+    await storage.endTurn(turnId, { status: 'completed', errorCode: null, errorMessage: null, finalText, finishedAtMs });
+    emit({ type: 'turn_finished', outcome: { status: 'completed', finalText } });
+    return finalText;
+  }
+
+  private emit(sessionId: string, turnId: string, update: SessionUpdate): void {
+    this.sequence += 1;
+    this.updates.next({ version: UPDATE_VERSION, sessionId, turnId, sequence: this.sequence, occurredAtMs: Date.now(), update });
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The turnchart benchmark suite (`npm run bench`). Prints a human-readable report with each
+ * figure's bar, then exactly four machine-readable lines:
+ *
+ *   step_overhead_ratio: X          runtime µs/step ÷ bare-loop µs/step (medians)   bar ≤ 2.0
+ *   idle_session_bytes: X           JS heap per idle open session                    bar ≤ 51200
+ *   concurrent_sessions_completed: X  of 1 000 concurrent 3-step turns               expect 1000
+ *   delta_throughput_per_s: X       text deltas model → updates$ subscriber          bar ≥ 100000
+ *
+ * Memory needs `global.gc`: without it (the usual `tsx bench/run.ts`), that figure is measured in a
+ * child `node --expose-gc --import tsx bench/memory.ts`, which also gives it a clean heap.
+ */
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { round } from './common.js';
+import { measureConcurrentSessions } from './concurrency.js';
+import { measureIdleSessionMemory, type MemoryResult } from './memory.js';
+import { measureStepOverhead } from './step-overhead.js';
+import { measureDeltaThroughput } from './throughput.js';
+
+const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+const ROOT = dirname(BENCH_DIR);
+
+const IDLE_SESSIONS = 1_000;
+const CONCURRENT_SESSIONS = 1_000;
+const FLOOD_DELTAS = 200_000;
+const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 2, reps: 9 };
+
+function log(line = ''): void {
+  console.log(line);
+}
+
+function verdict(ok: boolean): string {
+  return ok ? 'meets bar' : 'MISSES bar';
+}
+
+function memoryInChild(count: number): MemoryResult {
+  const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(BENCH_DIR, 'memory.ts'), String(count)], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  if (child.status !== 0) throw new Error(`memory child failed (${child.status ?? child.signal}): ${child.stderr}`);
+  const line = child.stdout.trim().split('\n').at(-1) ?? '';
+  return JSON.parse(line) as MemoryResult;
+}
+
+async function main(): Promise<void> {
+  const suiteStarted = performance.now();
+  log(`turnchart bench — node ${process.version}, ${process.platform}/${process.arch}`);
+  log();
+
+  // 1. Memory first: in a clean child process unless this one already has gc.
+  const hasGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
+  const memory = hasGc ? await measureIdleSessionMemory(IDLE_SESSIONS) : memoryInChild(IDLE_SESSIONS);
+  const idleBytes = round(memory.bytesPerSession);
+  log(`[memory] ${memory.sessions} idle sessions on one runtime (sqlite :memory:), ${hasGc ? 'in process' : 'child node --expose-gc'}`);
+  log(`  heapUsed delta ${round(memory.heapDeltaBytes / 1024)} KiB → ${idleBytes} B/session (${round(idleBytes / 1024, 1)} KiB)` +
+    ` — bar ≤ 50 KB (51200 B): ${verdict(idleBytes <= 51_200)}`);
+  log(`  informational: external delta ${round(memory.externalDeltaBytes / 1024)} KiB, rss delta ${round(memory.rssDeltaBytes / 1024)} KiB`);
+  log();
+
+  // 2. Runtime overhead per model step.
+  const step = await measureStepOverhead(STEP);
+  const ratio = round(step.ratio, 2);
+  log(`[step overhead] ${STEP.toolSteps} tool steps + final per turn, ${STEP.turnsPerRep} turns/rep, ${STEP.warmupReps} warm-up + ${STEP.reps} reps`);
+  log(`  runtime  median ${round(step.runtimeUsPerStep, 1)} µs/step  (samples ${step.runtimeSamples.map((s) => round(s)).join(', ')})`);
+  log(`  baseline median ${round(step.baselineUsPerStep, 1)} µs/step  (samples ${step.baselineSamples.map((s) => round(s)).join(', ')})`);
+  log(`  ratio ${ratio}× — bar ≤ 2.0×: ${verdict(ratio <= 2)}`);
+  log(`  informational: baseline without trace-span writes ${round(step.baselineNoSpansUsPerStep, 1)} µs/step → ratio ${round(step.ratioNoSpans, 2)}×`);
+  log(`  per turn: updates runtime ${step.updatesPerTurn.runtime} / baseline ${step.updatesPerTurn.baseline},` +
+    ` storage writes runtime ${step.writesPerTurn.runtime} / baseline ${step.writesPerTurn.baseline}`);
+  log();
+
+  // 3. Text-delta throughput.
+  const flood = await measureDeltaThroughput(FLOOD_DELTAS);
+  const perSecond = round(flood.perSecond);
+  log(`[delta throughput] ${flood.deltas} text deltas, ${flood.received} received by an updates$ subscriber in ${round(flood.elapsedMs)} ms`);
+  log(`  ${perSecond} deltas/s — bar ≥ 100000/s: ${verdict(perSecond >= 100_000)}`);
+  log(`  informational: the bare model stream alone drains at ${round(flood.rawPerSecond)} deltas/s`);
+  log();
+
+  // 4. Concurrent sessions.
+  const conc = await measureConcurrentSessions(CONCURRENT_SESSIONS, 2);
+  log(`[concurrency] ${conc.sessions} sessions × (2 tool calls + final), all turns started, then all awaited`);
+  log(`  completed ${conc.completed}/${conc.sessions} — expect ${conc.sessions}: ${verdict(conc.completed === conc.sessions)}`);
+  if (conc.completed !== conc.sessions) log(`  not completed: ${JSON.stringify(conc.notCompleted)}`);
+  log(`  informational: wall time ${round(conc.wallMs)} ms for all turns (${round(conc.wallMs / conc.sessions, 2)} ms/turn),` +
+    ` session creation ${round(conc.createMs)} ms`);
+  log();
+  log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s`);
+  log();
+
+  log(`step_overhead_ratio: ${ratio}`);
+  log(`idle_session_bytes: ${idleBytes}`);
+  log(`concurrent_sessions_completed: ${conc.completed}`);
+  log(`delta_throughput_per_s: ${perSecond}`);
+}
+
+await main();

@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { postgresStorage, sqliteStorage, type SessionStorage } from '../../src/index.js';
+
+/** A durable database a test can open several times (as several processes would), then drop. */
+export interface DurableDatabase {
+  name: string;
+  open(): SessionStorage;
+  drop(): Promise<void>;
+}
+
+export const POSTGRES_URL = process.env.TEST_DATABASE_URL;
+
+if (!POSTGRES_URL) console.log('TEST_DATABASE_URL is not set: runtime scenarios on PostgreSQL are skipped.');
+
+export function sqliteFile(): DurableDatabase {
+  const dir = join(tmpdir(), `turnchart-${randomUUID()}`);
+  return {
+    name: 'sqlite',
+    open: () => sqliteStorage({ filename: join(dir, 'sessions.db') }),
+    drop: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+export function postgresSchema(connectionString: string): DurableDatabase {
+  const schema = `tc_rt_${randomUUID().replaceAll('-', '')}`;
+  return {
+    name: 'postgres',
+    open: () => postgresStorage({ connectionString, schema }),
+    async drop() {
+      const client = new pg.Client({ connectionString });
+      await client.connect();
+      try {
+        await client.query(`drop schema if exists "${schema}" cascade`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
+/** The dialects every durable scenario runs on: SQLite always, PostgreSQL when configured. */
+export const durableTargets: { name: string; skip: boolean; create: () => DurableDatabase }[] = [
+  { name: 'sqlite', skip: false, create: sqliteFile },
+  { name: 'postgres', skip: !POSTGRES_URL, create: () => postgresSchema(POSTGRES_URL!) },
+];
