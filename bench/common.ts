@@ -120,3 +120,38 @@ export class TrackedStorage implements SessionStorage {
   correctInterrupted: SessionStorage['correctInterrupted'] = (nowMs) => this.inner.correctInterrupted(nowMs);
   close: SessionStorage['close'] = () => this.inner.close();
 }
+
+/** A storage that stores nothing: isolates orchestration cost from database cost (profiling only). */
+export class NullStorage implements SessionStorage {
+  async migrate(): Promise<void> {}
+  async createSession(): Promise<void> {}
+  async getSession(): Promise<undefined> {
+    return undefined;
+  }
+  async setPermissionMode(): Promise<void> {}
+  async beginTurn(): Promise<void> {}
+  async endTurn(): Promise<void> {}
+  async getTurn(): Promise<undefined> {
+    return undefined;
+  }
+  async listTurns(): Promise<[]> {
+    return [];
+  }
+  async appendMessage(): Promise<void> {}
+  async listMessages(): Promise<[]> {
+    return [];
+  }
+  async savePlan(): Promise<void> {}
+  async latestPlan(): Promise<undefined> {
+    return undefined;
+  }
+  async startSpan(): Promise<void> {}
+  async endSpan(): Promise<void> {}
+  async listSpans(): Promise<[]> {
+    return [];
+  }
+  async correctInterrupted(): Promise<{ interruptedTurns: number; unknownSpans: number }> {
+    return { interruptedTurns: 0, unknownSpans: 0 };
+  }
+  async close(): Promise<void> {}
+}

@@ -1,13 +1,13 @@
 /**
  * `step_overhead_ratio`: wall time per model step of the runtime versus the bare loop of
  * bare-loop.ts, both on their own `sqliteStorage(':memory:')`, the same zero-latency model and
- * the same read tool. Sessions are created outside the timed region; a timed repetition runs
- * `turns` sequential turns (one per fresh session, so the conversation never grows across
- * repetitions) and then waits for background writes (the runtime's trace queue) to land.
+ * the same read tool. Storage, runtime and sessions are created outside the timed region; a timed
+ * repetition runs `turns` sequential turns (one per fresh session, so the conversation never grows
+ * across repetitions) and then waits for background writes (the runtime's trace queue) to land.
  */
-import { createRuntime, sqliteStorage, type Runtime, type SessionHandle } from '../src/index.js';
+import { createRuntime, sqliteStorage, type SessionHandle, type SessionStorage } from '../src/index.js';
 import { BareLoop } from './bare-loop.js';
-import { median, readTool, stepModel, TrackedStorage } from './common.js';
+import { median, NullStorage, readTool, stepModel, TrackedStorage } from './common.js';
 
 export interface StepOverheadOptions {
   /** Tool steps per turn; each turn makes `toolSteps + 1` model calls. */
@@ -34,18 +34,28 @@ interface Side {
   rep(turns: number): Promise<{ usPerStep: number; updates: number; writes: number }>;
 }
 
-export async function runtimeSide(toolSteps: number): Promise<Side & { runtime: Runtime }> {
-  const storage = new TrackedStorage(sqliteStorage({ filename: ':memory:' }));
-  const runtime = await createRuntime({
-    storage,
-    model: stepModel(toolSteps),
-    tools: [readTool()],
-    agents: { default: { maxModelCalls: 50 } },
-  });
+export type StorageKind = 'sqlite' | 'null';
+
+function makeStorage(kind: StorageKind): TrackedStorage {
+  const inner: SessionStorage = kind === 'sqlite' ? sqliteStorage({ filename: ':memory:' }) : new NullStorage();
+  return new TrackedStorage(inner);
+}
+
+/**
+ * The runtime side. Every repetition gets a fresh storage and runtime (set up and shut down outside
+ * the timed region), so sessions left open by earlier repetitions do not weigh on later ones.
+ */
+export function runtimeSide(toolSteps: number, storageKind: StorageKind = 'sqlite'): Side {
   return {
     name: 'runtime',
-    runtime,
     async rep(turns) {
+      const storage = makeStorage(storageKind);
+      const runtime = await createRuntime({
+        storage,
+        model: stepModel(toolSteps),
+        tools: [readTool()],
+        agents: { default: { maxModelCalls: 50 } },
+      });
       const sessions: SessionHandle[] = [];
       let updates = 0;
       for (let i = 0; i < turns; i++) {
@@ -64,42 +74,40 @@ export async function runtimeSide(toolSteps: number): Promise<Side & { runtime: 
       }
       await storage.idle();
       const elapsed = performance.now() - started;
-      return { usPerStep: (elapsed * 1000) / (turns * (toolSteps + 1)), updates: updates / turns, writes: (storage.writes - writesBefore) / turns };
+      const writes = storage.writes - writesBefore;
+      await runtime.shutdown();
+      return { usPerStep: (elapsed * 1000) / (turns * (toolSteps + 1)), updates: updates / turns, writes: writes / turns };
     },
   };
 }
 
-export function baselineSide(toolSteps: number, spans: boolean): Side {
-  const storage = new TrackedStorage(sqliteStorage({ filename: ':memory:' }));
-  const loop = new BareLoop({ storage, model: stepModel(toolSteps), tool: readTool(), spans, maxModelCalls: 50 });
-  let updates = 0;
-  loop.updates.subscribe(() => (updates += 1));
-  let migrated: Promise<void> | null = null;
+/** The bare-loop side; like the runtime side, a fresh storage per repetition. */
+export function baselineSide(toolSteps: number, spans: boolean, storageKind: StorageKind = 'sqlite'): Side {
   return {
     name: spans ? 'baseline' : 'baseline (no spans)',
     async rep(turns) {
-      migrated ??= storage.migrate();
-      await migrated;
+      const storage = makeStorage(storageKind);
+      await storage.migrate();
+      const loop = new BareLoop({ storage, model: stepModel(toolSteps), tool: readTool(), spans, maxModelCalls: 50 });
+      let updates = 0;
+      loop.updates.subscribe(() => (updates += 1));
       const sessions: string[] = [];
       for (let i = 0; i < turns; i++) sessions.push(await loop.createSession());
       await storage.idle();
-      const updatesBefore = updates;
       const writesBefore = storage.writes;
       const started = performance.now();
       for (const sessionId of sessions) await loop.runTurn(sessionId, 'read the files');
       await storage.idle();
       const elapsed = performance.now() - started;
-      return {
-        usPerStep: (elapsed * 1000) / (turns * (toolSteps + 1)),
-        updates: (updates - updatesBefore) / turns,
-        writes: (storage.writes - writesBefore) / turns,
-      };
+      const writes = storage.writes - writesBefore;
+      await storage.close();
+      return { usPerStep: (elapsed * 1000) / (turns * (toolSteps + 1)), updates: updates / turns, writes: writes / turns };
     },
   };
 }
 
 export async function measureStepOverhead(options: StepOverheadOptions): Promise<StepOverheadResult> {
-  const runtime = await runtimeSide(options.toolSteps);
+  const runtime = runtimeSide(options.toolSteps);
   const baseline = baselineSide(options.toolSteps, true);
   const noSpans = baselineSide(options.toolSteps, false);
   const sides = [runtime, baseline, noSpans];
@@ -116,7 +124,6 @@ export async function measureStepOverhead(options: StepOverheadOptions): Promise
       last.set(side.name, r);
     }
   }
-  await runtime.runtime.shutdown();
 
   const runtimeSamples = samples.get(runtime.name)!;
   const baselineSamples = samples.get(baseline.name)!;

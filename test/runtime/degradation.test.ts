@@ -1,7 +1,7 @@
 import { config } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteStorage, type ModelCallOptions, type ModelStreamEvent, type StoredMessage } from '../../src/index.js';
-import { harness, readFileTool, runTurn, startTurn, type Harness } from '../support/harness.js';
+import { harness, readFileTool, runTurn, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -1,0 +1,142 @@
+import { assign, createActor, setup, toPromise, waitFor, type ActorRefFrom } from 'xstate';
+import type { ToolCallOutput } from '../../src/protocol/tool-result.js';
+import { describe, expect, it } from 'vitest';
+import { toolCallStubs } from './stubs.js';
+
+const input = (name: string, argumentsText: string, doom = { signature: null as string | null, count: 0 }) => ({
+  sessionId: 's',
+  turnId: 't',
+  call: { id: 'call-1', name, argumentsText },
+  doom,
+  doomLoopThreshold: 3,
+});
+
+type Machine = ReturnType<typeof toolCallStubs>['machine'];
+
+/** The chart always runs as a child (it tells its parent about approvals), so tests give it one. */
+function start(machine: Machine, i: ReturnType<typeof input>) {
+  const parent = setup({
+    types: { context: {} as { output: ToolCallOutput | null; asked: string[] }, output: {} as ToolCallOutput },
+    actors: { toolCall: machine },
+  }).createMachine({
+    context: { output: null, asked: [] },
+    initial: 'running',
+    states: {
+      running: {
+        invoke: {
+          id: 'toolCall',
+          src: 'toolCall',
+          input: i,
+          onDone: { target: 'done', actions: assign({ output: ({ event }) => event.output }) },
+        },
+        on: { '*': { actions: assign({ asked: ({ context, event }) => [...context.asked, event.type] }) } },
+      },
+      done: { type: 'final' },
+    },
+    output: ({ context }) => context.output!,
+  });
+  const root = createActor(parent);
+  const done = toPromise(root);
+  root.start();
+  const actor = root.getSnapshot().children.toolCall as ActorRefFrom<Machine>;
+  return { actor, done, root };
+}
+
+describe('tool-call chart through .provide() (RT-15)', () => {
+  it('parses, resolves, validates, authorizes, executes and writes, in that order', async () => {
+    const stubs = toolCallStubs();
+    const { done } = start(stubs.machine, input('read_file', '{"path":"a"}'));
+    const output = await done;
+    expect(output).toEqual({
+      toolCallId: 'call-1',
+      result: { status: 'succeeded', content: 'ran read_file' },
+      termination: null,
+      doom: { signature: 'read_file:{"path":"a"}', count: 1 },
+    });
+    expect(stubs.emitted).toEqual(['span', 'started', 'live:running', 'finished']);
+    expect(stubs.written).toHaveLength(1);
+  });
+
+  it('writes InvalidArguments for text that is not a JSON object, before resolving the name', async () => {
+    const stubs = toolCallStubs();
+    const output = await start(stubs.machine, input('nope', '[1,2]')).done;
+    expect(output.result.content).toBe("InvalidArguments: the arguments of 'nope' are not a JSON object");
+    expect(stubs.written[0]!.result.status).toBe('failed');
+  });
+
+  it('writes ToolNotFound for an unknown name and InvalidArguments for a failed schema', async () => {
+    const unknown = await start(toolCallStubs().machine, input('nope', '{}')).done;
+    expect(unknown.result.content).toBe("ToolNotFound: no tool named 'nope' is available");
+    const invalid = await start(toolCallStubs().machine, input('read_file', '{"path":1}')).done;
+    expect(invalid.result).toEqual({ status: 'failed', content: 'InvalidArguments: path: expected string' });
+  });
+
+  it('stops at the doom-loop threshold without authorizing or executing', async () => {
+    const stubs = toolCallStubs();
+    const output = await start(stubs.machine, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2 })).done;
+    expect(output.termination).toMatchObject({ kind: 'failed', code: 'doom_loop' });
+    expect(output.result.content).toBe("doom loop detected for tool 'read_file'");
+    expect(stubs.emitted).not.toContain('live:running');
+  });
+
+  it('runs control tools without authorization', async () => {
+    const stubs = toolCallStubs({ authorize: { decision: 'deny' } });
+    const output = await start(stubs.machine, input('update_plan', '{"path":"x"}')).done;
+    expect(output.result).toEqual({ status: 'succeeded', content: 'plan stored' });
+  });
+
+  it('waits for a decision when asked, then runs with the approved paths', async () => {
+    const seenPaths: string[][] = [];
+    const stubs = toolCallStubs({
+      authorize: { decision: 'ask', paths: ['/tmp/a'] },
+      execute: async (i) => {
+        seenPaths.push(i.approvedPaths);
+        return { status: 'succeeded', content: 'ok' };
+      },
+    });
+    const { actor, done, root } = start(stubs.machine, input('read_file', '{"path":"a"}'));
+    await waitFor(actor, (s) => s.matches({ active: 'waiting_permission' }));
+    expect(root.getSnapshot().context.asked).toEqual(['tool.permission_requested']);
+    actor.send({ type: 'permission.resolve', decision: 'allow_once' });
+    expect((await done).result).toEqual({ status: 'succeeded', content: 'ok' });
+    expect(seenPaths).toEqual([['/tmp/a']]);
+    expect(root.getSnapshot().context.asked).toEqual(['tool.permission_requested', 'tool.permission_settled']);
+    expect(stubs.emitted).toContain('permission_resolved:allow_once');
+  });
+
+  it('a denial, a cancel and a stop each end the turn with their own result', async () => {
+    const cases = [
+      { event: { type: 'permission.resolve', decision: 'deny' } as const, status: 'denied', termination: { kind: 'failed', code: 'permission_denied' } },
+      { event: { type: 'tool.cancel' } as const, status: 'cancelled', termination: { kind: 'cancelled' } },
+      { event: { type: 'tool.stop' } as const, status: 'outcome_unknown', termination: { kind: 'failed', code: 'actor_stopped' } },
+    ];
+    for (const c of cases) {
+      const stubs = toolCallStubs({ authorize: { decision: 'ask' } });
+      const { actor, done } = start(stubs.machine, input('read_file', '{"path":"a"}'));
+      await waitFor(actor, (s) => s.matches({ active: 'waiting_permission' }));
+      actor.send(c.event);
+      const output = await done;
+      expect(output.result.status).toBe(c.status);
+      expect(output.termination).toMatchObject(c.termination);
+    }
+  });
+
+  it('a cancel while executing aborts the tool signal', async () => {
+    let aborted = false;
+    const stubs = toolCallStubs({
+      execute: (_i, signal) =>
+        new Promise((resolve) => {
+          signal.addEventListener('abort', () => {
+            aborted = true;
+            resolve({ status: 'succeeded', content: 'too late' });
+          });
+        }),
+    });
+    const { actor, done } = start(stubs.machine, input('read_file', '{"path":"a"}'));
+    await waitFor(actor, (s) => s.matches({ active: 'executing' }));
+    actor.send({ type: 'tool.cancel' });
+    const output = await done;
+    expect(aborted).toBe(true);
+    expect(output.result).toEqual({ status: 'cancelled', content: 'tool call cancelled by the user' });
+  });
+});

@@ -1,0 +1,93 @@
+import { createActor, fromPromise, toPromise } from 'xstate';
+import { describe, expect, it } from 'vitest';
+import { sessionMachine, type FinishTurnInput } from '../../machines/session.machine.js';
+import { turnMachine, type CallModelInput, type SkipCallsInput, type TurnEffectInput, type WriteAssistantInput } from '../../machines/turn.machine.js';
+import type { ModelResponse } from '../../src/protocol/model.js';
+import { never, noop, toolCallStubs } from './stubs.js';
+
+/** The turn chart with stub effects: a model that always asks for one read, with new arguments each time. */
+function turnWithStubs() {
+  let calls = 0;
+  const phases: string[] = [];
+  const machine = turnMachine.provide({
+    actors: {
+      beginTurn: noop<TurnEffectInput>(),
+      drainMailbox: noop<TurnEffectInput>(),
+      callModel: fromPromise<ModelResponse, CallModelInput>(async () => {
+        calls += 1;
+        return { text: `step ${calls}`, reasoning: '', toolCalls: [{ id: `c${calls}`, name: 'read_file', argumentsText: `{"path":"f${calls}"}` }] };
+      }),
+      writeAssistant: noop<WriteAssistantInput>(),
+      skipToolCalls: noop<SkipCallsInput>(),
+      toolCall: toolCallStubs().machine,
+    },
+    actions: {
+      emitPhase: (_, params) => phases.push(params.phase),
+      discardDraft: () => undefined,
+    },
+  });
+  return { machine, phases, calls: () => calls };
+}
+
+describe('turn chart through .provide() (RT-8, RT-10)', () => {
+  it('loops model → tools → model and fails max_model_calls when the limit is reached', async () => {
+    const t = turnWithStubs();
+    const actor = createActor(t.machine, { input: { sessionId: 's', turnId: 't', limits: { maxModelCalls: 4, doomLoopThreshold: 3 } } });
+    const done = toPromise(actor);
+    actor.start();
+    expect(await done).toMatchObject({ status: 'failed', code: 'max_model_calls' });
+    expect(t.calls()).toBe(4);
+    expect(t.phases).toEqual(['starting', ...Array(4).fill(['running_model', 'running_tools']).flat(), 'failed']);
+  });
+});
+
+describe('session chart guards (XS-3, RT-1)', () => {
+  const stubTurn = turnMachine.provide({
+    actors: {
+      beginTurn: never<TurnEffectInput>(),
+      drainMailbox: noop<TurnEffectInput>(),
+      callModel: fromPromise<ModelResponse, CallModelInput>(async () => ({ text: '', reasoning: '', toolCalls: [] })),
+      writeAssistant: noop<WriteAssistantInput>(),
+      skipToolCalls: noop<SkipCallsInput>(),
+    },
+    actions: { emitPhase: () => undefined, discardDraft: () => undefined },
+  });
+  const machine = sessionMachine.provide({
+    actors: { turn: stubTurn, finishTurn: noop<FinishTurnInput>() },
+    actions: { emitTurnStarted: () => undefined, announceTurnFinished: () => undefined },
+  });
+  const start = (reloadRequired: boolean) => {
+    const actor = createActor(machine, {
+      input: { sessionId: 's', limits: { maxModelCalls: 20, doomLoopThreshold: 3 }, accepted: { old: 'turn-old' }, reloadRequired },
+    });
+    actor.start();
+    const send = (clientRequestId: string, turnId: string, commandId: string) => {
+      actor.send({ type: 'session.start_turn', commandId, clientRequestId, turnId });
+      return actor.getSnapshot().context.reply;
+    };
+    return { actor, send };
+  };
+
+  it('decides in order: reload required, duplicate request, busy, accept', () => {
+    const reload = start(true);
+    expect(reload.send('old', 't1', 'a')).toEqual({ commandId: 'a', result: { ok: false, error: { code: 'ReloadRequired' } } });
+    const s = start(false);
+    expect(s.send('old', 't1', 'a')).toEqual({ commandId: 'a', result: { ok: true, turnId: 'turn-old' } });
+    expect(s.actor.getSnapshot().value).toBe('idle');
+    expect(s.send('new', 't2', 'b')).toEqual({ commandId: 'b', result: { ok: true, turnId: 't2' } });
+    expect(s.actor.getSnapshot().value).toBe('running');
+    expect(s.send('new', 't3', 'c')).toEqual({ commandId: 'c', result: { ok: true, turnId: 't2' } });
+    expect(s.send('other', 't4', 'd')).toEqual({ commandId: 'd', result: { ok: false, error: { code: 'Busy', turnId: 't2' } } });
+    s.actor.send({ type: 'session.require_reload' });
+    expect(s.send('other', 't5', 'e')).toEqual({ commandId: 'e', result: { ok: false, error: { code: 'ReloadRequired' } } });
+  });
+
+  it('forwards cancel only for the active turn', () => {
+    const s = start(false);
+    s.send('new', 't2', 'b');
+    s.actor.send({ type: 'session.cancel_turn', commandId: 'x', turnId: 'other' });
+    expect(s.actor.getSnapshot().context.reply).toEqual({ commandId: 'x', result: { ok: false, error: { code: 'TurnNotActive' } } });
+    s.actor.send({ type: 'session.cancel_turn', commandId: 'y', turnId: 't2' });
+    expect(s.actor.getSnapshot().context.reply).toEqual({ commandId: 'y', result: { ok: true } });
+  });
+});
