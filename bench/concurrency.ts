@@ -11,6 +11,8 @@ export interface ConcurrencyResult {
   notCompleted: Record<string, number>;
   wallMs: number;
   createMs: number;
+  /** Trace signals the runtime dropped (full trace queue, RT-26): informational. */
+  droppedSignals: number;
 }
 
 export async function measureConcurrentSessions(count: number, toolSteps: number): Promise<ConcurrencyResult> {
@@ -39,5 +41,5 @@ export async function measureConcurrentSessions(count: number, toolSteps: number
     }
   }
   await runtime.shutdown();
-  return { sessions: count, completed, notCompleted, wallMs, createMs };
+  return { sessions: count, completed, notCompleted, wallMs, createMs, droppedSignals: runtime.droppedSignals };
 }

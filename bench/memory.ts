@@ -1,6 +1,6 @@
 /**
  * `idle_session_bytes`: JS heap retained per open, idle session (created, no turn yet) on one
- * runtime with `sqliteStorage(':memory:')`. Needs `global.gc`; run.ts spawns
+ * runtime with `sqliteStorage(':memory:')`; then, informational, the same sessions after one turn each. Needs `global.gc`; run.ts spawns
  * `node --expose-gc --import tsx bench/memory.ts` when it was started without it.
  * Run directly, it prints one JSON line with the result.
  */
@@ -15,6 +15,8 @@ export interface MemoryResult {
   externalDeltaBytes: number;
   rssDeltaBytes: number;
   gcAvailable: boolean;
+  /** Informational: heap per session once each has run one 3-step turn (history, replay ring, outcome). */
+  bytesPerSessionAfterTurn: number;
 }
 
 function settledHeap(): NodeJS.MemoryUsage {
@@ -23,7 +25,7 @@ function settledHeap(): NodeJS.MemoryUsage {
 }
 
 export async function measureIdleSessionMemory(count: number): Promise<MemoryResult> {
-  const runtime = await createRuntime({ storage: sqliteStorage({ filename: ':memory:' }), model: stepModel(1), tools: [readTool()] });
+  const runtime = await createRuntime({ storage: sqliteStorage({ filename: ':memory:' }), model: stepModel(2), tools: [readTool()] });
   // Warm up every code path a session creation touches, so lazily built structures are not charged to sessions.
   const warm: SessionHandle[] = [];
   for (let i = 0; i < 20; i++) warm.push(await runtime.createSession({ agent: 'default', permissionMode: 'auto' }));
@@ -34,6 +36,14 @@ export async function measureIdleSessionMemory(count: number): Promise<MemoryRes
   const after = settledHeap();
 
   const heapDeltaBytes = after.heapUsed - before.heapUsed;
+
+  for (const [i, session] of sessions.entries()) {
+    const turn = await session.startTurn({ clientRequestId: `m${i}`, input: [{ type: 'text', text: 'read two files' }] });
+    if (turn.ok) await session.waitForTurn(turn.turnId);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const afterTurn = settledHeap();
+
   const result: MemoryResult = {
     sessions: sessions.length,
     bytesPerSession: heapDeltaBytes / sessions.length,
@@ -41,6 +51,7 @@ export async function measureIdleSessionMemory(count: number): Promise<MemoryRes
     externalDeltaBytes: after.external - before.external,
     rssDeltaBytes: after.rss - before.rss,
     gcAvailable: typeof (globalThis as { gc?: unknown }).gc === 'function',
+    bytesPerSessionAfterTurn: (afterTurn.heapUsed - before.heapUsed) / sessions.length,
   };
   await runtime.shutdown();
   return result;

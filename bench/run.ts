@@ -25,7 +25,7 @@ const ROOT = dirname(BENCH_DIR);
 const IDLE_SESSIONS = 1_000;
 const CONCURRENT_SESSIONS = 1_000;
 const FLOOD_DELTAS = 200_000;
-const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 2, reps: 9 };
+const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 4, reps: 15, orchestrationReps: 7 };
 
 function log(line = ''): void {
   console.log(line);
@@ -58,19 +58,26 @@ async function main(): Promise<void> {
   log(`[memory] ${memory.sessions} idle sessions on one runtime (sqlite :memory:), ${hasGc ? 'in process' : 'child node --expose-gc'}`);
   log(`  heapUsed delta ${round(memory.heapDeltaBytes / 1024)} KiB → ${idleBytes} B/session (${round(idleBytes / 1024, 1)} KiB)` +
     ` — bar ≤ 50 KB (51200 B): ${verdict(idleBytes <= 51_200)}`);
-  log(`  informational: external delta ${round(memory.externalDeltaBytes / 1024)} KiB, rss delta ${round(memory.rssDeltaBytes / 1024)} KiB`);
+  log(`  informational: external delta ${round(memory.externalDeltaBytes / 1024)} KiB, rss delta ${round(memory.rssDeltaBytes / 1024)} KiB` +
+    ` (sqlite pages live outside the JS heap); after one 3-step turn each: ${round(memory.bytesPerSessionAfterTurn)} B/session`);
   log();
 
   // 2. Runtime overhead per model step.
   const step = await measureStepOverhead(STEP);
   const ratio = round(step.ratio, 2);
+  const samples = (xs: number[]) => xs.map((x) => round(x)).join(', ');
   log(`[step overhead] ${STEP.toolSteps} tool steps + final per turn, ${STEP.turnsPerRep} turns/rep, ${STEP.warmupReps} warm-up + ${STEP.reps} reps`);
-  log(`  runtime  median ${round(step.runtimeUsPerStep, 1)} µs/step  (samples ${step.runtimeSamples.map((s) => round(s)).join(', ')})`);
-  log(`  baseline median ${round(step.baselineUsPerStep, 1)} µs/step  (samples ${step.baselineSamples.map((s) => round(s)).join(', ')})`);
+  log(`  runtime  median ${round(step.runtime.median, 1)} µs/step  (samples ${samples(step.runtime.samples)})`);
+  log(`  baseline median ${round(step.baseline.median, 1)} µs/step  (samples ${samples(step.baseline.samples)})`);
   log(`  ratio ${ratio}× — bar ≤ 2.0×: ${verdict(ratio <= 2)}`);
-  log(`  informational: baseline without trace-span writes ${round(step.baselineNoSpansUsPerStep, 1)} µs/step → ratio ${round(step.ratioNoSpans, 2)}×`);
-  log(`  per turn: updates runtime ${step.updatesPerTurn.runtime} / baseline ${step.updatesPerTurn.baseline},` +
-    ` storage writes runtime ${step.writesPerTurn.runtime} / baseline ${step.writesPerTurn.baseline}`);
+  log(`  per turn: updates runtime ${step.runtime.updatesPerTurn} / baseline ${step.baseline.updatesPerTurn},` +
+    ` storage writes runtime ${step.runtime.writesPerTurn} / baseline ${step.baseline.writesPerTurn}`);
+  log(`  informational: baseline without trace-span writes ${round(step.baselineNoSpans.median, 1)} µs/step → ratio ${round(step.ratioNoSpans, 2)}×`);
+  if (step.orchestration) {
+    const o = step.orchestration;
+    log(`  informational: null storage on both sides (orchestration only) runtime ${round(o.runtime.median, 1)} µs/step,` +
+      ` baseline ${round(o.baseline.median, 1)} µs/step → ${round(o.ratio, 1)}×`);
+  }
   log();
 
   // 3. Text-delta throughput.
@@ -87,7 +94,7 @@ async function main(): Promise<void> {
   log(`  completed ${conc.completed}/${conc.sessions} — expect ${conc.sessions}: ${verdict(conc.completed === conc.sessions)}`);
   if (conc.completed !== conc.sessions) log(`  not completed: ${JSON.stringify(conc.notCompleted)}`);
   log(`  informational: wall time ${round(conc.wallMs)} ms for all turns (${round(conc.wallMs / conc.sessions, 2)} ms/turn),` +
-    ` session creation ${round(conc.createMs)} ms`);
+    ` session creation ${round(conc.createMs)} ms, trace signals dropped ${conc.droppedSignals}`);
   log();
   log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s`);
   log();

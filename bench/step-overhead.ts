@@ -17,19 +17,7 @@ export interface StepOverheadOptions {
   reps: number;
 }
 
-export interface StepOverheadResult {
-  runtimeUsPerStep: number;
-  baselineUsPerStep: number;
-  baselineNoSpansUsPerStep: number;
-  ratio: number;
-  ratioNoSpans: number;
-  runtimeSamples: number[];
-  baselineSamples: number[];
-  updatesPerTurn: { runtime: number; baseline: number };
-  writesPerTurn: { runtime: number; baseline: number };
-}
-
-interface Side {
+export interface Side {
   name: string;
   rep(turns: number): Promise<{ usPerStep: number; updates: number; writes: number }>;
 }
@@ -47,7 +35,7 @@ function makeStorage(kind: StorageKind): TrackedStorage {
  */
 export function runtimeSide(toolSteps: number, storageKind: StorageKind = 'sqlite'): Side {
   return {
-    name: 'runtime',
+    name: storageKind === 'sqlite' ? 'runtime' : 'runtime (null storage)',
     async rep(turns) {
       const storage = makeStorage(storageKind);
       const runtime = await createRuntime({
@@ -84,7 +72,7 @@ export function runtimeSide(toolSteps: number, storageKind: StorageKind = 'sqlit
 /** The bare-loop side; like the runtime side, a fresh storage per repetition. */
 export function baselineSide(toolSteps: number, spans: boolean, storageKind: StorageKind = 'sqlite'): Side {
   return {
-    name: spans ? 'baseline' : 'baseline (no spans)',
+    name: `${spans ? 'baseline' : 'baseline (no spans)'}${storageKind === 'sqlite' ? '' : ' (null storage)'}`,
     async rep(turns) {
       const storage = makeStorage(storageKind);
       await storage.migrate();
@@ -106,39 +94,62 @@ export function baselineSide(toolSteps: number, spans: boolean, storageKind: Sto
   };
 }
 
-export async function measureStepOverhead(options: StepOverheadOptions): Promise<StepOverheadResult> {
-  const runtime = runtimeSide(options.toolSteps);
-  const baseline = baselineSide(options.toolSteps, true);
-  const noSpans = baselineSide(options.toolSteps, false);
-  const sides = [runtime, baseline, noSpans];
-  for (let i = 0; i < options.warmupReps; i++) for (const side of sides) await side.rep(options.turnsPerRep);
+export interface SideStats {
+  name: string;
+  samples: number[];
+  median: number;
+  updatesPerTurn: number;
+  writesPerTurn: number;
+}
 
-  const samples = new Map<string, number[]>(sides.map((s) => [s.name, []]));
-  const last = new Map<string, { updates: number; writes: number }>();
+/** Warm-up, then `reps` rounds in alternating order so drift (GC, JIT, other load) does not favour one side. */
+export async function compareSides(sides: Side[], options: { turnsPerRep: number; warmupReps: number; reps: number }): Promise<SideStats[]> {
+  for (let i = 0; i < options.warmupReps; i++) for (const side of sides) await side.rep(options.turnsPerRep);
+  const stats = sides.map((side) => ({ name: side.name, samples: [] as number[], median: Number.NaN, updatesPerTurn: 0, writesPerTurn: 0 }));
   for (let i = 0; i < options.reps; i++) {
-    // Alternate the order so drift (GC, JIT, table growth) does not favour one side.
-    const order = i % 2 === 0 ? sides : [...sides].reverse();
-    for (const side of order) {
-      const r = await side.rep(options.turnsPerRep);
-      samples.get(side.name)!.push(r.usPerStep);
-      last.set(side.name, r);
+    const order = i % 2 === 0 ? sides.map((_, k) => k) : sides.map((_, k) => sides.length - 1 - k);
+    for (const k of order) {
+      const r = await sides[k]!.rep(options.turnsPerRep);
+      stats[k]!.samples.push(r.usPerStep);
+      stats[k]!.updatesPerTurn = r.updates;
+      stats[k]!.writesPerTurn = r.writes;
     }
   }
+  for (const s of stats) s.median = median(s.samples);
+  return stats;
+}
 
-  const runtimeSamples = samples.get(runtime.name)!;
-  const baselineSamples = samples.get(baseline.name)!;
-  const runtimeUsPerStep = median(runtimeSamples);
-  const baselineUsPerStep = median(baselineSamples);
-  const baselineNoSpansUsPerStep = median(samples.get(noSpans.name)!);
+export interface StepOverheadResult {
+  runtime: SideStats;
+  baseline: SideStats;
+  /** Informational: the baseline without the trace-span writes. */
+  baselineNoSpans: SideStats;
+  ratio: number;
+  ratioNoSpans: number;
+  /** Informational, null storage on both sides: orchestration cost alone. */
+  orchestration: { runtime: SideStats; baseline: SideStats; ratio: number } | null;
+}
+
+export async function measureStepOverhead(options: StepOverheadOptions & { orchestrationReps?: number }): Promise<StepOverheadResult> {
+  const [runtime, baseline, baselineNoSpans] = await compareSides(
+    [runtimeSide(options.toolSteps), baselineSide(options.toolSteps, true), baselineSide(options.toolSteps, false)],
+    options,
+  );
+  let orchestration: StepOverheadResult['orchestration'] = null;
+  if (options.orchestrationReps) {
+    const [r, b] = await compareSides([runtimeSide(options.toolSteps, 'null'), baselineSide(options.toolSteps, true, 'null')], {
+      turnsPerRep: options.turnsPerRep,
+      warmupReps: 1,
+      reps: options.orchestrationReps,
+    });
+    orchestration = { runtime: r!, baseline: b!, ratio: r!.median / b!.median };
+  }
   return {
-    runtimeUsPerStep,
-    baselineUsPerStep,
-    baselineNoSpansUsPerStep,
-    ratio: runtimeUsPerStep / baselineUsPerStep,
-    ratioNoSpans: runtimeUsPerStep / baselineNoSpansUsPerStep,
-    runtimeSamples,
-    baselineSamples,
-    updatesPerTurn: { runtime: last.get(runtime.name)!.updates, baseline: last.get(baseline.name)!.updates },
-    writesPerTurn: { runtime: last.get(runtime.name)!.writes, baseline: last.get(baseline.name)!.writes },
+    runtime: runtime!,
+    baseline: baseline!,
+    baselineNoSpans: baselineNoSpans!,
+    ratio: runtime!.median / baseline!.median,
+    ratioNoSpans: runtime!.median / baselineNoSpans!.median,
+    orchestration,
   };
 }

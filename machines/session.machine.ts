@@ -38,7 +38,7 @@ export type SessionEvent =
   | { type: 'session.resolve_permission'; commandId: string; turnId: string; toolCallId: string; decision: PermissionDecision }
   | { type: 'session.stop' }
   | { type: 'session.require_reload' }
-  | { type: 'turn.permission_requested'; turnId: string; toolCallId: string }
+  | { type: 'turn.permission_requested'; turnId: string; toolCallId: string; name: string; paths: string[] }
   | { type: 'turn.permission_settled'; turnId: string };
 
 export interface FinishTurnInput {
@@ -81,6 +81,11 @@ export const sessionMachine = setup({
   actions: {
     /** Emits `turn_started` once the turn is registered (RT-1). */
     emitTurnStarted: notProvided('emitTurnStarted') as (_: unknown, params: { turnId: string; clientRequestId: string }) => void,
+    /** Emits `permission_requested` once the session can accept the answer (RT-16). */
+    emitPermissionRequested: notProvided('emitPermissionRequested') as (
+      _: unknown,
+      params: { turnId: string; toolCallId: string; name: string; paths: string[] },
+    ) => void,
     /** Emits `turn_finished` and releases waiters once the terminal status is stored. */
     announceTurnFinished: notProvided('announceTurnFinished'),
     replyReloadRequired: assign({
@@ -187,7 +192,13 @@ export const sessionMachine = setup({
         ],
         'session.stop': { actions: sendTo('turn', { type: 'turn.stop' }) },
         'turn.permission_requested': {
-          actions: assign({ pendingPermission: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId }) }),
+          actions: [
+            assign({ pendingPermission: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId }) }),
+            {
+              type: 'emitPermissionRequested',
+              params: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId, name: event.name, paths: event.paths }),
+            },
+          ],
         },
         'turn.permission_settled': { actions: assign({ pendingPermission: null }) },
       },

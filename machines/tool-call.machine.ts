@@ -93,7 +93,6 @@ export const toolCallMachine = setup({
     startSpan: notProvided('startSpan'),
     emitToolCallStarted: notProvided('emitToolCallStarted'),
     setLiveStatus: notProvided('setLiveStatus') as (_: unknown, params: { status: 'waiting_permission' | 'running' }) => void,
-    emitPermissionRequested: notProvided('emitPermissionRequested'),
     emitPermissionResolved: notProvided('emitPermissionResolved') as (
       _: unknown,
       params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' },
@@ -223,10 +222,15 @@ export const toolCallMachine = setup({
           },
         },
         waiting_permission: {
+          // The session announces the request once it has recorded it, so a UI that answers at once is not refused.
           entry: [
             { type: 'setLiveStatus', params: { status: 'waiting_permission' } },
-            'emitPermissionRequested',
-            sendParent(({ context }) => ({ type: 'tool.permission_requested', toolCallId: context.call.id })),
+            sendParent(({ context }) => ({
+              type: 'tool.permission_requested',
+              toolCallId: context.call.id,
+              name: context.call.name,
+              paths: context.requestedPaths,
+            })),
           ],
           exit: sendParent(({ context }) => ({ type: 'tool.permission_settled', toolCallId: context.call.id })),
           on: {

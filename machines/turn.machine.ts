@@ -42,7 +42,7 @@ export type TurnEvent =
   | { type: 'turn.cancel' }
   | { type: 'turn.stop' }
   | { type: 'turn.resolve_permission'; toolCallId: string; decision: PermissionDecision }
-  | { type: 'tool.permission_requested'; toolCallId: string }
+  | { type: 'tool.permission_requested'; toolCallId: string; name: string; paths: string[] }
   | { type: 'tool.permission_settled'; toolCallId: string };
 
 export interface TurnEffectInput {
@@ -286,11 +286,7 @@ export const turnMachine = setup({
                   target: 'waiting_permission',
                   actions: [
                     assign({ pendingPermission: ({ event }) => event.toolCallId }),
-                    sendParent(({ event, context }) => ({
-                      type: 'turn.permission_requested',
-                      turnId: context.turnId,
-                      toolCallId: event.toolCallId,
-                    })),
+                    sendParent(({ event, context }) => ({ ...event, type: 'turn.permission_requested', turnId: context.turnId })),
                   ],
                 },
               },

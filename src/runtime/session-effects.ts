@@ -30,6 +30,16 @@ export function sessionEffects(deps: TurnEffectDeps) {
     actions: {
       emitTurnStarted: ({ context }: { context: SessionContext }, params: { turnId: string; clientRequestId: string }) =>
         emit(envOf(context.sessionId), params.turnId, { type: 'turn_started', clientRequestId: params.clientRequestId }),
+      emitPermissionRequested: (
+        { context }: { context: SessionContext },
+        params: { turnId: string; toolCallId: string; name: string; paths: string[] },
+      ) =>
+        emit(envOf(context.sessionId), params.turnId, {
+          type: 'permission_requested',
+          toolCallId: params.toolCallId,
+          name: params.name,
+          paths: params.paths,
+        }),
       /** Runs as the session becomes idle, so a waiter that starts the next turn is not told Busy. */
       announceTurnFinished: ({ context }: { context: SessionContext }) => {
         const last = context.lastOutcome;

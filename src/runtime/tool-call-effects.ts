@@ -92,13 +92,6 @@ export function toolCallEffects(deps: TurnEffectDeps) {
         }),
       setLiveStatus: ({ context }: Ctx, params: { status: 'waiting_permission' | 'running' }) =>
         envOf(context.sessionId).live.setToolStatus(context.call.id, params.status),
-      emitPermissionRequested: ({ context }: Ctx) =>
-        emit(envOf(context.sessionId), context.turnId, {
-          type: 'permission_requested',
-          toolCallId: context.call.id,
-          name: context.call.name,
-          paths: context.requestedPaths,
-        }),
       emitPermissionResolved: ({ context }: Ctx, params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' }) =>
         emit(envOf(context.sessionId), context.turnId, {
           type: 'permission_resolved',

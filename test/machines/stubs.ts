@@ -28,7 +28,6 @@ export function toolCallStubs(options: { authorize?: AuthorizationDecision; exec
       startSpan: () => emitted.push('span'),
       emitToolCallStarted: () => emitted.push('started'),
       setLiveStatus: (_, params) => emitted.push(`live:${params.status}`),
-      emitPermissionRequested: () => emitted.push('permission_requested'),
       emitPermissionResolved: (_, params) => emitted.push(`permission_resolved:${params.decision}`),
       finishCall: () => emitted.push('finished'),
     },

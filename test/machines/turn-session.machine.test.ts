@@ -54,7 +54,7 @@ describe('session chart guards (XS-3, RT-1)', () => {
   });
   const machine = sessionMachine.provide({
     actors: { turn: stubTurn, finishTurn: noop<FinishTurnInput>() },
-    actions: { emitTurnStarted: () => undefined, announceTurnFinished: () => undefined },
+    actions: { emitTurnStarted: () => undefined, announceTurnFinished: () => undefined, emitPermissionRequested: () => undefined },
   });
   const start = (reloadRequired: boolean) => {
     const actor = createActor(machine, {

@@ -41,6 +41,28 @@ describe('approvals and permission modes (RT-3, RT-5, RT-16)', () => {
     ]);
   });
 
+  it('accepts a decision sent from inside the permission_requested subscriber', async () => {
+    h = await harness([{ text: 'x', toolCalls: [write('w1', 'a.txt')] }, { text: 'done' }], { tools: [writeFileTool()] });
+    const answers: Promise<unknown>[] = [];
+    const session = h.session;
+    session.updates$.subscribe((u) => {
+      if (u.update.type === 'permission_requested') {
+        answers.push(session.resolvePermission({ turnId: u.turnId, toolCallId: u.update.toolCallId, decision: 'allow_once' }));
+      }
+    });
+    const turnId = await startTurn(session, 'write');
+    expect(await session.waitForTurn(turnId)).toEqual({ status: 'completed', finalText: 'done' });
+    expect(await Promise.all(answers)).toEqual([{ ok: true }]);
+    const kinds = types(h.updates);
+    expect(kinds.slice(kinds.indexOf('tool_call_started'), kinds.indexOf('tool_call_finished'))).toEqual([
+      'tool_call_started',
+      'phase_changed',
+      'permission_requested',
+      'permission_resolved',
+      'phase_changed',
+    ]);
+  });
+
   it('a user denial ends the turn permission_denied; the tool never runs and later calls are cancelled in order', async () => {
     const log: string[] = [];
     h = await harness(
