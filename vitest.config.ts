@@ -1,6 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // The examples import the package by name, as a host would; in tests that name is the source.
+  resolve: { alias: { turnchart: new URL('./src/index.ts', import.meta.url).pathname } },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,
