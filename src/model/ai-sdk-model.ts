@@ -33,7 +33,7 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
       let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
       // A pending read must settle on abort, or the generator could never run its cleanup.
       const onAbort = () => void reader?.cancel().catch(() => undefined);
-      void 0;
+      signal.addEventListener('abort', onAbort, { once: true });
       try {
         const { stream } = await model.doStream(callOptions(request, signal, options.providerOptions));
         reader = stream.getReader();
