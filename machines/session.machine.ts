@@ -2,6 +2,7 @@ import { assign, fromPromise, sendTo, setup } from 'xstate';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import { turnMachine, type TurnLimits } from './turn.machine.js';
+import { notProvided } from './not-provided.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
@@ -53,10 +54,6 @@ function reply(event: Commanded, result: CommandReply): SessionContext['reply'] 
   return { commandId: event.commandId, result };
 }
 
-const notProvided = (name: string) => () => {
-  throw new Error(`session machine: '${name}' must be supplied with .provide()`);
-};
-
 export const sessionMachine = setup({
   types: {
     input: {} as SessionInput,
@@ -66,7 +63,7 @@ export const sessionMachine = setup({
   actors: {
     turn: turnMachine,
     /** Stores the terminal status, then announces `turn_finished` (a turn is over only once stored). */
-    finishTurn: fromPromise<void, FinishTurnInput>(notProvided('finishTurn')),
+    finishTurn: fromPromise<void, FinishTurnInput>(notProvided('session', 'finishTurn')),
   },
   guards: {
     isReloadRequired: ({ context }) => context.reloadRequired,
@@ -80,14 +77,14 @@ export const sessionMachine = setup({
   },
   actions: {
     /** Emits `turn_started` once the turn is registered (RT-1). */
-    emitTurnStarted: notProvided('emitTurnStarted') as (_: unknown, params: { turnId: string; clientRequestId: string }) => void,
+    emitTurnStarted: notProvided('session', 'emitTurnStarted') as (_: unknown, params: { turnId: string; clientRequestId: string }) => void,
     /** Emits `permission_requested` once the session can accept the answer (RT-16). */
-    emitPermissionRequested: notProvided('emitPermissionRequested') as (
+    emitPermissionRequested: notProvided('session', 'emitPermissionRequested') as (
       _: unknown,
       params: { turnId: string; toolCallId: string; name: string; paths: string[] },
     ) => void,
     /** Emits `turn_finished` and releases waiters once the terminal status is stored. */
-    announceTurnFinished: notProvided('announceTurnFinished'),
+    announceTurnFinished: notProvided('session', 'announceTurnFinished'),
     replyReloadRequired: assign({
       reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'ReloadRequired' } }),
     }),

@@ -9,6 +9,7 @@ import type {
   TurnTermination,
 } from '../src/protocol/tool-result.js';
 import { callSignature, parseArguments } from './signature.js';
+import { notProvided } from './not-provided.js';
 
 /**
  * One tool call (RT-15): parse → resolve → validate → doom-loop check → authorize →
@@ -58,10 +59,6 @@ export interface WriteResultInput {
   result: ToolResult;
 }
 
-const notProvided = (name: string) => () => {
-  throw new Error(`tool-call machine: '${name}' must be supplied with .provide()`);
-};
-
 const CANCELLED_BY_USER = 'tool call cancelled by the user';
 const STOPPED = 'the session stopped before the tool call finished';
 
@@ -73,31 +70,31 @@ export const toolCallMachine = setup({
     output: {} as ToolCallOutput,
   },
   actors: {
-    validateArguments: fromPromise<ValidationOutput, ToolEffectInput>(notProvided('validateArguments')),
-    authorize: fromPromise<AuthorizationDecision, ToolEffectInput>(notProvided('authorize')),
-    executeTool: fromPromise<ToolResult, ExecuteInput>(notProvided('executeTool')),
-    runControlTool: fromPromise<ToolResult, ToolEffectInput>(notProvided('runControlTool')),
-    writeResult: fromPromise<void, WriteResultInput>(notProvided('writeResult')),
+    validateArguments: fromPromise<ValidationOutput, ToolEffectInput>(notProvided('tool-call', 'validateArguments')),
+    authorize: fromPromise<AuthorizationDecision, ToolEffectInput>(notProvided('tool-call', 'authorize')),
+    executeTool: fromPromise<ToolResult, ExecuteInput>(notProvided('tool-call', 'executeTool')),
+    runControlTool: fromPromise<ToolResult, ToolEffectInput>(notProvided('tool-call', 'runControlTool')),
+    writeResult: fromPromise<void, WriteResultInput>(notProvided('tool-call', 'writeResult')),
   },
   guards: {
     /** Supplied by the runtime: is this name a control tool (e.g. `update_plan`)? */
-    isControlTool: notProvided('isControlTool') as (_: { context: ToolCallContext }) => boolean,
+    isControlTool: notProvided('tool-call', 'isControlTool') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: is this name in the session's registry toolset? */
-    isRegistryTool: notProvided('isRegistryTool') as (_: { context: ToolCallContext }) => boolean,
+    isRegistryTool: notProvided('tool-call', 'isRegistryTool') as (_: { context: ToolCallContext }) => boolean,
     argumentsAreJsonObject: ({ context }) => parseArguments(context.call.argumentsText) !== undefined,
     reachedDoomLoopThreshold: ({ context }) => context.doom.count >= context.doomLoopThreshold,
     resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
   },
   actions: {
     /** Live updates and trace spans; supplied by the runtime. */
-    startSpan: notProvided('startSpan'),
-    emitToolCallStarted: notProvided('emitToolCallStarted'),
-    setLiveStatus: notProvided('setLiveStatus') as (_: unknown, params: { status: 'waiting_permission' | 'running' }) => void,
-    emitPermissionResolved: notProvided('emitPermissionResolved') as (
+    startSpan: notProvided('tool-call', 'startSpan'),
+    emitToolCallStarted: notProvided('tool-call', 'emitToolCallStarted'),
+    setLiveStatus: notProvided('tool-call', 'setLiveStatus') as (_: unknown, params: { status: 'waiting_permission' | 'running' }) => void,
+    emitPermissionResolved: notProvided('tool-call', 'emitPermissionResolved') as (
       _: unknown,
       params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' },
     ) => void,
-    finishCall: notProvided('finishCall'),
+    finishCall: notProvided('tool-call', 'finishCall'),
     assignCancelled: assign({
       result: { status: 'cancelled', content: CANCELLED_BY_USER },
       termination: { kind: 'cancelled' },

@@ -5,6 +5,7 @@ import type { FailureCode, TurnOutcome } from '../src/protocol/outcome.js';
 import type { DoomCounter, ToolCallOutput, TurnTermination } from '../src/protocol/tool-result.js';
 import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
+import { notProvided } from './not-provided.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
@@ -97,10 +98,6 @@ function modelFailure(error: unknown): TurnOutcome {
 
 const STOPPED: TurnOutcome = { status: 'failed', code: 'actor_stopped', message: 'the session stopped during the turn' };
 
-const notProvided = (name: string) => () => {
-  throw new Error(`turn machine: '${name}' must be supplied with .provide()`);
-};
-
 export const turnMachine = setup({
   types: {
     input: {} as TurnInput,
@@ -110,15 +107,15 @@ export const turnMachine = setup({
   },
   actors: {
     /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
-    beginTurn: fromPromise<void, TurnEffectInput>(notProvided('beginTurn')),
+    beginTurn: fromPromise<void, TurnEffectInput>(notProvided('turn', 'beginTurn')),
     /** Writes and appends every agent message waiting in the mailbox (RT-4). */
-    drainMailbox: fromPromise<void, TurnEffectInput>(notProvided('drainMailbox')),
+    drainMailbox: fromPromise<void, TurnEffectInput>(notProvided('turn', 'drainMailbox')),
     /** Assembles the request, streams the model (deltas go straight to the live stream), returns the completed response. */
-    callModel: fromPromise<ModelResponse, CallModelInput>(notProvided('callModel')),
+    callModel: fromPromise<ModelResponse, CallModelInput>(notProvided('turn', 'callModel')),
     /** Writes the assistant message, appends it, clears the draft (RT-18). */
-    writeAssistant: fromPromise<void, WriteAssistantInput>(notProvided('writeAssistant')),
+    writeAssistant: fromPromise<void, WriteAssistantInput>(notProvided('turn', 'writeAssistant')),
     /** RT-13: `cancelled` results, in order, for calls that were never executed. */
-    skipToolCalls: fromPromise<void, SkipCallsInput>(notProvided('skipToolCalls')),
+    skipToolCalls: fromPromise<void, SkipCallsInput>(notProvided('turn', 'skipToolCalls')),
     toolCall: toolCallMachine,
   },
   guards: {
@@ -131,9 +128,9 @@ export const turnMachine = setup({
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
   },
   actions: {
-    emitPhase: notProvided('emitPhase') as (_: unknown, params: { phase: TurnPhase }) => void,
+    emitPhase: notProvided('turn', 'emitPhase') as (_: unknown, params: { phase: TurnPhase }) => void,
     /** The draft dies with an interrupted or failed model call (RT-18). */
-    discardDraft: notProvided('discardDraft'),
+    discardDraft: notProvided('turn', 'discardDraft'),
     assignTerminationOutcome: assign({
       outcome: ({ context }) =>
         context.termination?.kind === 'failed'

@@ -3,12 +3,12 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql, type Kysely } from 'kysely';
-import pg from 'pg';
 import { KyselySessionStorage } from '../../storage/kysely-storage.js';
 import { postgresDatabase } from '../../storage/postgres.js';
 import type { Database } from '../../storage/schema.js';
 import type { SessionStorage } from '../../storage/session-storage.js';
 import { sqliteDatabase } from '../../storage/sqlite.js';
+import { dropPostgresSchema } from '../support/databases.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -73,16 +73,7 @@ export function postgresTarget(connectionString: string): ContractTarget {
           const db = postgresDatabase({ connectionString, schema });
           return { db, storage: new KyselySessionStorage(db, { schema }) };
         },
-        async drop() {
-          // The storage's pool is closed by now, so a short-lived client does the cleanup.
-          const client = new pg.Client({ connectionString });
-          await client.connect();
-          try {
-            await client.query(`drop schema if exists "${schema}" cascade`);
-          } finally {
-            await client.end();
-          }
-        },
+        drop: () => dropPostgresSchema(connectionString, schema),
       };
     },
   };

@@ -30,16 +30,19 @@ export function postgresSchema(connectionString: string): DurableDatabase {
   return {
     name: 'postgres',
     open: () => postgresStorage({ connectionString, schema }),
-    async drop() {
-      const client = new pg.Client({ connectionString });
-      await client.connect();
-      try {
-        await client.query(`drop schema if exists "${schema}" cascade`);
-      } finally {
-        await client.end();
-      }
-    },
+    drop: () => dropPostgresSchema(connectionString, schema),
   };
+}
+
+/** Drops a test's schema with a short-lived client (the storage's own pool is closed by then). */
+export async function dropPostgresSchema(connectionString: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    await client.query(`drop schema if exists "${schema}" cascade`);
+  } finally {
+    await client.end();
+  }
 }
 
 /** The dialects every durable scenario runs on: SQLite always, PostgreSQL when configured. */
