@@ -80,13 +80,13 @@ export class BareLoop {
       { id: turnId, sessionId, clientRequestId: turnId, startedAtMs: Date.now() },
       [stored({ role: 'user', kind: 'normal', text })],
     );
-    if (this.spans) await storage.startSpan(span(`turn:${turnId}`, 'turn', 'turn', 'system'));
+    if (this.spans) await storage.writeSpans([{ type: 'start', span: span(`turn:${turnId}`, 'turn', 'turn', 'system') }]);
 
     let finalText = '';
     for (let call = 1; call <= this.maxModelCalls; call++) {
       emit({ type: 'phase_changed', phase: 'running_model' });
       const spanId = `model:${turnId}:${call}`;
-      if (this.spans) await storage.startSpan(span(spanId, 'model_call', `model call ${call}`, 'model'));
+      if (this.spans) await storage.writeSpans([{ type: 'start', span: span(spanId, 'model_call', `model call ${call}`, 'model') }]);
       const request = { system: this.system, messages: [...conversation], tools: this.tools, maxOutputTokens: model.capabilities.maxOutputTokens };
       let response: ModelResponse | undefined;
       for await (const event of model.stream(request, { signal: controller.signal })) {
@@ -94,7 +94,7 @@ export class BareLoop {
         else emit({ type: event.type, text: event.text });
       }
       if (!response) throw new Error('the model stream ended without a completed response');
-      if (this.spans) await storage.endSpan(spanId, { status: 'succeeded', errorCode: null, endedAtMs: Date.now() });
+      if (this.spans) await storage.writeSpans([{ type: 'end', spanId, end: { status: 'succeeded', errorCode: null, endedAtMs: Date.now() } }]);
 
       const { text: answer, reasoning, toolCalls } = response;
       await storage.appendMessage(stored({ role: 'assistant', text: answer, reasoning, toolCalls }));
@@ -107,7 +107,7 @@ export class BareLoop {
 
       emit({ type: 'phase_changed', phase: 'running_tools' });
       for (const toolCall of toolCalls) {
-        if (this.spans) await storage.startSpan(span(`tool:${toolCall.id}`, 'tool_call', toolCall.name, 'registry'));
+        if (this.spans) await storage.writeSpans([{ type: 'start', span: span(`tool:${toolCall.id}`, 'tool_call', toolCall.name, 'registry') }]);
         emit({ type: 'tool_call_started', toolCallId: toolCall.id, name: toolCall.name, status: 'validating' });
         let status: ToolResultStatus = 'failed';
         let content: string;
@@ -128,14 +128,14 @@ export class BareLoop {
         }
         await storage.appendMessage(stored({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status, content }));
         conversation.push({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status: status === 'succeeded' ? 'success' : 'error', content });
-        if (this.spans) await storage.endSpan(`tool:${toolCall.id}`, { status, errorCode: null, endedAtMs: Date.now() });
+        if (this.spans) await storage.writeSpans([{ type: 'end', spanId: `tool:${toolCall.id}`, end: { status, errorCode: null, endedAtMs: Date.now() } }]);
         emit({ type: 'tool_call_finished', toolCallId: toolCall.id, status });
       }
     }
 
     emit({ type: 'phase_changed', phase: 'completed' });
     const finishedAtMs = Date.now();
-    if (this.spans) await storage.endSpan(`turn:${turnId}`, { status: 'succeeded', errorCode: null, endedAtMs: finishedAtMs });
+    if (this.spans) await storage.writeSpans([{ type: 'end', spanId: `turn:${turnId}`, end: { status: 'succeeded', errorCode: null, endedAtMs: finishedAtMs } }]);
     await storage.endTurn(turnId, { status: 'completed', errorCode: null, errorMessage: null, finalText, finishedAtMs });
     emit({ type: 'turn_finished', outcome: { status: 'completed', finalText } });
     return finalText;

@@ -114,8 +114,7 @@ export class TrackedStorage implements SessionStorage {
   listMessages: SessionStorage['listMessages'] = (sessionId) => this.inner.listMessages(sessionId);
   savePlan: SessionStorage['savePlan'] = (row) => this.track(this.inner.savePlan(row));
   latestPlan: SessionStorage['latestPlan'] = (sessionId) => this.inner.latestPlan(sessionId);
-  startSpan: SessionStorage['startSpan'] = (span) => this.track(this.inner.startSpan(span));
-  endSpan: SessionStorage['endSpan'] = (spanId, end) => this.track(this.inner.endSpan(spanId, end));
+  writeSpans: SessionStorage['writeSpans'] = (writes) => this.track(this.inner.writeSpans(writes));
   listSpans: SessionStorage['listSpans'] = (sessionId) => this.inner.listSpans(sessionId);
   correctInterrupted: SessionStorage['correctInterrupted'] = (nowMs) => this.inner.correctInterrupted(nowMs);
   close: SessionStorage['close'] = () => this.inner.close();
@@ -145,8 +144,9 @@ export class NullStorage implements SessionStorage {
   async latestPlan(): Promise<undefined> {
     return undefined;
   }
-  async startSpan(): Promise<void> {}
-  async endSpan(): Promise<void> {}
+  async writeSpans(): Promise<{ unmatchedEnds: number }> {
+    return { unmatchedEnds: 0 };
+  }
   async listSpans(): Promise<[]> {
     return [];
   }

@@ -27,6 +27,8 @@ export interface ToolCallInput {
 
 export interface ToolCallContext extends ToolCallInput {
   args: Record<string, unknown>;
+  /** Set by the `validateArguments` action against the tool's schema. */
+  validation: ValidationOutput | null;
   result: ToolResult | null;
   termination: TurnTermination | null;
   approvedPaths: string[];
@@ -70,7 +72,6 @@ export const toolCallMachine = setup({
     output: {} as ToolCallOutput,
   },
   actors: {
-    validateArguments: fromPromise<ValidationOutput, ToolEffectInput>(notProvided('tool-call', 'validateArguments')),
     authorize: fromPromise<AuthorizationDecision, ToolEffectInput>(notProvided('tool-call', 'authorize')),
     executeTool: fromPromise<ToolResult, ExecuteInput>(notProvided('tool-call', 'executeTool')),
     runControlTool: fromPromise<ToolResult, ToolEffectInput>(notProvided('tool-call', 'runControlTool')),
@@ -81,6 +82,12 @@ export const toolCallMachine = setup({
     isControlTool: notProvided('tool-call', 'isControlTool') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: is this name in the session's registry toolset? */
     isRegistryTool: notProvided('tool-call', 'isRegistryTool') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: does the tool have its own `authorize` hook? */
+    hasAuthorizeHook: notProvided('tool-call', 'hasAuthorizeHook') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: the session's mode rule-denies this tool (e.g. a write when read-only). */
+    modeForbidsCall: notProvided('tool-call', 'modeForbidsCall') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: the session's mode wants the user's approval for this tool. */
+    modeRequiresApproval: notProvided('tool-call', 'modeRequiresApproval') as (_: { context: ToolCallContext }) => boolean,
     argumentsAreJsonObject: ({ context }) => parseArguments(context.call.argumentsText) !== undefined,
     reachedDoomLoopThreshold: ({ context }) => context.doom.count >= context.doomLoopThreshold,
     resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
@@ -95,6 +102,14 @@ export const toolCallMachine = setup({
       params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' },
     ) => void,
     finishCall: notProvided('tool-call', 'finishCall'),
+    /** Supplied by the runtime as an `assign` of `validation`: the arguments checked against the tool's schema. */
+    validateArguments: validationAction(() => ({ ok: false, message: 'validateArguments was not provided' })),
+    assignModeDenial: assign({
+      result: ({ context }) => ({
+        status: 'denied',
+        content: `denied by rule: the session's permission mode does not allow '${context.call.name}'`,
+      }),
+    }),
     assignCancelled: assign({
       result: { status: 'cancelled', content: CANCELLED_BY_USER },
       termination: { kind: 'cancelled' },
@@ -106,7 +121,7 @@ export const toolCallMachine = setup({
   },
 }).createMachine({
   id: 'toolCall',
-  context: ({ input }) => ({ ...input, args: {}, result: null, termination: null, approvedPaths: [], requestedPaths: [] }),
+  context: ({ input }) => ({ ...input, args: {}, validation: null, result: null, termination: null, approvedPaths: [], requestedPaths: [] }),
   initial: 'active',
   states: {
     active: {
@@ -151,27 +166,23 @@ export const toolCallMachine = setup({
           ],
         },
         validating: {
-          invoke: {
-            src: 'validateArguments',
-            input: ({ context }) => effectInput(context),
-            onDone: [
-              {
-                guard: ({ event }) => event.output.ok,
-                target: 'checking_doom_loop',
-                actions: assign({ args: ({ event, context }) => (event.output.ok ? event.output.args : context.args) }),
-              },
-              {
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ event }) => ({
-                    status: 'failed',
-                    content: `InvalidArguments: ${event.output.ok ? '' : event.output.message}`,
-                  }),
+          entry: 'validateArguments',
+          always: [
+            {
+              guard: ({ context }) => context.validation?.ok === true,
+              target: 'checking_doom_loop',
+              actions: assign({ args: ({ context }) => (context.validation?.ok ? context.validation.args : context.args) }),
+            },
+            {
+              target: '#toolCall.writing_result',
+              actions: assign({
+                result: ({ context }) => ({
+                  status: 'failed',
+                  content: `InvalidArguments: ${context.validation?.ok === false ? context.validation.message : 'no schema'}`,
                 }),
-              },
-            ],
-            onError: { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
-          },
+              }),
+            },
+          ],
         },
         checking_doom_loop: {
           entry: assign({ doom: ({ context }) => countCall(context) }),
@@ -192,15 +203,19 @@ export const toolCallMachine = setup({
             { target: 'authorizing' },
           ],
         },
+        /** RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's permission mode. */
         authorizing: {
+          always: [{ guard: 'hasAuthorizeHook', target: 'consulting_tool' }, { target: 'applying_mode' }],
+        },
+        consulting_tool: {
           invoke: {
             src: 'authorize',
             input: ({ context }) => effectInput(context),
             onDone: [
-              { guard: ({ event }) => event.output.decision === 'allow', target: 'executing' },
+              { guard: ({ event }) => event.output.decision === 'allow', target: 'applying_mode' },
               {
                 guard: ({ event }) => event.output.decision === 'ask',
-                target: 'waiting_permission',
+                target: 'tool_asked',
                 actions: assign({
                   requestedPaths: ({ event }) => (event.output.decision === 'ask' ? (event.output.paths ?? []) : []),
                 }),
@@ -217,6 +232,19 @@ export const toolCallMachine = setup({
             ],
             onError: { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
           },
+        },
+        tool_asked: {
+          always: [
+            { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+            { target: 'waiting_permission' },
+          ],
+        },
+        applying_mode: {
+          always: [
+            { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+            { guard: 'modeRequiresApproval', target: 'waiting_permission' },
+            { target: 'executing' },
+          ],
         },
         waiting_permission: {
           // The session announces the request once it has recorded it, so a UI that answers at once is not refused.
@@ -324,6 +352,11 @@ export const toolCallMachine = setup({
     doom: context.doom,
   }),
 });
+
+/** How the runtime supplies validation: an `assign` of `context.validation`, computed from the context. */
+export function validationAction(validate: (context: ToolCallContext) => ValidationOutput) {
+  return assign<ToolCallContext, ToolCallEvent, undefined, ToolCallEvent, never>({ validation: ({ context }) => validate(context) });
+}
 
 function effectInput(context: ToolCallContext): ToolEffectInput {
   return {

@@ -119,6 +119,8 @@ export const turnMachine = setup({
     toolCall: toolCallMachine,
   },
   guards: {
+    /** Supplied by the runtime: agent messages are waiting (RT-4). */
+    mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
     interrupted: ({ context }) => context.interrupt !== null,
     reachedMaxModelCalls: ({ context }) => context.modelCallIndex >= context.limits.maxModelCalls,
     responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
@@ -131,6 +133,7 @@ export const turnMachine = setup({
     emitPhase: notProvided('turn', 'emitPhase') as (_: unknown, params: { phase: TurnPhase }) => void,
     /** The draft dies with an interrupted or failed model call (RT-18). */
     discardDraft: notProvided('turn', 'discardDraft'),
+    countModelCall: assign({ modelCallIndex: ({ context }) => context.modelCallIndex + 1 }),
     assignTerminationOutcome: assign({
       outcome: ({ context }) =>
         context.termination?.kind === 'failed'
@@ -184,7 +187,8 @@ export const turnMachine = setup({
                 }),
               }),
             },
-            { target: 'draining_mailbox', actions: assign({ modelCallIndex: ({ context }) => context.modelCallIndex + 1 }) },
+            { guard: 'mailboxHasMessages', target: 'draining_mailbox', actions: 'countModelCall' },
+            { target: 'calling', actions: 'countModelCall' },
           ],
         },
         draining_mailbox: {

@@ -12,6 +12,7 @@ import type {
   SessionRow,
   SessionStorage,
   SpanEnd,
+  SpanWrite,
   TurnEnd,
   TurnRow,
 } from './session-storage.js';
@@ -166,32 +167,18 @@ export class KyselySessionStorage implements SessionStorage {
     );
   }
 
-  async startSpan(span: TraceSpan): Promise<void> {
-    await this.db
-      .insertInto('trace_spans')
-      .values({
-        id: span.id,
-        session_id: span.sessionId,
-        turn_id: span.turnId,
-        kind: span.kind,
-        name: span.name,
-        source: span.source,
-        status: span.status,
-        error_code: span.errorCode,
-        started_at_ms: span.startedAtMs,
-        ended_at_ms: span.endedAtMs,
-      })
-      .execute();
-  }
-
-  async endSpan(spanId: string, end: SpanEnd): Promise<void> {
-    const result = await this.db
-      .updateTable('trace_spans')
-      .set({ status: end.status, error_code: end.errorCode, ended_at_ms: end.endedAtMs })
-      .where('id', '=', spanId)
-      .where('status', '=', 'running')
-      .executeTakeFirst();
-    if (result.numUpdatedRows === 0n) throw new Error(`endSpan: no running span ${spanId}`);
+  async writeSpans(writes: SpanWrite[]): Promise<{ unmatchedEnds: number }> {
+    const apply = async (db: Kysely<Database>) => {
+      const starts = writes.flatMap((w) => (w.type === 'start' ? [spanToRow(w.span)] : []));
+      // An end always refers to a span started before it, so all starts can go in one statement first.
+      if (starts.length > 0) await db.insertInto('trace_spans').values(starts).execute();
+      let unmatchedEnds = 0;
+      for (const write of writes) if (write.type === 'end' && !(await endSpan(db, write.spanId, write.end))) unmatchedEnds += 1;
+      return { unmatchedEnds };
+    };
+    // A single statement needs no transaction; a batch is all or nothing.
+    const statements = writes.filter((w) => w.type === 'end').length + (writes.some((w) => w.type === 'start') ? 1 : 0);
+    return statements <= 1 ? apply(this.db) : this.db.transaction().execute(apply);
   }
 
   async listSpans(sessionId: string): Promise<TraceSpan[]> {
@@ -278,5 +265,31 @@ function rowToSpan(row: Selectable<TraceSpansTable>): TraceSpan {
     errorCode: row.error_code,
     startedAtMs: toMs(row.started_at_ms),
     endedAtMs: toMs(row.ended_at_ms),
+  };
+}
+
+/** Closes a running span; false when there was none (its start was never written). */
+async function endSpan(db: Kysely<Database>, spanId: string, end: SpanEnd): Promise<boolean> {
+  const result = await db
+    .updateTable('trace_spans')
+    .set({ status: end.status, error_code: end.errorCode, ended_at_ms: end.endedAtMs })
+    .where('id', '=', spanId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+function spanToRow(span: TraceSpan) {
+  return {
+    id: span.id,
+    session_id: span.sessionId,
+    turn_id: span.turnId,
+    kind: span.kind,
+    name: span.name,
+    source: span.source,
+    status: span.status,
+    error_code: span.errorCode,
+    started_at_ms: span.startedAtMs,
+    ended_at_ms: span.endedAtMs,
   };
 }

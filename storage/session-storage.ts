@@ -39,6 +39,8 @@ export interface SpanEnd {
   endedAtMs: number;
 }
 
+export type SpanWrite = { type: 'start'; span: TraceSpan } | { type: 'end'; spanId: string; end: SpanEnd };
+
 export interface PlanRow {
   turnId: string;
   sessionId: string;
@@ -77,8 +79,11 @@ export interface SessionStorage {
   /** The most recently written plan of the session, if any. */
   latestPlan(sessionId: string): Promise<PlanRow | undefined>;
 
-  startSpan(span: TraceSpan): Promise<void>;
-  endSpan(spanId: string, end: SpanEnd): Promise<void>;
+  /**
+   * Trace signals in order, in one transaction: a `start` inserts the span, an `end` closes a running
+   * one. Ends that find no running span (its start was dropped) are counted, not raised.
+   */
+  writeSpans(writes: SpanWrite[]): Promise<{ unmatchedEnds: number }>;
   listSpans(sessionId: string): Promise<TraceSpan[]>;
 
   /** RT-24: running spans → outcome_unknown, running turns → interrupted, in one transaction. */

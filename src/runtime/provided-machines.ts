@@ -14,7 +14,7 @@ export function provideMachines(deps: TurnEffectDeps) {
   const turn = turnEffects(deps);
   const session = sessionEffects(deps);
   const toolCall = toolCallMachine.provide({ actors: tool.actors, guards: tool.guards, actions: tool.actions });
-  const providedTurn = turnMachine.provide({ actors: { ...turn.actors, toolCall }, actions: turn.actions });
+  const providedTurn = turnMachine.provide({ actors: { ...turn.actors, toolCall }, guards: turn.guards, actions: turn.actions });
   return sessionMachine.provide({ actors: { ...session.actors, turn: providedTurn }, actions: session.actions });
 }
 

@@ -1,17 +1,23 @@
 import { fromPromise } from 'xstate';
 import { z } from 'zod';
-import type { ExecuteInput, ToolCallContext, ToolEffectInput, ValidationOutput, WriteResultInput } from '../../machines/tool-call.machine.js';
+import { validationAction, type ExecuteInput, type ToolCallContext, type ToolEffectInput, type ValidationOutput, type WriteResultInput } from '../../machines/tool-call.machine.js';
 import { planSchema } from '../protocol/plan.js';
 import type { SpanStatus } from '../protocol/trace.js';
 import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
 import type { PermissionDecision } from '../protocol/updates.js';
 import type { ToolExecutionResult } from '../tools/define-tool.js';
-import { authorizeCall } from '../tools/permission-policy.js';
+import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js';
 import { UPDATE_PLAN } from '../tools/toolset.js';
 import { emit, persistAndAppend } from './session-env.js';
 import { span, type TurnEffectDeps } from './turn-effects.js';
 
 type Ctx = { context: ToolCallContext };
+
+const authorizationSchema = z.discriminatedUnion('decision', [
+  z.object({ decision: z.literal('allow') }),
+  z.object({ decision: z.literal('deny'), reason: z.string().optional() }),
+  z.object({ decision: z.literal('ask'), paths: z.array(z.string()).optional() }),
+]);
 
 const executionResultSchema = z.object({ status: z.enum(['succeeded', 'failed', 'cancelled']), content: z.string() });
 
@@ -19,24 +25,11 @@ const executionResultSchema = z.object({ status: z.enum(['succeeded', 'failed', 
 export function toolCallEffects(deps: TurnEffectDeps) {
   const { env: envOf, toolset, trace, now } = deps;
 
-  const validateArguments = fromPromise<ValidationOutput, ToolEffectInput>(async ({ input }) => {
-    const schema = toolset.isControlTool(input.name) ? planSchema : toolset.registryTool(input.name)?.input;
-    if (!schema) return { ok: false, message: `no schema for '${input.name}'` };
-    const parsed = schema.safeParse(input.args);
-    return parsed.success
-      ? { ok: true, args: parsed.data as Record<string, unknown> }
-      : { ok: false, message: z.prettifyError(parsed.error) };
-  });
-
   const authorize = fromPromise<AuthorizationDecision, ToolEffectInput>(async ({ input }) => {
     const tool = toolset.registryTool(input.name)!;
-    const env = envOf(input.sessionId);
-    return authorizeCall(tool, input.args, {
-      sessionId: input.sessionId,
-      turnId: input.turnId,
-      toolCallId: input.toolCallId,
-      permissionMode: env.permissionMode,
-    });
+    const permissionMode = envOf(input.sessionId).permissionMode;
+    const decision = await tool.authorize!(input.args, { sessionId: input.sessionId, turnId: input.turnId, toolCallId: input.toolCallId, permissionMode });
+    return authorizationSchema.parse(decision);
   });
 
   const executeTool = fromPromise<ToolResult, ExecuteInput>(async ({ input, signal }) => {
@@ -72,13 +65,28 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     await persistAndAppend(env, deps, input.turnId, { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content });
   });
 
+  function validate(name: string, args: Record<string, unknown>): ValidationOutput {
+    const schema = toolset.isControlTool(name) ? planSchema : toolset.registryTool(name)?.input;
+    if (!schema) return { ok: false, message: `no schema for '${name}'` };
+    const parsed = schema.safeParse(args);
+    return parsed.success ? { ok: true, args: parsed.data as Record<string, unknown> } : { ok: false, message: z.prettifyError(parsed.error) };
+  }
+
+  function effectOf(context: ToolCallContext) {
+    return toolset.registryTool(context.call.name)?.effect ?? 'execute';
+  }
+
   return {
-    actors: { validateArguments, authorize, executeTool, runControlTool, writeResult },
+    actors: { authorize, executeTool, runControlTool, writeResult },
     guards: {
       isControlTool: ({ context }: Ctx) => toolset.isControlTool(context.call.name),
       isRegistryTool: ({ context }: Ctx) => toolset.registryTool(context.call.name) !== undefined,
+      hasAuthorizeHook: ({ context }: Ctx) => toolset.registryTool(context.call.name)?.authorize !== undefined,
+      modeForbidsCall: ({ context }: Ctx) => modeForbids(envOf(context.sessionId).permissionMode, effectOf(context)),
+      modeRequiresApproval: ({ context }: Ctx) => modeRequiresApproval(envOf(context.sessionId).permissionMode, effectOf(context)),
     },
     actions: {
+      validateArguments: validationAction((context) => validate(context.call.name, context.args)),
       startSpan: ({ context }: Ctx) => {
         const source = toolset.isControlTool(context.call.name) ? 'control_tool' : 'registry';
         trace.start(span(context, `tool:${context.call.id}`, 'tool_call', context.call.name, source, now()));

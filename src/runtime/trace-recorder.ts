@@ -1,14 +1,15 @@
-import type { SessionStorage, SpanEnd } from '../../storage/session-storage.js';
+import type { SessionStorage, SpanEnd, SpanWrite } from '../../storage/session-storage.js';
 import type { TraceSpan } from '../protocol/trace.js';
 
 /**
- * Trace spans as a side channel (RT-26): signals go into a bounded queue drained in the
- * background. The loop never awaits it and never branches on it; a full queue or a failing
- * write only increments `droppedSignals`.
+ * Trace spans as a side channel (RT-26): signals go into a bounded queue that a background drain
+ * writes in batches — one storage call per batch, a span started and ended within one batch
+ * written once. The loop never awaits it and never branches on it; a full queue, a failing write
+ * or an end whose start was lost only increments `droppedSignals`.
  */
 export class TraceRecorder {
   droppedSignals = 0;
-  private readonly queue: (() => Promise<void>)[] = [];
+  private queue: SpanWrite[] = [];
   private draining: Promise<void> | null = null;
 
   constructor(
@@ -17,11 +18,11 @@ export class TraceRecorder {
   ) {}
 
   start(span: TraceSpan): void {
-    this.enqueue(() => this.storage.startSpan(span));
+    this.enqueue({ type: 'start', span });
   }
 
   end(spanId: string, end: SpanEnd): void {
-    this.enqueue(() => this.storage.endSpan(spanId, end));
+    this.enqueue({ type: 'end', spanId, end });
   }
 
   /** Resolves once everything queued so far has been written or dropped. */
@@ -29,7 +30,7 @@ export class TraceRecorder {
     while (this.draining) await this.draining;
   }
 
-  private enqueue(write: () => Promise<void>): void {
+  private enqueue(write: SpanWrite): void {
     if (this.queue.length >= this.capacity) {
       this.droppedSignals += 1;
       return;
@@ -39,13 +40,39 @@ export class TraceRecorder {
   }
 
   private async drain(): Promise<void> {
-    for (let write = this.queue.shift(); write; write = this.queue.shift()) {
+    // Wait a macrotask so the signals of everything running now gather into one batch.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    while (this.queue.length > 0) {
+      const batch = this.queue;
+      this.queue = [];
       try {
-        await write();
+        const { unmatchedEnds } = await this.storage.writeSpans(coalesce(batch));
+        this.droppedSignals += unmatchedEnds;
       } catch {
-        this.droppedSignals += 1;
+        this.droppedSignals += batch.length;
       }
     }
     this.draining = null;
   }
+}
+
+/** A start whose end is in the same batch becomes one finished span. */
+function coalesce(batch: SpanWrite[]): SpanWrite[] {
+  const starts = new Map<string, { type: 'start'; span: TraceSpan }>();
+  const out: SpanWrite[] = [];
+  for (const write of batch) {
+    if (write.type === 'start') {
+      const copy = { type: 'start' as const, span: { ...write.span } };
+      starts.set(write.span.id, copy);
+      out.push(copy);
+      continue;
+    }
+    const started = starts.get(write.spanId);
+    if (started) {
+      started.span.status = write.end.status;
+      started.span.errorCode = write.end.errorCode;
+      started.span.endedAtMs = write.end.endedAtMs;
+    } else out.push(write);
+  }
+  return out;
 }

@@ -97,6 +97,9 @@ export function turnEffects(deps: TurnEffectDeps) {
 
   return {
     actors: { beginTurn, drainMailbox, callModel, writeAssistant, skipToolCalls },
+    guards: {
+      mailboxHasMessages: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).mailbox.length > 0,
+    },
     actions: {
       emitPhase: ({ context }: { context: TurnEffectInput }, params: { phase: TurnPhase }) =>
         emit(envOf(context.sessionId), context.turnId, { type: 'phase_changed', phase: params.phase }),

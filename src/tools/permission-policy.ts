@@ -1,18 +1,15 @@
-import type { AuthorizationDecision } from '../protocol/tool-result.js';
-import type { AnyTool, AuthorizeContext } from './define-tool.js';
+import type { PermissionMode } from '../../storage/session-storage.js';
+import type { ToolEffect } from './define-tool.js';
 
 /**
- * RT-16 with the session's permission mode (RT-5): a tool's own `authorize` may always deny or
- * ask; `read_only` rule-denies anything that is not a read; `ask` asks before writes and executes;
- * `auto` runs the rest.
+ * RT-5/RT-16: what the session's permission mode says about a tool, read by the tool-call chart's
+ * guards after the tool's own `authorize` hook (which may always deny or ask).
+ * `read_only` rule-denies anything but reads; `ask` wants approval for writes and executes.
  */
-export async function authorizeCall(tool: AnyTool, args: unknown, ctx: AuthorizeContext): Promise<AuthorizationDecision> {
-  const own: AuthorizationDecision = tool.authorize ? await tool.authorize(args, ctx) : { decision: 'allow' };
-  if (own.decision === 'deny') return { decision: 'deny', reason: own.reason ?? `'${tool.name}' is not permitted` };
-  if (ctx.permissionMode === 'read_only' && tool.effect !== 'read') {
-    return { decision: 'deny', reason: `the session is read-only and '${tool.name}' can ${tool.effect}` };
-  }
-  if (own.decision === 'ask') return { decision: 'ask', paths: own.paths ?? [] };
-  if (ctx.permissionMode === 'ask' && tool.effect !== 'read') return { decision: 'ask', paths: [] };
-  return { decision: 'allow' };
+export function modeForbids(mode: PermissionMode, effect: ToolEffect): boolean {
+  return mode === 'read_only' && effect !== 'read';
+}
+
+export function modeRequiresApproval(mode: PermissionMode, effect: ToolEffect): boolean {
+  return mode === 'ask' && effect !== 'read';
 }

@@ -1,5 +1,5 @@
 import { fromPromise } from 'xstate';
-import { toolCallMachine, type ExecuteInput, type ToolEffectInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
+import { toolCallMachine, validationAction, type ExecuteInput, type ToolEffectInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
 import type { AuthorizationDecision, ToolResult } from '../../src/protocol/tool-result.js';
 
 /** Effects for the tool-call chart that record what the chart asked for; no runtime involved. */
@@ -8,9 +8,6 @@ export function toolCallStubs(options: { authorize?: AuthorizationDecision; exec
   const emitted: string[] = [];
   const machine = toolCallMachine.provide({
     actors: {
-      validateArguments: fromPromise(async ({ input }) =>
-        typeof input.args.path === 'string' ? { ok: true as const, args: input.args } : { ok: false as const, message: 'path: expected string' },
-      ),
       authorize: fromPromise(async () => options.authorize ?? { decision: 'allow' }),
       executeTool: fromPromise(async ({ input, signal }) =>
         options.execute ? options.execute(input, signal) : { status: 'succeeded' as const, content: `ran ${input.name}` },
@@ -23,8 +20,16 @@ export function toolCallStubs(options: { authorize?: AuthorizationDecision; exec
     guards: {
       isControlTool: ({ context }) => context.call.name === 'update_plan',
       isRegistryTool: ({ context }) => context.call.name === 'read_file',
+      hasAuthorizeHook: () => options.authorize !== undefined,
+      modeForbidsCall: () => false,
+      modeRequiresApproval: () => false,
     },
     actions: {
+      validateArguments: validationAction((context) =>
+        typeof context.args.path === 'string' || context.call.name === 'update_plan'
+          ? { ok: true, args: context.args }
+          : { ok: false, message: 'path: expected string' },
+      ),
       startSpan: () => emitted.push('span'),
       emitToolCallStarted: () => emitted.push('started'),
       setLiveStatus: (_, params) => emitted.push(`live:${params.status}`),

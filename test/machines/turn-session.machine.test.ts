@@ -21,6 +21,7 @@ function turnWithStubs() {
       skipToolCalls: noop<SkipCallsInput>(),
       toolCall: toolCallStubs().machine,
     },
+    guards: { mailboxHasMessages: () => false },
     actions: {
       emitPhase: (_, params) => phases.push(params.phase),
       discardDraft: () => undefined,
@@ -50,6 +51,7 @@ describe('session chart guards (XS-3, RT-1)', () => {
       writeAssistant: noop<WriteAssistantInput>(),
       skipToolCalls: noop<SkipCallsInput>(),
     },
+    guards: { mailboxHasMessages: () => false },
     actions: { emitPhase: () => undefined, discardDraft: () => undefined },
   });
   const machine = sessionMachine.provide({

@@ -61,8 +61,7 @@ describe('degradation rules (RT-26, 000 §11)', () => {
     await healthy.runtime.shutdown();
 
     h = await harness(steps());
-    h.storage.failAlways('startSpan');
-    h.storage.failAlways('endSpan');
+    h.storage.failAlways('writeSpans');
     const actual = await runTurn(h.session, 'go');
     expect(actual.outcome).toEqual(expected.outcome);
     expect((await h.storage.listMessages(h.session.id)).map((m) => m.message.role)).toEqual(healthyRoles);
@@ -80,7 +79,7 @@ describe('degradation rules (RT-26, 000 §11)', () => {
     const stalled = new Proxy(real, {
       get(target, name, receiver) {
         const value: unknown = Reflect.get(target, name, receiver);
-        if (name !== 'startSpan' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+        if (name !== 'writeSpans' || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
         return async (...args: unknown[]) => {
           await gate;
           return (value as (...a: unknown[]) => Promise<void>).apply(target, args);
@@ -90,11 +89,14 @@ describe('degradation rules (RT-26, 000 §11)', () => {
     h = await harness([...steps, { text: 'done' }], { storage: stalled, traceQueueCapacity: 2 });
     const { outcome } = await runTurn(h.session, 'go');
     expect(outcome).toEqual({ status: 'completed', finalText: 'done' });
-    // 1 turn + 5 model + 4 tool spans, each started and ended: 20 signals against a queue of 2 that never drained.
-    expect(h.runtime.droppedSignals).toBe(17);
+    // 1 turn + 5 model + 4 tool spans, each started and ended: 20 signals; one batch is stuck in the
+    // gated write and the queue holds 2, so at least 16 were dropped while the turn ran on.
+    const droppedWhileStuck = h.runtime.droppedSignals;
+    expect(droppedWhileStuck).toBeGreaterThanOrEqual(16);
     open();
     await h.runtime.flushTrace();
-    expect(h.runtime.droppedSignals).toBe(17);
+    expect(h.runtime.droppedSignals).toBeGreaterThanOrEqual(droppedWhileStuck);
+    expect(h.runtime.droppedSignals).toBeLessThanOrEqual(20);
   });
 
   it('a subscriber that throws or unsubscribes mid-turn does not change the outcome', async () => {

@@ -55,6 +55,8 @@ const span = (id: string, sessionId: string, turnId: string, overrides: Partial<
   ...overrides,
 });
 
+const start = (s: TraceSpan) => ({ type: 'start' as const, span: s });
+
 const completed = (finishedAtMs = T0 + 1) => ({ status: 'completed' as const, errorCode: null, errorMessage: null, finalText: 'done', finishedAtMs });
 
 function describeStorageContract(name: string, target: ContractTarget): void {
@@ -224,20 +226,32 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       expect(rows.map((r) => r.turn_id).sort()).toEqual(['t1', 't2']);
     });
 
-    it('starts, ends and lists spans', async () => {
+    it('starts, ends and lists spans; an end without a running span is counted, not raised', async () => {
       await sessionWithTurns('s1', 't1');
       await sessionWithTurns('s2', 'u1');
-      await storage.startSpan(span('sp2', 's1', 't1', { startedAtMs: T0 + 2, kind: 'model_call', source: 'model', name: 'gpt' }));
-      await storage.startSpan(span('sp1', 's1', 't1', { startedAtMs: T0 + 1 }));
-      await storage.startSpan(span('other', 's2', 'u1'));
-
-      await storage.endSpan('sp1', { status: 'denied', errorCode: 'permission_denied', endedAtMs: T0 + 5 });
+      expect(
+        await storage.writeSpans([
+          start(span('sp2', 's1', 't1', { startedAtMs: T0 + 2, kind: 'model_call', source: 'model', name: 'gpt' })),
+          start(span('sp1', 's1', 't1', { startedAtMs: T0 + 1 })),
+          start(span('other', 's2', 'u1')),
+          { type: 'end', spanId: 'sp1', end: { status: 'denied', errorCode: 'permission_denied', endedAtMs: T0 + 5 } },
+        ]),
+      ).toEqual({ unmatchedEnds: 0 });
       expect(await storage.listSpans('s1')).toEqual([
         span('sp1', 's1', 't1', { startedAtMs: T0 + 1, status: 'denied', errorCode: 'permission_denied', endedAtMs: T0 + 5 }),
         span('sp2', 's1', 't1', { startedAtMs: T0 + 2, kind: 'model_call', source: 'model', name: 'gpt' }),
       ]);
-      await expect(storage.endSpan('sp1', { status: 'succeeded', errorCode: null, endedAtMs: T0 + 6 })).rejects.toThrow();
-      await expect(storage.endSpan('missing', { status: 'succeeded', errorCode: null, endedAtMs: T0 })).rejects.toThrow();
+      const again = { type: 'end' as const, spanId: 'sp1', end: { status: 'succeeded' as const, errorCode: null, endedAtMs: T0 + 6 } };
+      const missing = { type: 'end' as const, spanId: 'missing', end: { status: 'succeeded' as const, errorCode: null, endedAtMs: T0 } };
+      expect(await storage.writeSpans([again, missing])).toEqual({ unmatchedEnds: 2 });
+      expect((await storage.listSpans('s1'))[0]).toMatchObject({ status: 'denied', endedAtMs: T0 + 5 });
+    });
+
+    it('writes a batch of spans all or nothing', async () => {
+      await sessionWithTurns('s1', 't1');
+      await storage.writeSpans([start(span('sp1', 's1', 't1'))]);
+      await expect(storage.writeSpans([start(span('sp2', 's1', 't1')), start(span('sp1', 's1', 't1'))])).rejects.toThrow();
+      expect((await storage.listSpans('s1')).map((s) => s.id)).toEqual(['sp1']);
     });
 
     describe('correctInterrupted', () => {
@@ -249,10 +263,10 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await storage.createSession(session('s2'));
         await storage.beginTurn(turn('t2', 's1', T0 + 5), []);
         await storage.beginTurn(turn('u1', 's2', T0 + 5), []);
-        await storage.startSpan(span('done', 's1', 't1', { status: 'succeeded', endedAtMs: T0 + 1 }));
-        await storage.startSpan(span('failed', 's1', 't1', { status: 'failed', errorCode: 'tool_error', endedAtMs: T0 + 1 }));
-        await storage.startSpan(span('live1', 's1', 't2', { startedAtMs: T0 + 6 }));
-        await storage.startSpan(span('live2', 's2', 'u1', { startedAtMs: T0 + 6 }));
+        await storage.writeSpans([start(span('done', 's1', 't1', { status: 'succeeded', endedAtMs: T0 + 1 }))]);
+        await storage.writeSpans([start(span('failed', 's1', 't1', { status: 'failed', errorCode: 'tool_error', endedAtMs: T0 + 1 }))]);
+        await storage.writeSpans([start(span('live1', 's1', 't2', { startedAtMs: T0 + 6 }))]);
+        await storage.writeSpans([start(span('live2', 's2', 'u1', { startedAtMs: T0 + 6 }))]);
       }
 
       it('turns exactly the running rows into interrupted / outcome_unknown', async () => {
@@ -302,7 +316,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
     it.runIf(target.durable)('keeps everything after closing and reconnecting', async () => {
       await storage.createSession(session('s1'));
       await storage.beginTurn(turn('t1', 's1'), [stored('t1', 's1', 0, user('persist me'))]);
-      await storage.startSpan(span('sp1', 's1', 't1'));
+      await storage.writeSpans([start(span('sp1', 's1', 't1'))]);
       await storage.close();
 
       conn = location.connect();
