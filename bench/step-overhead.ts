@@ -139,7 +139,7 @@ export async function measureStepOverhead(options: StepOverheadOptions & { orche
   if (options.orchestrationReps) {
     const [r, b] = await compareSides([runtimeSide(options.toolSteps, 'null'), baselineSide(options.toolSteps, true, 'null')], {
       turnsPerRep: options.turnsPerRep,
-      warmupReps: 1,
+      warmupReps: 5,
       reps: options.orchestrationReps,
     });
     orchestration = { runtime: r!, baseline: b!, ratio: r!.median / b!.median };

@@ -1,8 +1,9 @@
-import { assign, fromPromise, sendTo, setup } from 'xstate';
+import { assign, fromCallback, sendTo, setup } from 'xstate';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import { turnMachine, type TurnLimits } from './turn.machine.js';
 import { notProvided } from './not-provided.js';
+import { EFFECT_PORT, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
@@ -25,7 +26,7 @@ export type CommandReply =
   | { ok: false; error: { code: 'TurnNotActive' } }
   | { ok: false; error: { code: 'PermissionNotPending' } };
 
-export interface SessionContext extends SessionInput {
+export interface SessionContext extends SessionInput, AwaitsEffects {
   activeTurn: { turnId: string; clientRequestId: string } | null;
   pendingPermission: { turnId: string; toolCallId: string } | null;
   lastOutcome: { turnId: string; outcome: TurnOutcome } | null;
@@ -40,13 +41,20 @@ export type SessionEvent =
   | { type: 'session.stop' }
   | { type: 'session.require_reload' }
   | { type: 'turn.permission_requested'; turnId: string; toolCallId: string; name: string; paths: string[] }
-  | { type: 'turn.permission_settled'; turnId: string };
+  | { type: 'turn.permission_settled'; turnId: string }
+  | EffectReply;
 
 export interface FinishTurnInput {
   sessionId: string;
   turnId: string;
   outcome: TurnOutcome;
 }
+
+/** The effects the session asks the runtime for. */
+export type SessionEffects = {
+  /** Stores the terminal status (a turn is over only once stored). */
+  finishTurn: { input: FinishTurnInput; output: void };
+};
 
 type Commanded = Extract<SessionEvent, { commandId: string }>;
 
@@ -62,10 +70,11 @@ export const sessionMachine = setup({
   },
   actors: {
     turn: turnMachine,
-    /** Stores the terminal status, then announces `turn_finished` (a turn is over only once stored). */
-    finishTurn: fromPromise<void, FinishTurnInput>(notProvided('session', 'finishTurn')),
+    /** Runs every effect the session's charts request (see machines/effect-port.ts); supplied by the runtime. */
+    effectPort: fromCallback<EffectRequest | EffectCancel>(notProvided('session', 'effectPort')),
   },
   guards: {
+    isPendingEffect,
     isReloadRequired: ({ context }) => context.reloadRequired,
     isDuplicateRequest: ({ context, event }) =>
       event.type === 'session.start_turn' && Object.hasOwn(context.accepted, event.clientRequestId),
@@ -76,6 +85,7 @@ export const sessionMachine = setup({
       context.pendingPermission.toolCallId === event.toolCallId,
   },
   actions: {
+    requestEffect: requestEffectAction<SessionContext, SessionEvent, SessionEffects>(),
     /** Emits `turn_started` once the turn is registered (RT-1). */
     emitTurnStarted: notProvided('session', 'emitTurnStarted') as (_: unknown, params: { turnId: string; clientRequestId: string }) => void,
     /** Emits `permission_requested` once the session can accept the answer (RT-16). */
@@ -85,6 +95,7 @@ export const sessionMachine = setup({
     ) => void,
     /** Emits `turn_finished` and releases waiters once the terminal status is stored. */
     announceTurnFinished: notProvided('session', 'announceTurnFinished'),
+    clearActiveTurn: assign({ activeTurn: null, pendingPermission: null }),
     replyReloadRequired: assign({
       reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'ReloadRequired' } }),
     }),
@@ -108,7 +119,17 @@ export const sessionMachine = setup({
   },
 }).createMachine({
   id: 'session',
-  context: ({ input }) => ({ ...input, activeTurn: null, pendingPermission: null, lastOutcome: null, reply: null }),
+  context: ({ input }) => ({
+    ...input,
+    effectSeq: 0,
+    pendingEffect: null,
+    activeTurn: null,
+    pendingPermission: null,
+    lastOutcome: null,
+    reply: null,
+  }),
+  // One effect port serves the session, its turn and the turn's tool calls for the session's lifetime.
+  invoke: { id: EFFECT_PORT, systemId: EFFECT_PORT, src: 'effectPort' },
   initial: 'idle',
   on: {
     'session.require_reload': { actions: assign({ reloadRequired: true }) },
@@ -201,17 +222,17 @@ export const sessionMachine = setup({
       },
     },
     finishing: {
-      invoke: {
-        src: 'finishTurn',
-        input: ({ context }) => ({
-          sessionId: context.sessionId,
-          turnId: context.lastOutcome!.turnId,
-          outcome: context.lastOutcome!.outcome,
+      entry: {
+        type: 'requestEffect',
+        params: ({ context }) => ({
+          name: 'finishTurn',
+          input: { sessionId: context.sessionId, turnId: context.lastOutcome!.turnId, outcome: context.lastOutcome!.outcome },
         }),
-        onDone: { target: 'idle', actions: [assign({ activeTurn: null, pendingPermission: null }), 'announceTurnFinished'] },
-        onError: { target: 'idle', actions: [assign({ activeTurn: null, pendingPermission: null }), 'announceTurnFinished'] },
       },
       on: {
+        // Stored or not, the turn is over; a failed write is retried before the next turn's first write.
+        'effect.done': { guard: 'isPendingEffect', target: 'idle', actions: ['clearActiveTurn', 'announceTurnFinished'] },
+        'effect.failed': { guard: 'isPendingEffect', target: 'idle', actions: ['clearActiveTurn', 'announceTurnFinished'] },
         'session.start_turn': [
           { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
           { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },

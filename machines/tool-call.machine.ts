@@ -1,4 +1,4 @@
-import { assign, fromPromise, sendParent, setup } from 'xstate';
+import { and, assign, sendParent, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import type {
@@ -10,6 +10,7 @@ import type {
 } from '../src/protocol/tool-result.js';
 import { callSignature, parseArguments } from './signature.js';
 import { notProvided } from './not-provided.js';
+import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectReply } from './effect-port.js';
 
 /**
  * One tool call (RT-15): parse → resolve → validate → doom-loop check → authorize →
@@ -25,7 +26,7 @@ export interface ToolCallInput {
   doomLoopThreshold: number;
 }
 
-export interface ToolCallContext extends ToolCallInput {
+export interface ToolCallContext extends ToolCallInput, AwaitsEffects {
   args: Record<string, unknown>;
   /** Set by the `validateArguments` action against the tool's schema. */
   validation: ValidationOutput | null;
@@ -38,7 +39,8 @@ export interface ToolCallContext extends ToolCallInput {
 export type ToolCallEvent =
   | { type: 'permission.resolve'; decision: PermissionDecision }
   | { type: 'tool.cancel' }
-  | { type: 'tool.stop' };
+  | { type: 'tool.stop' }
+  | EffectReply;
 
 export type ValidationOutput = { ok: true; args: Record<string, unknown> } | { ok: false; message: string };
 
@@ -61,6 +63,23 @@ export interface WriteResultInput {
   result: ToolResult;
 }
 
+/** The effects a tool call asks the runtime for, with their inputs and outputs. */
+export type ToolCallEffects = {
+  /** The tool's own `authorize` hook (RT-16). */
+  authorize: { input: ToolEffectInput; output: AuthorizationDecision };
+  /** Runs a registry tool under this call's signal and approved paths. */
+  executeTool: { input: ExecuteInput; output: ToolResult };
+  /** Runs a control tool such as `update_plan` (RT-22). */
+  runControlTool: { input: ToolEffectInput; output: ToolResult };
+  /** Writes the result, appends it to the conversation (RT-12). */
+  writeResult: { input: WriteResultInput; output: void };
+};
+
+type Done = Extract<EffectReply, { type: 'effect.done' }>;
+type Failed = Extract<EffectReply, { type: 'effect.failed' }>;
+const outputOf = <T>(event: ToolCallEvent) => (event as Done).output as T;
+const errorOf = (event: ToolCallEvent) => (event as Failed).error;
+
 const CANCELLED_BY_USER = 'tool call cancelled by the user';
 const STOPPED = 'the session stopped before the tool call finished';
 
@@ -71,13 +90,8 @@ export const toolCallMachine = setup({
     events: {} as ToolCallEvent,
     output: {} as ToolCallOutput,
   },
-  actors: {
-    authorize: fromPromise<AuthorizationDecision, ToolEffectInput>(notProvided('tool-call', 'authorize')),
-    executeTool: fromPromise<ToolResult, ExecuteInput>(notProvided('tool-call', 'executeTool')),
-    runControlTool: fromPromise<ToolResult, ToolEffectInput>(notProvided('tool-call', 'runControlTool')),
-    writeResult: fromPromise<void, WriteResultInput>(notProvided('tool-call', 'writeResult')),
-  },
   guards: {
+    isPendingEffect,
     /** Supplied by the runtime: is this name a control tool (e.g. `update_plan`)? */
     isControlTool: notProvided('tool-call', 'isControlTool') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: is this name in the session's registry toolset? */
@@ -93,6 +107,9 @@ export const toolCallMachine = setup({
     resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
   },
   actions: {
+    requestEffect: requestEffectAction<ToolCallContext, ToolCallEvent, ToolCallEffects>(),
+    cancelEffect: cancelEffectAction<ToolCallContext, ToolCallEvent>(),
+    assignFailedResult: assign({ result: ({ event }) => failedResult(errorOf(event)) }),
     /** Live updates and trace spans; supplied by the runtime. */
     startSpan: notProvided('tool-call', 'startSpan'),
     emitToolCallStarted: notProvided('tool-call', 'emitToolCallStarted'),
@@ -121,7 +138,7 @@ export const toolCallMachine = setup({
   },
 }).createMachine({
   id: 'toolCall',
-  context: ({ input }) => ({ ...input, args: {}, validation: null, result: null, termination: null, approvedPaths: [], requestedPaths: [] }),
+  context: ({ input }) => ({ ...input, effectSeq: 0, pendingEffect: null, args: {}, validation: null, result: null, termination: null, approvedPaths: [], requestedPaths: [] }),
   initial: 'active',
   states: {
     active: {
@@ -205,32 +222,30 @@ export const toolCallMachine = setup({
         },
         /** RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's permission mode. */
         authorizing: {
-          always: [{ guard: 'hasAuthorizeHook', target: 'consulting_tool' }, { target: 'applying_mode' }],
+          always: [
+            { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
+            { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+            { guard: 'modeRequiresApproval', target: 'waiting_permission' },
+            { target: 'executing' },
+          ],
         },
         consulting_tool: {
-          invoke: {
-            src: 'authorize',
-            input: ({ context }) => effectInput(context),
-            onDone: [
-              { guard: ({ event }) => event.output.decision === 'allow', target: 'applying_mode' },
+          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'authorize', input: effectInput(context) }) },
+          on: {
+            'effect.done': [
+              { guard: and(['isPendingEffect', ({ event }) => decisionOf(event).decision === 'allow']), target: 'tool_allowed' },
               {
-                guard: ({ event }) => event.output.decision === 'ask',
+                guard: and(['isPendingEffect', ({ event }) => decisionOf(event).decision === 'ask']),
                 target: 'tool_asked',
-                actions: assign({
-                  requestedPaths: ({ event }) => (event.output.decision === 'ask' ? (event.output.paths ?? []) : []),
-                }),
+                actions: assign({ requestedPaths: ({ event }) => askedPaths(decisionOf(event)) }),
               },
               {
+                guard: 'isPendingEffect',
                 target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ event }) => ({
-                    status: 'denied',
-                    content: `denied by rule: ${event.output.decision === 'deny' ? (event.output.reason ?? 'not permitted') : ''}`,
-                  }),
-                }),
+                actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }) }),
               },
             ],
-            onError: { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
+            'effect.failed': { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: 'assignFailedResult' },
           },
         },
         tool_asked: {
@@ -239,7 +254,7 @@ export const toolCallMachine = setup({
             { target: 'waiting_permission' },
           ],
         },
-        applying_mode: {
+        tool_allowed: {
           always: [
             { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
             { guard: 'modeRequiresApproval', target: 'waiting_permission' },
@@ -290,54 +305,63 @@ export const toolCallMachine = setup({
           },
         },
         executing: {
-          entry: { type: 'setLiveStatus', params: { status: 'running' } },
-          invoke: {
-            src: 'executeTool',
-            input: ({ context }) => ({ ...effectInput(context), approvedPaths: context.approvedPaths }),
-            onDone: [
+          entry: [
+            { type: 'setLiveStatus', params: { status: 'running' } },
+            {
+              type: 'requestEffect',
+              params: ({ context }) => ({ name: 'executeTool', input: { ...effectInput(context), approvedPaths: context.approvedPaths } }),
+            },
+          ],
+          on: {
+            'effect.done': [
               {
-                guard: ({ event }) => event.output.status === 'cancelled',
+                guard: and(['isPendingEffect', ({ event }) => outputOf<ToolResult>(event).status === 'cancelled']),
                 target: '#toolCall.writing_result',
-                actions: assign({ result: ({ event }) => event.output, termination: { kind: 'cancelled' } }),
+                actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
               },
-              { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => event.output }) },
+              { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
             ],
-            onError: { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
+            'effect.failed': { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: 'assignFailedResult' },
           },
         },
       },
       on: {
-        // Leaving `executing` stops the invoked tool, which aborts its signal: cancel reaches the tool.
-        'tool.cancel': { target: 'writing_result', actions: 'assignCancelled' },
-        'tool.stop': { target: 'writing_result', actions: 'assignStopped' },
+        // Cancelling the pending request aborts its signal: cancel reaches a running tool or hook.
+        'tool.cancel': { target: 'writing_result', actions: ['cancelEffect', 'assignCancelled'] },
+        'tool.stop': { target: 'writing_result', actions: ['cancelEffect', 'assignStopped'] },
       },
     },
     running_control: {
       // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
-      invoke: {
-        src: 'runControlTool',
-        input: ({ context }) => effectInput(context),
-        onDone: { target: 'writing_result', actions: assign({ result: ({ event }) => event.output }) },
-        onError: { target: 'writing_result', actions: assign({ result: ({ event }) => failedResult(event.error) }) },
+      entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
+      on: {
+        'effect.done': { guard: 'isPendingEffect', target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+        'effect.failed': { guard: 'isPendingEffect', target: 'writing_result', actions: 'assignFailedResult' },
       },
     },
     writing_result: {
-      invoke: {
-        src: 'writeResult',
-        input: ({ context }) => ({
-          sessionId: context.sessionId,
-          turnId: context.turnId,
-          call: context.call,
-          result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' },
+      entry: {
+        type: 'requestEffect',
+        params: ({ context }) => ({
+          name: 'writeResult',
+          input: {
+            sessionId: context.sessionId,
+            turnId: context.turnId,
+            call: context.call,
+            result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' },
+          },
         }),
-        onDone: { target: 'done', actions: 'finishCall' },
-        onError: {
+      },
+      on: {
+        'effect.done': { guard: 'isPendingEffect', target: 'done', actions: 'finishCall' },
+        'effect.failed': {
+          guard: 'isPendingEffect',
           target: 'done',
           actions: assign({
             termination: ({ event }) => ({
               kind: 'failed',
               code: 'persistence_error',
-              message: `the tool result could not be written: ${errorMessage(event.error)}`,
+              message: `the tool result could not be written: ${errorMessage(errorOf(event))}`,
             }),
           }),
         },
@@ -366,6 +390,18 @@ function effectInput(context: ToolCallContext): ToolEffectInput {
     name: context.call.name,
     args: context.args,
   };
+}
+
+function decisionOf(event: ToolCallEvent): AuthorizationDecision {
+  return outputOf<AuthorizationDecision>(event);
+}
+
+function askedPaths(decision: AuthorizationDecision): string[] {
+  return decision.decision === 'ask' ? (decision.paths ?? []) : [];
+}
+
+function denialReason(decision: AuthorizationDecision): string {
+  return decision.decision === 'deny' ? (decision.reason ?? 'not permitted') : 'not permitted';
 }
 
 function countCall(context: ToolCallContext): DoomCounter {

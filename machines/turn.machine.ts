@@ -1,4 +1,4 @@
-import { assign, fromPromise, sendParent, sendTo, setup } from 'xstate';
+import { and, assign, sendParent, sendTo, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { ModelResponse } from '../src/protocol/model.js';
 import type { FailureCode, TurnOutcome } from '../src/protocol/outcome.js';
@@ -6,6 +6,7 @@ import type { DoomCounter, ToolCallOutput, TurnTermination } from '../src/protoc
 import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
 import { notProvided } from './not-provided.js';
+import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectReply } from './effect-port.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
@@ -27,7 +28,7 @@ export interface TurnInput {
 /** What ended the turn early: a user cancel, or the session stopping. */
 export type Interrupt = 'cancel' | 'stop' | null;
 
-export interface TurnContext extends TurnInput {
+export interface TurnContext extends TurnInput, AwaitsEffects {
   modelCallIndex: number;
   response: ModelResponse | null;
   toolCalls: ToolCallPart[];
@@ -44,7 +45,8 @@ export type TurnEvent =
   | { type: 'turn.stop' }
   | { type: 'turn.resolve_permission'; toolCallId: string; decision: PermissionDecision }
   | { type: 'tool.permission_requested'; toolCallId: string; name: string; paths: string[] }
-  | { type: 'tool.permission_settled'; toolCallId: string };
+  | { type: 'tool.permission_settled'; toolCallId: string }
+  | EffectReply;
 
 export interface TurnEffectInput {
   sessionId: string;
@@ -62,6 +64,20 @@ export interface WriteAssistantInput extends TurnEffectInput {
 export interface SkipCallsInput extends TurnEffectInput {
   calls: ToolCallPart[];
 }
+
+/** The effects the turn asks the runtime for, with their inputs and outputs. */
+export type TurnEffects = {
+  /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
+  beginTurn: { input: TurnEffectInput; output: void };
+  /** Writes and appends every agent message waiting in the mailbox (RT-4). */
+  drainMailbox: { input: TurnEffectInput; output: void };
+  /** Assembles the request and streams the model (deltas go straight to the live stream). */
+  callModel: { input: CallModelInput; output: ModelResponse };
+  /** Writes the assistant message, appends it, clears the draft (RT-18). */
+  writeAssistant: { input: WriteAssistantInput; output: void };
+  /** RT-13: `cancelled` results, in order, for calls that were never executed. */
+  skipToolCalls: { input: SkipCallsInput; output: void };
+};
 
 /** How a failed effect is reported: a `TurnFailure`-like error carries its own code. */
 function failureOf(error: unknown, fallback: FailureCode): TurnOutcome {
@@ -106,19 +122,10 @@ export const turnMachine = setup({
     output: {} as TurnOutcome,
   },
   actors: {
-    /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
-    beginTurn: fromPromise<void, TurnEffectInput>(notProvided('turn', 'beginTurn')),
-    /** Writes and appends every agent message waiting in the mailbox (RT-4). */
-    drainMailbox: fromPromise<void, TurnEffectInput>(notProvided('turn', 'drainMailbox')),
-    /** Assembles the request, streams the model (deltas go straight to the live stream), returns the completed response. */
-    callModel: fromPromise<ModelResponse, CallModelInput>(notProvided('turn', 'callModel')),
-    /** Writes the assistant message, appends it, clears the draft (RT-18). */
-    writeAssistant: fromPromise<void, WriteAssistantInput>(notProvided('turn', 'writeAssistant')),
-    /** RT-13: `cancelled` results, in order, for calls that were never executed. */
-    skipToolCalls: fromPromise<void, SkipCallsInput>(notProvided('turn', 'skipToolCalls')),
     toolCall: toolCallMachine,
   },
   guards: {
+    isPendingEffect,
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
     mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
     interrupted: ({ context }) => context.interrupt !== null,
@@ -128,11 +135,17 @@ export const turnMachine = setup({
     isPendingPermission: ({ context, event }) =>
       event.type === 'turn.resolve_permission' && context.pendingPermission === event.toolCallId,
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
+    hasTermination: ({ context }) => context.termination !== null,
   },
   actions: {
+    requestEffect: requestEffectAction<TurnContext, TurnEvent, TurnEffects>(),
+    cancelEffect: cancelEffectAction<TurnContext, TurnEvent>(),
     emitPhase: notProvided('turn', 'emitPhase') as (_: unknown, params: { phase: TurnPhase }) => void,
     /** The draft dies with an interrupted or failed model call (RT-18). */
     discardDraft: notProvided('turn', 'discardDraft'),
+    assignPersistenceFailure: assign({
+      outcome: ({ event }) => failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'persistence_error'),
+    }),
     countModelCall: assign({ modelCallIndex: ({ context }) => context.modelCallIndex + 1 }),
     assignTerminationOutcome: assign({
       outcome: ({ context }) =>
@@ -153,6 +166,8 @@ export const turnMachine = setup({
     toolCalls: [],
     toolIndex: 0,
     doom: { signature: null, count: 0 },
+    effectSeq: 0,
+    pendingEffect: null,
     interrupt: null,
     termination: null,
     pendingPermission: null,
@@ -161,14 +176,16 @@ export const turnMachine = setup({
   initial: 'starting',
   states: {
     starting: {
-      entry: { type: 'emitPhase', params: { phase: 'starting' } },
-      invoke: {
-        src: 'beginTurn',
-        input: ({ context }) => effectInput(context),
-        onDone: 'running_model',
-        onError: { target: 'failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
+      entry: [
+        { type: 'emitPhase', params: { phase: 'starting' } },
+        { type: 'requestEffect', params: ({ context }) => ({ name: 'beginTurn', input: effectInput(context) }) },
+      ],
+      on: {
+        'effect.done': { guard: 'isPendingEffect', target: 'running_model' },
+        'effect.failed': { guard: 'isPendingEffect', target: 'failed', actions: 'assignPersistenceFailure' },
+        'turn.cancel': { actions: 'assignInterrupt' },
+        'turn.stop': { actions: 'assignInterrupt' },
       },
-      on: { 'turn.cancel': { actions: 'assignInterrupt' }, 'turn.stop': { actions: 'assignInterrupt' } },
     },
     running_model: {
       initial: 'checking',
@@ -192,58 +209,69 @@ export const turnMachine = setup({
           ],
         },
         draining_mailbox: {
-          invoke: {
-            src: 'drainMailbox',
-            input: ({ context }) => effectInput(context),
-            onDone: [{ guard: 'interrupted', target: '#turn.interrupted' }, { target: 'calling' }],
-            onError: { target: '#turn.failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
+          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'drainMailbox', input: effectInput(context) }) },
+          on: {
+            'effect.done': [
+              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
+              { guard: 'isPendingEffect', target: 'calling' },
+            ],
+            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignPersistenceFailure' },
+            'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.stop': { actions: 'assignInterrupt' },
           },
-          on: { 'turn.cancel': { actions: 'assignInterrupt' }, 'turn.stop': { actions: 'assignInterrupt' } },
         },
         calling: {
-          entry: { type: 'emitPhase', params: { phase: 'running_model' } },
-          invoke: {
-            src: 'callModel',
-            input: ({ context }) => ({ ...effectInput(context), modelCallIndex: context.modelCallIndex }),
-            onDone: { target: 'writing_response', actions: assign({ response: ({ event }) => event.output }) },
-            onError: {
-              target: '#turn.failed',
-              actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure(event.error) })],
+          entry: [
+            { type: 'emitPhase', params: { phase: 'running_model' } },
+            {
+              type: 'requestEffect',
+              params: ({ context }) => ({ name: 'callModel', input: { ...effectInput(context), modelCallIndex: context.modelCallIndex } }),
             },
-          },
-          // Leaving `calling` stops the model actor and aborts its signal: a waiting model call is cancelled.
+          ],
           on: {
-            'turn.cancel': { target: '#turn.interrupted', actions: ['discardDraft', 'assignInterrupt'] },
-            'turn.stop': { target: '#turn.interrupted', actions: ['discardDraft', 'assignInterrupt'] },
+            'effect.done': {
+              guard: 'isPendingEffect',
+              target: 'writing_response',
+              actions: assign({ response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse }),
+            },
+            'effect.failed': {
+              guard: 'isPendingEffect',
+              target: '#turn.failed',
+              actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure((event as Extract<EffectReply, { type: 'effect.failed' }>).error) })],
+            },
+            // Cancelling the request aborts the model call's signal: a waiting model call is cancelled.
+            'turn.cancel': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
+            'turn.stop': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
           },
         },
         writing_response: {
-          invoke: {
-            src: 'writeAssistant',
-            input: ({ context }) => ({ ...effectInput(context), response: context.response! }),
-            onDone: [
+          entry: {
+            type: 'requestEffect',
+            params: ({ context }) => ({ name: 'writeAssistant', input: { ...effectInput(context), response: context.response! } }),
+          },
+          on: {
+            'effect.done': [
               {
-                guard: 'responseHasNoToolCalls',
+                guard: and(['isPendingEffect', 'responseHasNoToolCalls']),
                 target: '#turn.completed',
                 actions: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '' }) }),
               },
               {
                 // The calls are stored: each still needs exactly one result before the turn ends (RT-12).
-                guard: 'interrupted',
+                guard: and(['isPendingEffect', 'interrupted']),
                 target: '#turn.skipping_remaining',
                 actions: assign({ toolCalls: ({ context }) => context.response?.toolCalls ?? [], toolIndex: 0 }),
               },
               {
+                guard: 'isPendingEffect',
                 target: '#turn.running_tools',
                 actions: assign({ toolCalls: ({ context }) => context.response?.toolCalls ?? [], toolIndex: 0 }),
               },
             ],
-            onError: {
-              target: '#turn.failed',
-              actions: ['discardDraft', assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') })],
-            },
+            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
+            'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.stop': { actions: 'assignInterrupt' },
           },
-          on: { 'turn.cancel': { actions: 'assignInterrupt' }, 'turn.stop': { actions: 'assignInterrupt' } },
         },
       },
     },
@@ -318,15 +346,17 @@ export const turnMachine = setup({
       },
     },
     skipping_remaining: {
-      invoke: {
-        src: 'skipToolCalls',
-        input: ({ context }) => ({ ...effectInput(context), calls: context.toolCalls.slice(context.toolIndex) }),
-        onDone: [
-          { guard: 'terminationIsCancel', target: 'cancelled' },
-          { guard: ({ context }) => context.termination !== null, target: 'failed', actions: 'assignTerminationOutcome' },
-          { target: 'interrupted' },
+      entry: {
+        type: 'requestEffect',
+        params: ({ context }) => ({ name: 'skipToolCalls', input: { ...effectInput(context), calls: context.toolCalls.slice(context.toolIndex) } }),
+      },
+      on: {
+        'effect.done': [
+          { guard: and(['isPendingEffect', 'terminationIsCancel']), target: 'cancelled' },
+          { guard: and(['isPendingEffect', 'hasTermination']), target: 'failed', actions: 'assignTerminationOutcome' },
+          { guard: 'isPendingEffect', target: 'interrupted' },
         ],
-        onError: { target: 'failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
+        'effect.failed': { guard: 'isPendingEffect', target: 'failed', actions: 'assignPersistenceFailure' },
       },
     },
     /** A cancel or stop that arrived outside a tool call: decide which terminal state it means. */

@@ -9,6 +9,9 @@ export interface DraftSink {
  * Reads one model stream to its completed response (RT-18): deltas go to the draft sink,
  * tool calls come only from the completed response, a missing or second completion is a
  * protocol error, and every error after the first semantic event says so.
+ *
+ * A cancel does not wait for this function: the turn leaves `calling` at once and the chart
+ * ignores whatever this call settles with. Reading simply stops at the next event.
  */
 export async function consumeModelStream(
   port: ModelPort,
@@ -19,7 +22,8 @@ export async function consumeModelStream(
   let completed: ModelResponse | undefined;
   let semantic = false;
   try {
-    for await (const event of abortable(port.stream(request, { signal }), signal)) {
+    for await (const event of port.stream(request, { signal })) {
+      if (signal.aborted) throw new ModelCallError('provider', 'model call aborted', semantic);
       if (completed) throw new ModelCallError('protocol', 'the model completed a response twice', true);
       if (event.type === 'response_completed') completed = event.response;
       else {
@@ -36,26 +40,4 @@ export async function consumeModelStream(
   }
   if (!completed) throw new ModelCallError('protocol', 'the model stream ended without a completed response', semantic);
   return completed;
-}
-
-/** Stops waiting on a provider that ignores its signal: an abort ends the read at once. */
-async function* abortable<T>(source: AsyncIterable<T>, signal: AbortSignal): AsyncGenerator<T> {
-  const iterator = source[Symbol.asyncIterator]();
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new ModelCallError('provider', 'model call aborted'));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  aborted.catch(() => undefined);
-  try {
-    for (;;) {
-      const next = await Promise.race([iterator.next(), aborted]);
-      if (next.done) return;
-      yield next.value;
-    }
-  } finally {
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-    if (signal.aborted) void iterator.return?.()?.catch?.(() => undefined);
-  }
 }

@@ -8,12 +8,14 @@ import { TurnFailure } from '../protocol/tool-result.js';
  */
 export class ChatState {
   private readonly messages: StoredMessage[] = [];
+  private readonly conversation: ChatMessage[] = [];
   private readonly callIds = new Set<string>();
   private readonly openCalls = new Set<string>();
 
   constructor(history: readonly StoredMessage[] = []) {
     for (const message of history) this.track(message.message);
     this.messages.push(...history);
+    this.conversation.push(...history.map((m) => m.message));
   }
 
   get nextSequence(): number {
@@ -40,11 +42,12 @@ export class ChatState {
     this.check(message.message);
     this.track(message.message);
     this.messages.push(message);
+    this.conversation.push(message.message);
   }
 
   /** What the model may see: committed messages only; the draft lives elsewhere. */
   view(): readonly ChatMessage[] {
-    return this.messages.map((m) => m.message);
+    return this.conversation;
   }
 
   stored(): readonly StoredMessage[] {

@@ -4,6 +4,10 @@ import { turnMachine } from '../../machines/turn.machine.js';
 import { sessionEffects } from './session-effects.js';
 import { toolCallEffects } from './tool-call-effects.js';
 import { turnEffects, type TurnEffectDeps } from './turn-effects.js';
+import { effectPort } from './effect-port.js';
+
+/** Effects whose signal a cancel or stop aborts: a waiting model call, an authorize hook, a running tool. */
+const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool']);
 
 /**
  * The pure charts with this runtime's effects plugged in, built once per runtime and shared by
@@ -13,9 +17,13 @@ export function provideMachines(deps: TurnEffectDeps) {
   const tool = toolCallEffects(deps);
   const turn = turnEffects(deps);
   const session = sessionEffects(deps);
-  const toolCall = toolCallMachine.provide({ actors: tool.actors, guards: tool.guards, actions: tool.actions });
-  const providedTurn = turnMachine.provide({ actors: { ...turn.actors, toolCall }, guards: turn.guards, actions: turn.actions });
-  return sessionMachine.provide({ actors: { ...session.actors, turn: providedTurn }, actions: session.actions });
+  const toolCall = toolCallMachine.provide({ guards: tool.guards, actions: tool.actions });
+  const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: turn.actions });
+  const handlers = { ...turn.handlers, ...tool.handlers, ...session.handlers } as Record<string, (input: unknown, signal: AbortSignal) => Promise<unknown>>;
+  return sessionMachine.provide({
+    actors: { turn: providedTurn, effectPort: effectPort(handlers, CANCELLABLE) },
+    actions: session.actions,
+  });
 }
 
 export type ProvidedSessionMachine = ReturnType<typeof provideMachines>;

@@ -1,5 +1,5 @@
-import { fromPromise } from 'xstate';
-import type { FinishTurnInput, SessionContext } from '../../machines/session.machine.js';
+import type { FinishTurnInput, SessionContext, SessionEffects } from '../../machines/session.machine.js';
+import type { EffectHandlers } from './effect-port.js';
 import type { TurnEnd } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import { emit } from './session-env.js';
@@ -9,7 +9,7 @@ import type { TurnEffectDeps } from './turn-effects.js';
 export function sessionEffects(deps: TurnEffectDeps) {
   const { env: envOf, storage, trace, now } = deps;
 
-  const finishTurn = fromPromise<void, FinishTurnInput>(async ({ input }) => {
+  const finishTurn = async (input: FinishTurnInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const end = turnEnd(input.outcome, now());
     env.preparedInputs.delete(input.turnId);
@@ -23,10 +23,10 @@ export function sessionEffects(deps: TurnEffectDeps) {
       env.unclosedTurn = { turnId: input.turnId, end };
       throw error;
     }
-  });
+  };
 
   return {
-    actors: { finishTurn },
+    handlers: { finishTurn } satisfies EffectHandlers<SessionEffects>,
     actions: {
       emitTurnStarted: ({ context }: { context: SessionContext }, params: { turnId: string; clientRequestId: string }) =>
         emit(envOf(context.sessionId), params.turnId, { type: 'turn_started', clientRequestId: params.clientRequestId }),

@@ -1,6 +1,14 @@
-import { fromPromise } from 'xstate';
 import { z } from 'zod';
-import { validationAction, type ExecuteInput, type ToolCallContext, type ToolEffectInput, type ValidationOutput, type WriteResultInput } from '../../machines/tool-call.machine.js';
+import {
+  validationAction,
+  type ExecuteInput,
+  type ToolCallContext,
+  type ToolCallEffects,
+  type ToolEffectInput,
+  type ValidationOutput,
+  type WriteResultInput,
+} from '../../machines/tool-call.machine.js';
+import type { EffectHandlers } from './effect-port.js';
 import { planSchema } from '../protocol/plan.js';
 import type { SpanStatus } from '../protocol/trace.js';
 import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
@@ -19,20 +27,26 @@ const authorizationSchema = z.discriminatedUnion('decision', [
   z.object({ decision: z.literal('ask'), paths: z.array(z.string()).optional() }),
 ]);
 
-const executionResultSchema = z.object({ status: z.enum(['succeeded', 'failed', 'cancelled']), content: z.string() });
+const EXECUTION_STATUSES: ReadonlySet<unknown> = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** A tool's return value checked by hand: this runs once per call on the hot path. */
+function isExecutionResult(value: unknown): value is ToolExecutionResult {
+  const v = value as Partial<ToolExecutionResult> | null;
+  return typeof v === 'object' && v !== null && EXECUTION_STATUSES.has(v.status) && typeof v.content === 'string';
+}
 
 /** The tool-call chart's effects (RT-15, RT-16), supplied with `toolCallMachine.provide()`. */
 export function toolCallEffects(deps: TurnEffectDeps) {
   const { env: envOf, toolset, trace, now } = deps;
 
-  const authorize = fromPromise<AuthorizationDecision, ToolEffectInput>(async ({ input }) => {
+  const authorize = async (input: ToolEffectInput): Promise<AuthorizationDecision> => {
     const tool = toolset.registryTool(input.name)!;
     const permissionMode = envOf(input.sessionId).permissionMode;
     const decision = await tool.authorize!(input.args, { sessionId: input.sessionId, turnId: input.turnId, toolCallId: input.toolCallId, permissionMode });
     return authorizationSchema.parse(decision);
-  });
+  };
 
-  const executeTool = fromPromise<ToolResult, ExecuteInput>(async ({ input, signal }) => {
+  const executeTool = async (input: ExecuteInput, signal: AbortSignal): Promise<ToolResult> => {
     const tool = toolset.registryTool(input.name)!;
     const env = envOf(input.sessionId);
     const returned: unknown = await tool.execute(input.args, {
@@ -45,25 +59,25 @@ export function toolCallEffects(deps: TurnEffectDeps) {
         if (!signal.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
       },
     });
-    const result = executionResultSchema.safeParse(returned);
-    if (!result.success) return { status: 'failed', content: `tool returned an invalid result: ${z.prettifyError(result.error)}` };
-    return result.data satisfies ToolExecutionResult;
-  });
+    return isExecutionResult(returned)
+      ? { status: returned.status, content: returned.content }
+      : { status: 'failed', content: `tool returned an invalid result: ${JSON.stringify(returned) ?? String(returned)}` };
+  };
 
-  const runControlTool = fromPromise<ToolResult, ToolEffectInput>(async ({ input }) => {
+  const runControlTool = async (input: ToolEffectInput): Promise<ToolResult> => {
     if (input.name !== UPDATE_PLAN) return { status: 'failed', content: `unknown control tool '${input.name}'` };
     const env = envOf(input.sessionId);
     const plan = planSchema.parse(input.args);
     await deps.storage.savePlan({ turnId: input.turnId, sessionId: input.sessionId, plan, updatedAtMs: now() });
     emit(env, input.turnId, { type: 'plan_updated', plan });
     return { status: 'succeeded', content: 'Plan updated.' };
-  });
+  };
 
-  const writeResult = fromPromise<void, WriteResultInput>(async ({ input }) => {
+  const writeResult = async (input: WriteResultInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const { call, result } = input;
     await persistAndAppend(env, deps, input.turnId, { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content });
-  });
+  };
 
   function validate(name: string, args: Record<string, unknown>): ValidationOutput {
     const schema = toolset.isControlTool(name) ? planSchema : toolset.registryTool(name)?.input;
@@ -77,7 +91,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   }
 
   return {
-    actors: { authorize, executeTool, runControlTool, writeResult },
+    handlers: { authorize, executeTool, runControlTool, writeResult } satisfies EffectHandlers<ToolCallEffects>,
     guards: {
       isControlTool: ({ context }: Ctx) => toolset.isControlTool(context.call.name),
       isRegistryTool: ({ context }: Ctx) => toolset.registryTool(context.call.name) !== undefined,

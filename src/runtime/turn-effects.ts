@@ -1,5 +1,5 @@
-import { fromPromise } from 'xstate';
-import type { CallModelInput, SkipCallsInput, TurnEffectInput, WriteAssistantInput } from '../../machines/turn.machine.js';
+import type { CallModelInput, SkipCallsInput, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
+import type { EffectHandlers } from './effect-port.js';
 import { assembleRequest, systemContext } from '../context/request.js';
 import { consumeModelStream } from '../model/consume-stream.js';
 import { NOT_EXECUTED_RESULT_TEXT } from '../protocol/messages.js';
@@ -21,7 +21,7 @@ export interface TurnEffectDeps extends RuntimeServices {
 export function turnEffects(deps: TurnEffectDeps) {
   const { env: envOf, storage, trace, now } = deps;
 
-  const beginTurn = fromPromise<void, TurnEffectInput>(async ({ input }) => {
+  const beginTurn = async (input: TurnEffectInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const prepared = env.preparedInputs.get(input.turnId);
     if (!prepared) throw new TurnFailure('chat_state_error', 'the accepted input of this turn is missing');
@@ -46,18 +46,18 @@ export function turnEffects(deps: TurnEffectDeps) {
     for (const message of messages) env.chat.append(message);
     trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now()));
     env.turnSystem = systemContext(env.agent.systemPrompt);
-  });
+  };
 
-  const drainMailbox = fromPromise<void, TurnEffectInput>(async ({ input }) => {
+  const drainMailbox = async (input: TurnEffectInput): Promise<void> => {
     const env = envOf(input.sessionId);
     while (env.mailbox.length > 0) {
       const next = env.mailbox[0]!;
       await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'agent_message', text: next.text, from: next.from });
       env.mailbox.shift();
     }
-  });
+  };
 
-  const callModel = fromPromise<ModelResponse, CallModelInput>(async ({ input, signal }) => {
+  const callModel = async (input: CallModelInput, signal: AbortSignal): Promise<ModelResponse> => {
     const env = envOf(input.sessionId);
     const request = assembleRequest(env.turnSystem, env.chat.view(), deps.toolset.definitions, deps.model.capabilities);
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
@@ -73,16 +73,16 @@ export function turnEffects(deps: TurnEffectDeps) {
       trace.end(spanId, { status: signal.aborted ? 'cancelled' : 'failed', errorCode: errorCode(error), endedAtMs: now() });
       throw error;
     }
-  });
+  };
 
-  const writeAssistant = fromPromise<void, WriteAssistantInput>(async ({ input }) => {
+  const writeAssistant = async (input: WriteAssistantInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const { text, reasoning, toolCalls } = input.response;
     await persistAndAppend(env, deps, input.turnId, { role: 'assistant', text, reasoning, toolCalls });
     emit(env, input.turnId, { type: 'draft_cleared' });
-  });
+  };
 
-  const skipToolCalls = fromPromise<void, SkipCallsInput>(async ({ input }) => {
+  const skipToolCalls = async (input: SkipCallsInput): Promise<void> => {
     const env = envOf(input.sessionId);
     for (const call of input.calls) {
       const content = NOT_EXECUTED_RESULT_TEXT;
@@ -93,10 +93,11 @@ export function turnEffects(deps: TurnEffectDeps) {
       emit(env, input.turnId, { type: 'tool_call_started', toolCallId: call.id, name: call.name, status: 'cancelled' });
       emit(env, input.turnId, { type: 'tool_call_finished', toolCallId: call.id, status: 'cancelled' });
     }
-  });
+  };
 
+  const handlers: EffectHandlers<TurnEffects> = { beginTurn, drainMailbox, callModel, writeAssistant, skipToolCalls };
   return {
-    actors: { beginTurn, drainMailbox, callModel, writeAssistant, skipToolCalls },
+    handlers,
     guards: {
       mailboxHasMessages: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).mailbox.length > 0,
     },

@@ -1,22 +1,49 @@
-import { fromPromise } from 'xstate';
-import { toolCallMachine, validationAction, type ExecuteInput, type ToolEffectInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
+import { setup, type AnyStateMachine } from 'xstate';
+import { EFFECT_PORT } from '../../machines/effect-port.js';
+import { toolCallMachine, validationAction, type ExecuteInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
 import type { AuthorizationDecision, ToolResult } from '../../src/protocol/tool-result.js';
+import { effectPort } from '../../src/runtime/effect-port.js';
 
-/** Effects for the tool-call chart that record what the chart asked for; no runtime involved. */
+type Handler = (input: never, signal: AbortSignal) => Promise<unknown>;
+
+/** An effect port whose effects are the given test functions; cancel aborts all of them. */
+export function stubPort(handlers: Record<string, Handler>) {
+  return effectPort(handlers as Record<string, (input: unknown, signal: AbortSignal) => Promise<unknown>>, new Set(Object.keys(handlers)));
+}
+
+/** Effects that never settle: the chart stays in the state that asked. */
+export const never = (): Promise<never> => new Promise<never>(() => undefined);
+
+/**
+ * Runs a chart the way the session does: as a child of a root that hosts the effect port.
+ * The root's output is the chart's output.
+ */
+export function hostWithPort<T extends AnyStateMachine>(chart: T, input: unknown, handlers: Record<string, Handler>) {
+  return setup({ actors: { chart: chart as AnyStateMachine, effects: stubPort(handlers) } }).createMachine({
+    context: { output: undefined as unknown, received: [] as string[] },
+    invoke: { id: EFFECT_PORT, systemId: EFFECT_PORT, src: 'effects' },
+    initial: 'running',
+    states: {
+      running: {
+        invoke: {
+          id: 'chart',
+          src: 'chart',
+          input,
+          onDone: { target: 'done', actions: ({ context, event }) => void (context.output = event.output) },
+        },
+        on: { '*': { actions: ({ context, event }) => void context.received.push(event.type) } },
+      },
+      done: { type: 'final' },
+    },
+    output: ({ context }) => context.output,
+  });
+}
+
+/** The tool-call chart with recording stubs for its guards, actions and effects. */
 export function toolCallStubs(options: { authorize?: AuthorizationDecision; execute?: (input: ExecuteInput, signal: AbortSignal) => Promise<ToolResult> } = {}) {
   const written: WriteResultInput[] = [];
   const emitted: string[] = [];
   const machine = toolCallMachine.provide({
-    actors: {
-      authorize: fromPromise(async () => options.authorize ?? { decision: 'allow' }),
-      executeTool: fromPromise(async ({ input, signal }) =>
-        options.execute ? options.execute(input, signal) : { status: 'succeeded' as const, content: `ran ${input.name}` },
-      ),
-      runControlTool: fromPromise<ToolResult, ToolEffectInput>(async () => ({ status: 'succeeded', content: 'plan stored' })),
-      writeResult: fromPromise(async ({ input }) => {
-        written.push(input);
-      }),
-    },
     guards: {
       isControlTool: ({ context }) => context.call.name === 'update_plan',
       isRegistryTool: ({ context }) => context.call.name === 'read_file',
@@ -37,15 +64,14 @@ export function toolCallStubs(options: { authorize?: AuthorizationDecision; exec
       finishCall: () => emitted.push('finished'),
     },
   });
-  return { machine, written, emitted };
-}
-
-/** An effect that does nothing and succeeds, typed for whichever slot it fills. */
-export function noop<Input>() {
-  return fromPromise<void, Input>(async () => undefined);
-}
-
-/** An effect that never settles: the chart stays in the state that invoked it. */
-export function never<Input>() {
-  return fromPromise<void, Input>(() => new Promise<void>(() => undefined));
+  const handlers: Record<string, Handler> = {
+    authorize: async () => options.authorize ?? { decision: 'allow' },
+    executeTool: (input: ExecuteInput, signal: AbortSignal) =>
+      options.execute ? options.execute(input, signal) : Promise.resolve({ status: 'succeeded', content: `ran ${input.name}` }),
+    runControlTool: async () => ({ status: 'succeeded', content: 'plan stored' }),
+    writeResult: async (input: WriteResultInput) => {
+      written.push(input);
+    },
+  };
+  return { machine, handlers, written, emitted };
 }

@@ -1,7 +1,7 @@
-import { assign, createActor, setup, toPromise, waitFor, type ActorRefFrom } from 'xstate';
+import { createActor, toPromise, waitFor, type ActorRefFrom } from 'xstate';
 import type { ToolCallOutput } from '../../src/protocol/tool-result.js';
 import { describe, expect, it } from 'vitest';
-import { toolCallStubs } from './stubs.js';
+import { hostWithPort, toolCallStubs } from './stubs.js';
 
 const input = (name: string, argumentsText: string, doom = { signature: null as string | null, count: 0 }) => ({
   sessionId: 's',
@@ -11,41 +11,20 @@ const input = (name: string, argumentsText: string, doom = { signature: null as 
   doomLoopThreshold: 3,
 });
 
-type Machine = ReturnType<typeof toolCallStubs>['machine'];
-
-/** The chart always runs as a child (it tells its parent about approvals), so tests give it one. */
-function start(machine: Machine, i: ReturnType<typeof input>) {
-  const parent = setup({
-    types: { context: {} as { output: ToolCallOutput | null; asked: string[] }, output: {} as ToolCallOutput },
-    actors: { toolCall: machine },
-  }).createMachine({
-    context: { output: null, asked: [] },
-    initial: 'running',
-    states: {
-      running: {
-        invoke: {
-          id: 'toolCall',
-          src: 'toolCall',
-          input: i,
-          onDone: { target: 'done', actions: assign({ output: ({ event }) => event.output }) },
-        },
-        on: { '*': { actions: assign({ asked: ({ context, event }) => [...context.asked, event.type] }) } },
-      },
-      done: { type: 'final' },
-    },
-    output: ({ context }) => context.output!,
-  });
-  const root = createActor(parent);
-  const done = toPromise(root);
+/** The chart always runs as a child (it tells its parent about approvals), so tests give it a host. */
+function start(stubs: ReturnType<typeof toolCallStubs>, i: ReturnType<typeof input>) {
+  const root = createActor(hostWithPort(stubs.machine, i, stubs.handlers));
+  const done = toPromise(root) as Promise<ToolCallOutput>;
   root.start();
-  const actor = root.getSnapshot().children.toolCall as ActorRefFrom<Machine>;
-  return { actor, done, root };
+  const actor = root.getSnapshot().children.chart as ActorRefFrom<typeof stubs.machine>;
+  const received = () => (root.getSnapshot().context as { received: string[] }).received.filter((t) => t.startsWith('tool.'));
+  return { actor, done, received };
 }
 
 describe('tool-call chart through .provide() (RT-15)', () => {
   it('parses, resolves, validates, authorizes, executes and writes, in that order', async () => {
     const stubs = toolCallStubs();
-    const { done } = start(stubs.machine, input('read_file', '{"path":"a"}'));
+    const { done } = start(stubs, input('read_file', '{"path":"a"}'));
     const output = await done;
     expect(output).toEqual({
       toolCallId: 'call-1',
@@ -59,21 +38,21 @@ describe('tool-call chart through .provide() (RT-15)', () => {
 
   it('writes InvalidArguments for text that is not a JSON object, before resolving the name', async () => {
     const stubs = toolCallStubs();
-    const output = await start(stubs.machine, input('nope', '[1,2]')).done;
+    const output = await start(stubs, input('nope', '[1,2]')).done;
     expect(output.result.content).toBe("InvalidArguments: the arguments of 'nope' are not a JSON object");
     expect(stubs.written[0]!.result.status).toBe('failed');
   });
 
   it('writes ToolNotFound for an unknown name and InvalidArguments for a failed schema', async () => {
-    const unknown = await start(toolCallStubs().machine, input('nope', '{}')).done;
+    const unknown = await start(toolCallStubs(), input('nope', '{}')).done;
     expect(unknown.result.content).toBe("ToolNotFound: no tool named 'nope' is available");
-    const invalid = await start(toolCallStubs().machine, input('read_file', '{"path":1}')).done;
+    const invalid = await start(toolCallStubs(), input('read_file', '{"path":1}')).done;
     expect(invalid.result).toEqual({ status: 'failed', content: 'InvalidArguments: path: expected string' });
   });
 
   it('stops at the doom-loop threshold without authorizing or executing', async () => {
     const stubs = toolCallStubs();
-    const output = await start(stubs.machine, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2 })).done;
+    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2 })).done;
     expect(output.termination).toMatchObject({ kind: 'failed', code: 'doom_loop' });
     expect(output.result.content).toBe("doom loop detected for tool 'read_file'");
     expect(stubs.emitted).not.toContain('live:running');
@@ -81,7 +60,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
 
   it('runs control tools without authorization', async () => {
     const stubs = toolCallStubs({ authorize: { decision: 'deny' } });
-    const output = await start(stubs.machine, input('update_plan', '{"path":"x"}')).done;
+    const output = await start(stubs, input('update_plan', '{"path":"x"}')).done;
     expect(output.result).toEqual({ status: 'succeeded', content: 'plan stored' });
   });
 
@@ -94,13 +73,13 @@ describe('tool-call chart through .provide() (RT-15)', () => {
         return { status: 'succeeded', content: 'ok' };
       },
     });
-    const { actor, done, root } = start(stubs.machine, input('read_file', '{"path":"a"}'));
+    const { actor, done, received } = start(stubs, input('read_file', '{"path":"a"}'));
     await waitFor(actor, (s) => s.matches({ active: 'waiting_permission' }));
-    expect(root.getSnapshot().context.asked).toEqual(['tool.permission_requested']);
+    expect(received()).toEqual(['tool.permission_requested']);
     actor.send({ type: 'permission.resolve', decision: 'allow_once' });
     expect((await done).result).toEqual({ status: 'succeeded', content: 'ok' });
     expect(seenPaths).toEqual([['/tmp/a']]);
-    expect(root.getSnapshot().context.asked).toEqual(['tool.permission_requested', 'tool.permission_settled']);
+    expect(received()).toEqual(['tool.permission_requested', 'tool.permission_settled']);
     expect(stubs.emitted).toContain('permission_resolved:allow_once');
   });
 
@@ -112,7 +91,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
     ];
     for (const c of cases) {
       const stubs = toolCallStubs({ authorize: { decision: 'ask' } });
-      const { actor, done } = start(stubs.machine, input('read_file', '{"path":"a"}'));
+      const { actor, done } = start(stubs, input('read_file', '{"path":"a"}'));
       await waitFor(actor, (s) => s.matches({ active: 'waiting_permission' }));
       actor.send(c.event);
       const output = await done;
@@ -132,7 +111,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
           });
         }),
     });
-    const { actor, done } = start(stubs.machine, input('read_file', '{"path":"a"}'));
+    const { actor, done } = start(stubs, input('read_file', '{"path":"a"}'));
     await waitFor(actor, (s) => s.matches({ active: 'executing' }));
     actor.send({ type: 'tool.cancel' });
     const output = await done;

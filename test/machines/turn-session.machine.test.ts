@@ -1,39 +1,41 @@
-import { createActor, fromPromise, toPromise } from 'xstate';
+import { createActor, toPromise } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { sessionMachine, type FinishTurnInput } from '../../machines/session.machine.js';
-import { turnMachine, type CallModelInput, type SkipCallsInput, type TurnEffectInput, type WriteAssistantInput } from '../../machines/turn.machine.js';
+import { sessionMachine } from '../../machines/session.machine.js';
+import { turnMachine } from '../../machines/turn.machine.js';
 import type { ModelResponse } from '../../src/protocol/model.js';
-import { never, noop, toolCallStubs } from './stubs.js';
+import { hostWithPort, never, stubPort, toolCallStubs } from './stubs.js';
 
 /** The turn chart with stub effects: a model that always asks for one read, with new arguments each time. */
 function turnWithStubs() {
   let calls = 0;
   const phases: string[] = [];
+  const tool = toolCallStubs();
   const machine = turnMachine.provide({
-    actors: {
-      beginTurn: noop<TurnEffectInput>(),
-      drainMailbox: noop<TurnEffectInput>(),
-      callModel: fromPromise<ModelResponse, CallModelInput>(async () => {
-        calls += 1;
-        return { text: `step ${calls}`, reasoning: '', toolCalls: [{ id: `c${calls}`, name: 'read_file', argumentsText: `{"path":"f${calls}"}` }] };
-      }),
-      writeAssistant: noop<WriteAssistantInput>(),
-      skipToolCalls: noop<SkipCallsInput>(),
-      toolCall: toolCallStubs().machine,
-    },
+    actors: { toolCall: tool.machine },
     guards: { mailboxHasMessages: () => false },
     actions: {
       emitPhase: (_, params) => phases.push(params.phase),
       discardDraft: () => undefined,
     },
   });
-  return { machine, phases, calls: () => calls };
+  const handlers = {
+    ...tool.handlers,
+    beginTurn: async () => undefined,
+    writeAssistant: async () => undefined,
+    skipToolCalls: async () => undefined,
+    callModel: async (): Promise<ModelResponse> => {
+      calls += 1;
+      return { text: `step ${calls}`, reasoning: '', toolCalls: [{ id: `c${calls}`, name: 'read_file', argumentsText: `{"path":"f${calls}"}` }] };
+    },
+  };
+  return { machine, handlers, phases, calls: () => calls };
 }
 
 describe('turn chart through .provide() (RT-8, RT-10)', () => {
   it('loops model → tools → model and fails max_model_calls when the limit is reached', async () => {
     const t = turnWithStubs();
-    const actor = createActor(t.machine, { input: { sessionId: 's', turnId: 't', limits: { maxModelCalls: 4, doomLoopThreshold: 3 } } });
+    const input = { sessionId: 's', turnId: 't', limits: { maxModelCalls: 4, doomLoopThreshold: 3 } };
+    const actor = createActor(hostWithPort(t.machine, input, t.handlers));
     const done = toPromise(actor);
     actor.start();
     expect(await done).toMatchObject({ status: 'failed', code: 'max_model_calls' });
@@ -44,18 +46,12 @@ describe('turn chart through .provide() (RT-8, RT-10)', () => {
 
 describe('session chart guards (XS-3, RT-1)', () => {
   const stubTurn = turnMachine.provide({
-    actors: {
-      beginTurn: never<TurnEffectInput>(),
-      drainMailbox: noop<TurnEffectInput>(),
-      callModel: fromPromise<ModelResponse, CallModelInput>(async () => ({ text: '', reasoning: '', toolCalls: [] })),
-      writeAssistant: noop<WriteAssistantInput>(),
-      skipToolCalls: noop<SkipCallsInput>(),
-    },
     guards: { mailboxHasMessages: () => false },
     actions: { emitPhase: () => undefined, discardDraft: () => undefined },
   });
+  // The turn's first write never finishes, so the session stays `running` while the guards are probed.
   const machine = sessionMachine.provide({
-    actors: { turn: stubTurn, finishTurn: noop<FinishTurnInput>() },
+    actors: { turn: stubTurn, effectPort: stubPort({ beginTurn: never, finishTurn: async () => undefined }) },
     actions: { emitTurnStarted: () => undefined, announceTurnFinished: () => undefined, emitPermissionRequested: () => undefined },
   });
   const start = (reloadRequired: boolean) => {
