@@ -3,7 +3,8 @@
  * for a while so a CPU profile has enough samples, e.g.
  *
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/profile.ts runtime 40
- *   npx tsx bench/cpuprofile-summary.ts /tmp/prof/<file>.cpuprofile
+ *
+ * and open the .cpuprofile in Chrome DevTools (Performance panel) or any cpuprofile viewer.
  *
  * Sides: `runtime`, `baseline`, `baseline-nospans`. Then the number of reps, then the storage:
  * `sqlite` (default) or `null` (no database: orchestration cost only).

@@ -72,6 +72,7 @@ async function main(): Promise<void> {
   log(`  runtime  median ${round(step.runtime.median, 1)} µs/step  (samples ${samples(step.runtime.samples)})`);
   log(`  baseline median ${round(step.baseline.median, 1)} µs/step  (samples ${samples(step.baseline.samples)})`);
   log(`  ratio ${ratio}× — bar ≤ 2.0×: ${verdict(ratio <= 2)}`);
+  log(`  informational: median of the per-round ratios ${round(step.pairedRatio, 2)}×`);
   log(`  per turn: updates runtime ${step.runtime.updatesPerTurn} / baseline ${step.baseline.updatesPerTurn},` +
     ` storage writes runtime ${step.runtime.writesPerTurn} / baseline ${step.baseline.writesPerTurn}`);
   log(`  informational: baseline without trace-span writes ${round(step.baselineNoSpans.median, 1)} µs/step → ratio ${round(step.ratioNoSpans, 2)}×`);

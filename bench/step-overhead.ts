@@ -125,6 +125,8 @@ export interface StepOverheadResult {
   /** Informational: the baseline without the trace-span writes. */
   baselineNoSpans: SideStats;
   ratio: number;
+  /** Median of per-round ratios (both sides ran back to back): steadier when the machine's speed drifts. */
+  pairedRatio: number;
   ratioNoSpans: number;
   /** Informational, null storage on both sides: orchestration cost alone. */
   orchestration: { runtime: SideStats; baseline: SideStats; ratio: number } | null;
@@ -149,6 +151,7 @@ export async function measureStepOverhead(options: StepOverheadOptions & { orche
     baseline: baseline!,
     baselineNoSpans: baselineNoSpans!,
     ratio: runtime!.median / baseline!.median,
+    pairedRatio: median(runtime!.samples.map((r, i) => r / baseline!.samples[i]!)),
     ratioNoSpans: runtime!.median / baselineNoSpans!.median,
     orchestration,
   };
