@@ -102,3 +102,34 @@ describe('sequenced updates, replay and snapshot (RT-19…RT-21)', () => {
     ]);
   });
 });
+
+describe('tool progress (RT-19, RT-21)', () => {
+  it('streams tool_call_progress between start and finish, and keeps it out of the snapshot', async () => {
+    const { defineTool } = await import('../../src/index.js');
+    const { z } = await import('zod');
+    const snapshots: unknown[] = [];
+    const slow = defineTool({
+      name: 'slow',
+      description: 'reports progress',
+      effect: 'read',
+      input: z.object({}),
+      execute: async (_args, ctx) => {
+        ctx.progress({ percent: 50 });
+        ctx.progress({ percent: 100 });
+        snapshots.push(h!.session.snapshot().runtime);
+        return { status: 'succeeded', content: 'ok' };
+      },
+    });
+    h = await harness([{ text: 'x', toolCalls: [{ id: 's1', name: 'slow', args: {} }] }, { text: 'done' }], { tools: [slow] });
+    await runTurn(h.session, 'go');
+    const around = h.updates.filter((u) => u.update.type.startsWith('tool_call')).map((u) => u.update);
+    expect(around).toEqual([
+      { type: 'tool_call_started', toolCallId: 's1', name: 'slow', status: 'validating' },
+      { type: 'tool_call_progress', toolCallId: 's1', progress: { percent: 50 } },
+      { type: 'tool_call_progress', toolCallId: 's1', progress: { percent: 100 } },
+      { type: 'tool_call_finished', toolCallId: 's1', status: 'succeeded' },
+    ]);
+    expect(snapshots[0]).toMatchObject({ toolCalls: [{ toolCallId: 's1', name: 'slow', status: 'running' }] });
+    expect(JSON.stringify(snapshots[0])).not.toContain('percent');
+  });
+});
