@@ -116,6 +116,10 @@ export class TrackedStorage implements SessionStorage {
   latestPlan: SessionStorage['latestPlan'] = (sessionId) => this.inner.latestPlan(sessionId);
   writeSpans: SessionStorage['writeSpans'] = (writes) => this.track(this.inner.writeSpans(writes));
   listSpans: SessionStorage['listSpans'] = (sessionId) => this.inner.listSpans(sessionId);
+  saveCompaction: SessionStorage['saveCompaction'] = (row) => this.track(this.inner.saveCompaction(row));
+  listCompactions: SessionStorage['listCompactions'] = (sessionId) => this.inner.listCompactions(sessionId);
+  activeCompaction: SessionStorage['activeCompaction'] = (sessionId) => this.inner.activeCompaction(sessionId);
+  rewindTo: SessionStorage['rewindTo'] = (sessionId, compactionId, nowMs) => this.track(this.inner.rewindTo(sessionId, compactionId, nowMs));
   correctInterrupted: SessionStorage['correctInterrupted'] = (nowMs) => this.inner.correctInterrupted(nowMs);
   close: SessionStorage['close'] = () => this.inner.close();
 }
@@ -150,6 +154,14 @@ export class NullStorage implements SessionStorage {
   async listSpans(): Promise<[]> {
     return [];
   }
+  async saveCompaction(): Promise<void> {}
+  async listCompactions(): Promise<[]> {
+    return [];
+  }
+  async activeCompaction(): Promise<undefined> {
+    return undefined;
+  }
+  async rewindTo(): Promise<void> {}
   async correctInterrupted(): Promise<{ interruptedTurns: number; unknownSpans: number }> {
     return { interruptedTurns: 0, unknownSpans: 0 };
   }

@@ -10,8 +10,8 @@ import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEf
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
- * starting → running_model → (no tool calls: completed) | running_tools → running_model …
- * `compacting` belongs to the context-window work and is not part of this chart yet.
+ * starting → running_model { checking → draining_mailbox? → sampling → preparing → (compacting →
+ * sampling →) calling → writing_response } → completed | running_tools → running_model …
  */
 
 export interface TurnLimits {
@@ -30,6 +30,12 @@ export type Interrupt = 'cancel' | 'stop' | null;
 
 export interface TurnContext extends TurnInput, AwaitsEffects {
   modelCallIndex: number;
+  /** World-state sample of this model call: 1, or 2 right after an in-turn compaction (CW-2). */
+  sample: number;
+  /** This model call was already compacted for: another trip over the line is a failure, not a loop (CP-1). */
+  compactedThisCall: boolean;
+  /** The one compact-and-resubmit after an explicit overflow has been spent (RT-10). */
+  overflowRetried: boolean;
   response: ModelResponse | null;
   toolCalls: ToolCallPart[];
   toolIndex: number;
@@ -65,13 +71,23 @@ export interface SkipCallsInput extends TurnEffectInput {
   calls: ToolCallPart[];
 }
 
+export interface SampleInput extends CallModelInput {
+  sample: number;
+}
+
 /** The effects the turn asks the runtime for, with their inputs and outputs. */
 export type TurnEffects = {
+  /** Samples the four world-state sections and appends the changed ones (CW-2). */
+  sampleWorldState: { input: SampleInput; output: void };
+  /** Prepares this call's request (pruning once if it reaches the line) and says whether it is still over the line (CW-7). */
+  prepareRequest: { input: CallModelInput; output: { overLine: boolean } };
+  /** Summarizes, stores a checkpoint and installs the compacted conversation (CP-1…CP-4). */
+  compact: { input: TurnEffectInput; output: { compactionId: string } };
   /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
   beginTurn: { input: TurnEffectInput; output: void };
   /** Writes and appends every agent message waiting in the mailbox (RT-4). */
   drainMailbox: { input: TurnEffectInput; output: void };
-  /** Assembles the request and streams the model (deltas go straight to the live stream). */
+  /** Streams the model with the prepared request (deltas go straight to the live stream). */
   callModel: { input: CallModelInput; output: ModelResponse };
   /** Writes the assistant message, appends it, clears the draft (RT-18). */
   writeAssistant: { input: WriteAssistantInput; output: void };
@@ -136,6 +152,14 @@ export const turnMachine = setup({
       event.type === 'turn.resolve_permission' && context.pendingPermission === event.toolCallId,
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
     hasTermination: ({ context }) => context.termination !== null,
+    isOverLine: ({ event }) => ((event as Extract<EffectReply, { type: 'effect.done' }>).output as { overLine?: boolean } | undefined)?.overLine === true,
+    compactedThisCall: ({ context }) => context.compactedThisCall,
+    isRetryableOverflow: ({ context, event }) => {
+      const error = (event as Extract<EffectReply, { type: 'effect.failed' }>).error as { kind?: unknown; semanticOutputProduced?: unknown } | null;
+      return !context.overflowRetried && error?.kind === 'overflow' && error.semanticOutputProduced !== true;
+    },
+    checkpointNotInstalled: ({ event }) =>
+      ((event as Extract<EffectReply, { type: 'effect.failed' }>).error as { reloadRequired?: unknown } | null)?.reloadRequired === true,
   },
   actions: {
     requestEffect: requestEffectAction<TurnContext, TurnEvent, TurnEffects>(),
@@ -146,7 +170,17 @@ export const turnMachine = setup({
     assignPersistenceFailure: assign({
       outcome: ({ event }) => failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'persistence_error'),
     }),
-    countModelCall: assign({ modelCallIndex: ({ context }) => context.modelCallIndex + 1 }),
+    countModelCall: assign({
+      modelCallIndex: ({ context }) => context.modelCallIndex + 1,
+      sample: 1,
+      compactedThisCall: false,
+    }),
+    assignAssemblyFailure: assign({
+      outcome: ({ event }) => failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'model_protocol_error'),
+    }),
+    assignCompactionFailure: assign({
+      outcome: ({ event }) => ({ ...failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'compaction_error'), code: 'compaction_error' as const }),
+    }),
     assignTerminationOutcome: assign({
       outcome: ({ context }) =>
         context.termination?.kind === 'failed'
@@ -162,6 +196,9 @@ export const turnMachine = setup({
   context: ({ input }) => ({
     ...input,
     modelCallIndex: 0,
+    sample: 1,
+    compactedThisCall: false,
+    overflowRetried: false,
     response: null,
     toolCalls: [],
     toolIndex: 0,
@@ -205,7 +242,7 @@ export const turnMachine = setup({
               }),
             },
             { guard: 'mailboxHasMessages', target: 'draining_mailbox', actions: 'countModelCall' },
-            { target: 'calling', actions: 'countModelCall' },
+            { target: 'sampling', actions: 'countModelCall' },
           ],
         },
         draining_mailbox: {
@@ -213,9 +250,77 @@ export const turnMachine = setup({
           on: {
             'effect.done': [
               { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
-              { guard: 'isPendingEffect', target: 'calling' },
+              { guard: 'isPendingEffect', target: 'sampling' },
             ],
             'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignPersistenceFailure' },
+            'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.stop': { actions: 'assignInterrupt' },
+          },
+        },
+        sampling: {
+          entry: {
+            type: 'requestEffect',
+            params: ({ context }) => ({
+              name: 'sampleWorldState',
+              input: { ...effectInput(context), modelCallIndex: context.modelCallIndex, sample: context.sample },
+            }),
+          },
+          on: {
+            'effect.done': { guard: 'isPendingEffect', target: 'preparing' },
+            // A source that cannot be read fails with its section's code, before any model call (CW-2).
+            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignPersistenceFailure' },
+            'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.stop': { actions: 'assignInterrupt' },
+          },
+        },
+        preparing: {
+          entry: {
+            type: 'requestEffect',
+            params: ({ context }) => ({ name: 'prepareRequest', input: { ...effectInput(context), modelCallIndex: context.modelCallIndex } }),
+          },
+          on: {
+            'effect.done': [
+              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
+              {
+                // The loop guard: a compaction that left the conversation over the line is not tried again.
+                guard: and(['isPendingEffect', 'isOverLine', 'compactedThisCall']),
+                target: '#turn.failed',
+                actions: assign({
+                  outcome: {
+                    status: 'failed',
+                    code: 'compaction_error',
+                    message: 'the conversation is still over the auto-compact line after compacting',
+                  },
+                }),
+              },
+              { guard: and(['isPendingEffect', 'isOverLine']), target: 'compacting' },
+              { guard: 'isPendingEffect', target: 'calling' },
+            ],
+            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignAssemblyFailure' },
+            'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.stop': { actions: 'assignInterrupt' },
+          },
+        },
+        compacting: {
+          entry: [
+            { type: 'emitPhase', params: { phase: 'compacting' } },
+            { type: 'requestEffect', params: ({ context }) => ({ name: 'compact', input: effectInput(context) }) },
+          ],
+          on: {
+            'effect.done': [
+              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
+              // Re-sample right away (sample 2) so the resubmitted request still carries world state.
+              { guard: 'isPendingEffect', target: 'sampling', actions: assign({ compactedThisCall: true, sample: 2 }) },
+            ],
+            'effect.failed': [
+              {
+                // CP-4: the checkpoint is stored but not installed; new turns are refused until a reload.
+                guard: and(['isPendingEffect', 'checkpointNotInstalled']),
+                target: '#turn.failed',
+                actions: ['assignCompactionFailure', sendParent({ type: 'session.require_reload' })],
+              },
+              { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignCompactionFailure' },
+            ],
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
@@ -234,11 +339,19 @@ export const turnMachine = setup({
               target: 'writing_response',
               actions: assign({ response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse }),
             },
-            'effect.failed': {
-              guard: 'isPendingEffect',
-              target: '#turn.failed',
-              actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure((event as Extract<EffectReply, { type: 'effect.failed' }>).error) })],
-            },
+            'effect.failed': [
+              {
+                // An explicit overflow before any output: compact and resubmit, once (RT-10, CP-1).
+                guard: and(['isPendingEffect', 'isRetryableOverflow']),
+                target: 'compacting',
+                actions: ['discardDraft', assign({ overflowRetried: true })],
+              },
+              {
+                guard: 'isPendingEffect',
+                target: '#turn.failed',
+                actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure((event as Extract<EffectReply, { type: 'effect.failed' }>).error) })],
+              },
+            ],
             // Cancelling the request aborts the model call's signal: a waiting model call is cancelled.
             'turn.cancel': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
             'turn.stop': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },

@@ -46,6 +46,10 @@ const METHODS = [
   'latestPlan',
   'writeSpans',
   'listSpans',
+  'saveCompaction',
+  'listCompactions',
+  'activeCompaction',
+  'rewindTo',
   'correctInterrupted',
   'close',
 ] as const satisfies readonly StorageMethod[];

@@ -3,9 +3,11 @@ import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { Plan } from '../src/protocol/plan.js';
 import type { SpanKind, SpanSource, SpanStatus, TraceSpan } from '../src/protocol/trace.js';
+import { compactionToRow, rowToCompaction } from './compaction-rows.js';
 import { migrationProvider } from './migrations/index.js';
 import { toMs, type Database, type MessagesTable, type TraceSpansTable, type TurnsTable } from './schema.js';
 import type {
+  CompactionRow,
   CorrectionReport,
   PermissionMode,
   PlanRow,
@@ -130,7 +132,12 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async appendMessage(message: StoredMessage): Promise<void> {
-    await this.db.insertInto('messages').values(messageToRow(message)).execute();
+    // Only an id conflict is absorbed: a different message on a taken sequence still rejects.
+    await this.db
+      .insertInto('messages')
+      .values(messageToRow(message))
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
   }
 
   async listMessages(sessionId: string): Promise<StoredMessage[]> {
@@ -190,6 +197,47 @@ export class KyselySessionStorage implements SessionStorage {
       .orderBy('id')
       .execute();
     return rows.map(rowToSpan);
+  }
+
+  async saveCompaction(row: CompactionRow): Promise<void> {
+    await this.db.insertInto('compactions').values(compactionToRow(row)).execute();
+  }
+
+  async listCompactions(sessionId: string): Promise<CompactionRow[]> {
+    const rows = await this.db.selectFrom('compactions').selectAll().where('session_id', '=', sessionId).orderBy('position').execute();
+    return rows.map(rowToCompaction);
+  }
+
+  async activeCompaction(sessionId: string): Promise<CompactionRow | undefined> {
+    const row = await this.db
+      .selectFrom('compactions')
+      .selectAll()
+      .where('session_id', '=', sessionId)
+      .where('rewound_at_ms', 'is', null)
+      .orderBy('position', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row && rowToCompaction(row);
+  }
+
+  async rewindTo(sessionId: string, compactionId: string, nowMs: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      // Un-rewinding the target first also finds its position and, on PostgreSQL, locks its row.
+      const target = await trx
+        .updateTable('compactions')
+        .set({ rewound_at_ms: null })
+        .where('id', '=', compactionId)
+        .where('session_id', '=', sessionId)
+        .returning('position')
+        .executeTakeFirst();
+      if (!target) throw new Error(`rewindTo: no compaction ${compactionId} in session ${sessionId}`);
+      await trx
+        .updateTable('compactions')
+        .set({ rewound_at_ms: nowMs })
+        .where('session_id', '=', sessionId)
+        .where('position', '>', target.position)
+        .execute();
+    });
   }
 
   async correctInterrupted(nowMs: number): Promise<CorrectionReport> {

@@ -61,12 +61,25 @@ export interface TurnPlansTable {
   updated_at_ms: EpochMs;
 }
 
+export interface CompactionsTable {
+  id: string;
+  session_id: string;
+  position: number;
+  boundary_message_id: string;
+  boundary_sequence: number;
+  summary: string;
+  replay_text: string | null;
+  created_at_ms: EpochMs;
+  rewound_at_ms: NullableEpochMs;
+}
+
 export interface Database {
   sessions: SessionsTable;
   turns: TurnsTable;
   messages: MessagesTable;
   trace_spans: TraceSpansTable;
   turn_plans: TurnPlansTable;
+  compactions: CompactionsTable;
 }
 
 export function toMs(value: number | string): number;

@@ -48,6 +48,23 @@ export interface PlanRow {
   updatedAtMs: number;
 }
 
+/** A compaction checkpoint (CP-3): what replaced the conversation up to its boundary. */
+export interface CompactionRow {
+  id: string;
+  sessionId: string;
+  /** 1, 2, 3 … per session, in the order checkpoints were made. */
+  position: number;
+  /** The last message the summary covers; later messages stay verbatim. */
+  boundaryMessageId: string;
+  boundarySequence: number;
+  summary: string;
+  /** The last real user request when the checkpoint was made, replayed first in the compacted view (CP-2). */
+  replayText: string | null;
+  createdAtMs: number;
+  /** Set while a rewind has gone back to an earlier checkpoint. */
+  rewoundAtMs: number | null;
+}
+
 export interface CorrectionReport {
   interruptedTurns: number;
   unknownSpans: number;
@@ -71,6 +88,7 @@ export interface SessionStorage {
   getTurn(turnId: string): Promise<TurnRow | undefined>;
   listTurns(sessionId: string): Promise<TurnRow[]>;
 
+  /** Idempotent by message id: writing an id that exists already changes nothing (CW-2's retried world-state writes). */
   appendMessage(message: StoredMessage): Promise<void>;
   /** The session's messages ordered by sequence. */
   listMessages(sessionId: string): Promise<StoredMessage[]>;
@@ -85,6 +103,19 @@ export interface SessionStorage {
    */
   writeSpans(writes: SpanWrite[]): Promise<{ unmatchedEnds: number }>;
   listSpans(sessionId: string): Promise<TraceSpan[]>;
+
+  /** CP-3: stores a compaction checkpoint. */
+  saveCompaction(row: CompactionRow): Promise<void>;
+  /** The session's checkpoints by `position`, rewound ones included. */
+  listCompactions(sessionId: string): Promise<CompactionRow[]>;
+  /** The checkpoint the conversation is built from: the highest `position` not rewound. */
+  activeCompaction(sessionId: string): Promise<CompactionRow | undefined>;
+  /**
+   * Makes `compactionId` the active checkpoint again, in one transaction: it is un-rewound and every
+   * checkpoint of the session with a higher position is marked rewound at `nowMs`. Rejects when the
+   * id is not a checkpoint of that session.
+   */
+  rewindTo(sessionId: string, compactionId: string, nowMs: number): Promise<void>;
 
   /** RT-24: running spans → outcome_unknown, running turns → interrupted, in one transaction. */
   correctInterrupted(nowMs: number): Promise<CorrectionReport>;

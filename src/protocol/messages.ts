@@ -15,12 +15,19 @@ export type ToolResultStatus = 'succeeded' | 'failed' | 'denied' | 'cancelled' |
 /** What the model is told about a tool result (RT-17's mapping). */
 export type ModelVisibleStatus = 'success' | 'error' | 'denied' | 'interrupted';
 
+/** The four world-state sections (CW-2), in the fixed order they are sampled and sent. */
+export type WorldStateSection = 'runtime/user-project-context' | 'project/AGENTS.md' | 'skills/catalog' | 'runtime/sandbox-policy';
+
 export interface UserMessage {
   role: 'user';
-  kind: Exclude<MessageKind, 'world_state'> | 'world_state';
+  kind: MessageKind;
   text: string;
   /** Sender of an agent message delivered through the mailbox. */
   from?: string;
+  /** For `world_state` messages: which section this message renders. */
+  section?: WorldStateSection;
+  /** For `skill_instruction` messages: the skill whose body this snapshots. */
+  skill?: { name: string; path: string };
 }
 
 export interface AssistantMessage {
@@ -30,12 +37,21 @@ export interface AssistantMessage {
   toolCalls: ToolCallPart[];
 }
 
+/** Binary content a tool returned (an image, a file); dropped for models that cannot take it. */
+export interface DataBlock {
+  mediaType: string;
+  base64: string;
+}
+
 export interface ToolResultMessage {
   role: 'tool';
   toolCallId: string;
   toolName: string;
   status: ToolResultStatus;
   content: string;
+  data?: DataBlock[];
+  /** For the UI only: never sent to the model, never counted in the budget (CW-7). */
+  artifact?: unknown;
 }
 
 export type ChatMessage = UserMessage | AssistantMessage | ToolResultMessage;

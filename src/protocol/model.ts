@@ -1,4 +1,4 @@
-import type { ModelVisibleStatus, ToolCallPart } from './messages.js';
+import type { DataBlock, ModelVisibleStatus, ToolCallPart } from './messages.js';
 
 /** A provider-agnostic model request: system parts, conversation, tool surface (CW-1, CW-6). */
 export interface ModelRequest {
@@ -16,7 +16,7 @@ export interface SystemPart {
 export type RequestMessage =
   | { role: 'user'; text: string }
   | { role: 'assistant'; text: string; reasoning: string; toolCalls: ToolCallPart[] }
-  | { role: 'tool'; toolCallId: string; toolName: string; status: ModelVisibleStatus; content: string };
+  | { role: 'tool'; toolCallId: string; toolName: string; status: ModelVisibleStatus; content: string; data?: DataBlock[] };
 
 export interface ToolDefinition {
   name: string;
@@ -29,6 +29,8 @@ export interface ModelCapabilities {
   contextWindow: number;
   maxOutputTokens: number;
   maxReasoningTokens: number;
+  /** Whether the model takes data blocks (images, files) in tool results; absent means it does not. */
+  dataBlocks?: boolean;
 }
 
 /** A completed response: the only source of tool calls (RT-18). */

@@ -1,66 +1,99 @@
+import type { ConversationItem } from '../context/conversation.js';
 import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 
+/** What the chat state refuses, by name (CW-3). */
+export type ChatStateErrorCode = 'PersistedSystemMessage' | 'UnmatchedToolResult' | 'DuplicateToolCallId';
+
+export class ChatStateError extends TurnFailure {
+  constructor(
+    readonly reason: ChatStateErrorCode,
+    message: string,
+  ) {
+    super('chat_state_error', `${reason}: ${message}`);
+    this.name = 'ChatStateError';
+  }
+}
+
 /**
- * The conversation's single writer (CW-3). A tool result must answer an open call of this
- * session, and a call id is used once. `check` runs before the database write so storage and
- * chat state never disagree about an accepted message.
+ * The conversation's single writer (CW-3). It holds the items a model call sees — a compaction's
+ * synthetic items first when there is one, then stored messages — and the prune watermark.
+ * A tool result must answer an open call, and a call id is used once in the session. `check` runs
+ * before the database write so storage and chat state never disagree about an accepted message.
  */
 export class ChatState {
-  private readonly messages: StoredMessage[] = [];
-  private readonly conversation: ChatMessage[] = [];
+  private readonly items: ConversationItem[] = [];
+  private readonly messages: ChatMessage[] = [];
   private readonly callIds = new Set<string>();
   private readonly openCalls = new Set<string>();
+  private lastSequence = 0;
+  /** Tool results of messages below this sequence are pruned in the request copy (CW-4). */
+  watermark = 0;
 
-  constructor(history: readonly StoredMessage[] = []) {
-    for (const message of history) this.track(message.message);
-    this.messages.push(...history);
-    this.conversation.push(...history.map((m) => m.message));
+  /**
+   * @param history every stored message of the session (for sequences and call ids)
+   * @param projection the active compaction's synthetic items, if any
+   * @param boundarySequence messages up to this sequence are replaced by the projection
+   */
+  constructor(history: readonly StoredMessage[] = [], projection: readonly ConversationItem[] = [], boundarySequence = 0) {
+    for (const stored of history) {
+      if ((stored.message.role as string) === 'system') {
+        throw new ChatStateError('PersistedSystemMessage', `stored message ${stored.id} is a system message`);
+      }
+      this.lastSequence = Math.max(this.lastSequence, stored.sequence);
+      if (stored.message.role === 'assistant') for (const call of stored.message.toolCalls) this.callIds.add(call.id);
+    }
+    for (const item of projection) this.push(item);
+    for (const stored of history) {
+      if (stored.sequence > boundarySequence) this.push(realItem(stored));
+    }
   }
 
   get nextSequence(): number {
-    return (this.messages.at(-1)?.sequence ?? 0) + 1;
+    return this.lastSequence + 1;
   }
 
   /** Throws a `chat_state_error` failure when the message would break the conversation. */
   check(message: ChatMessage): void {
+    if ((message.role as string) === 'system') throw new ChatStateError('PersistedSystemMessage', 'system messages are not part of a conversation');
     if (message.role === 'tool' && !this.openCalls.has(message.toolCallId)) {
-      throw new TurnFailure('chat_state_error', `UnmatchedToolResult: no open tool call '${message.toolCallId}'`);
+      throw new ChatStateError('UnmatchedToolResult', `no open tool call '${message.toolCallId}'`);
     }
     if (message.role === 'assistant') {
       const ids = new Set<string>();
       for (const call of message.toolCalls) {
-        if (this.callIds.has(call.id) || ids.has(call.id)) {
-          throw new TurnFailure('chat_state_error', `DuplicateToolCallId: '${call.id}' is already used`);
-        }
+        if (this.callIds.has(call.id) || ids.has(call.id)) throw new ChatStateError('DuplicateToolCallId', `'${call.id}' is already used`);
         ids.add(call.id);
       }
     }
   }
 
-  append(message: StoredMessage): void {
-    this.check(message.message);
-    this.track(message.message);
-    this.messages.push(message);
-    this.conversation.push(message.message);
+  append(stored: StoredMessage): void {
+    this.check(stored.message);
+    if (stored.message.role === 'assistant') for (const call of stored.message.toolCalls) this.callIds.add(call.id);
+    this.lastSequence = Math.max(this.lastSequence, stored.sequence);
+    this.push(realItem(stored));
   }
 
-  /** What the model may see: committed messages only; the draft lives elsewhere. */
-  view(): readonly ChatMessage[] {
-    return this.conversation;
+  /** What the model may see: committed items only; the draft lives in the live view. */
+  view(): readonly ConversationItem[] {
+    return this.items;
   }
 
-  stored(): readonly StoredMessage[] {
+  /** The view's messages without provenance (kept alongside, so the hot path does not map). */
+  conversation(): readonly ChatMessage[] {
     return this.messages;
   }
 
-  private track(message: ChatMessage): void {
-    if (message.role === 'assistant') {
-      for (const call of message.toolCalls) {
-        this.callIds.add(call.id);
-        this.openCalls.add(call.id);
-      }
-    }
+  private push(item: ConversationItem): void {
+    const { message } = item;
+    if (message.role === 'assistant') for (const call of message.toolCalls) this.openCalls.add(call.id);
     if (message.role === 'tool') this.openCalls.delete(message.toolCallId);
+    this.items.push(item);
+    this.messages.push(message);
   }
+}
+
+function realItem(stored: StoredMessage): ConversationItem {
+  return { message: stored.message, provenance: { kind: 'real', messageId: stored.id, sequence: stored.sequence } };
 }

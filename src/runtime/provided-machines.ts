@@ -5,9 +5,11 @@ import { sessionEffects } from './session-effects.js';
 import { toolCallEffects } from './tool-call-effects.js';
 import { turnEffects, type TurnEffectDeps } from './turn-effects.js';
 import { effectPort } from './effect-port.js';
+import { compactionEffects } from './compaction-effects.js';
+import { worldStateEffects } from './world-state-effects.js';
 
 /** Effects whose signal a cancel or stop aborts: a waiting model call, an authorize hook, a running tool. */
-const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool']);
+const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact']);
 
 /**
  * The pure charts with this runtime's effects plugged in, built once per runtime and shared by
@@ -19,7 +21,13 @@ export function provideMachines(deps: TurnEffectDeps) {
   const session = sessionEffects(deps);
   const toolCall = toolCallMachine.provide({ guards: tool.guards, actions: tool.actions });
   const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: turn.actions });
-  const handlers = { ...turn.handlers, ...tool.handlers, ...session.handlers } as Record<string, (input: unknown, signal: AbortSignal) => Promise<unknown>>;
+  const handlers = {
+    ...turn.handlers,
+    ...tool.handlers,
+    ...session.handlers,
+    ...compactionEffects(deps).handlers,
+    ...worldStateEffects(deps).handlers,
+  } as Record<string, (input: unknown, signal: AbortSignal) => Promise<unknown>>;
   return sessionMachine.provide({
     actors: { turn: providedTurn, effectPort: effectPort(handlers, CANCELLABLE) },
     actions: session.actions,

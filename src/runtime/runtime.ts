@@ -10,7 +10,10 @@ import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { Toolset } from '../tools/toolset.js';
 import { limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
-import { ChatState } from './chat-state.js';
+import { resolve } from 'node:path';
+import type { SkillsConfig } from '../skills/types.js';
+import { ChatState, ChatStateError } from './chat-state.js';
+import { loadConversation } from './load-conversation.js';
 import { LiveView } from './live-view.js';
 import { provideMachines, type ProvidedSessionMachine } from './provided-machines.js';
 import { SessionHandle } from './session-handle.js';
@@ -29,6 +32,10 @@ export interface RuntimeOptions {
   now?: () => number;
   /** Capacity of the trace queue before signals are dropped (RT-26). */
   traceQueueCapacity?: number;
+  /** A skills directory: its catalog is world state, its skills can be picked as turn input (RT-1, CW-2). */
+  skills?: SkillsConfig;
+  /** Where non-fatal notes go (e.g. a skill folder without SKILL.md); default `console.warn`. */
+  warn?: (message: string) => void;
 }
 
 const optionsSchema = z.object({
@@ -39,6 +46,8 @@ const optionsSchema = z.object({
   inspect: z.function().optional(),
   now: z.function().optional(),
   traceQueueCapacity: z.number().int().min(1).optional(),
+  skills: z.object({ dir: z.string().min(1), disabled: z.array(z.string()).optional() }).optional(),
+  warn: z.function().optional(),
 });
 
 /**
@@ -52,6 +61,7 @@ export class Runtime {
   private readonly machine: ProvidedSessionMachine;
   private readonly services: RuntimeServices;
   private stopping: Promise<void> | null = null;
+  private readonly skills: SkillsConfig | null;
 
   constructor(
     private readonly options: RuntimeOptions,
@@ -62,8 +72,17 @@ export class Runtime {
     readonly correction: CorrectionReport,
   ) {
     const now = options.now ?? Date.now;
+    this.skills = options.skills ? { dir: resolve(options.skills.dir), disabled: options.skills.disabled ?? [] } : null;
     this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${randomUUID()}` };
-    this.machine = provideMachines({ ...this.services, env: (id) => this.envOf(id), model: options.model, toolset, trace });
+    this.machine = provideMachines({
+      ...this.services,
+      env: (id) => this.envOf(id),
+      model: options.model,
+      toolset,
+      trace,
+      skills: this.skills,
+      warn: options.warn ?? ((message) => console.warn(`turnchart: ${message}`)),
+    });
   }
 
   /** Trace signals lost to a full queue or a failing write (RT-26). */
@@ -85,7 +104,7 @@ export class Runtime {
       id: this.services.newId('ses'),
       agent: parsed.data.agent,
       permissionMode: parsed.data.permissionMode,
-      workspaceDir: parsed.data.workspaceDir ?? null,
+      workspaceDir: parsed.data.workspaceDir === undefined ? null : resolve(parsed.data.workspaceDir),
       createdAtMs: this.services.now(),
     };
     await this.options.storage.createSession(row);
@@ -100,9 +119,14 @@ export class Runtime {
     const storage = this.options.storage;
     const row = typeof sessionId === 'string' ? await storage.getSession(sessionId) : undefined;
     if (!row) throw new TurnchartError('UnknownSession', `no session '${String(sessionId)}'`);
-    const [messages, turns, plan] = await Promise.all([storage.listMessages(row.id), storage.listTurns(row.id), storage.latestPlan(row.id)]);
+    const [{ chat, plan }, turns] = await Promise.all([
+      loadConversation(storage, row.id).catch((error: unknown) => {
+        throw error instanceof ChatStateError ? new TurnchartError(error.reason, error.message) : error;
+      }),
+      storage.listTurns(row.id),
+    ]);
     const accepted = Object.fromEntries(turns.map((t) => [t.clientRequestId, t.id]));
-    return this.sessions.get(sessionId)?.handle ?? this.start(row, new ChatState(messages), accepted, plan?.plan ?? null);
+    return this.sessions.get(sessionId)?.handle ?? this.start(row, chat, accepted, plan);
   }
 
   /** Stops every session (running turns end `actor_stopped`), flushes the trace, closes storage. */
@@ -124,12 +148,16 @@ export class Runtime {
       agentName: row.agent,
       agent,
       permissionMode: row.permissionMode,
+      workspaceDir: row.workspaceDir,
       chat,
       live,
       updates: new UpdateStream(row.id, live, this.runtimeSubject, this.services.now),
       mailbox: [],
       preparedInputs: new Map(),
       turnSystem: [],
+      turnStartSequence: 0,
+      prepared: null,
+      baseline: new Map(),
       openTurnRow: null,
       unclosedTurn: null,
       outcomes: new Map(),

@@ -3,6 +3,10 @@ import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
 import type { SystemPart } from '../protocol/model.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { SessionUpdate } from '../protocol/updates.js';
+import type { PreparedModelCall } from '../context/engine.js';
+import type { WorldStateBaseline } from '../context/world-state/types.js';
+import type { SkillsConfig } from '../skills/types.js';
+import type { ModelPort } from '../protocol/model.js';
 import type { AgentDefinition } from './agents.js';
 import type { ChatState } from './chat-state.js';
 import type { LiveView } from './live-view.js';
@@ -28,7 +32,9 @@ export interface SessionEnv {
   readonly agentName: string;
   readonly agent: AgentDefinition;
   permissionMode: PermissionMode;
-  readonly chat: ChatState;
+  readonly workspaceDir: string | null;
+  /** Replaced whole when a compaction or rewind installs a new conversation. */
+  chat: ChatState;
   readonly live: LiveView;
   readonly updates: UpdateStream;
   /** RT-4: agent messages waiting for the next model call; memory only. */
@@ -37,6 +43,12 @@ export interface SessionEnv {
   readonly preparedInputs: Map<string, PreparedInput>;
   /** System context of the running turn, resolved once per turn (RT-10). */
   turnSystem: SystemPart[];
+  /** Sequence of the running turn's first message: the prune watermark moves up to it (CW-4). */
+  turnStartSequence: number;
+  /** The request prepared for the next model call, built once per call (CW-1). */
+  prepared: PreparedModelCall | null;
+  /** What world state was last sent, per section (memory only, CW-2). */
+  baseline: WorldStateBaseline;
   /** The turn whose row is written and not yet closed: only such a row needs a terminal status. */
   openTurnRow: string | null;
   /** A terminal status whose write failed: retried before the next turn's first write. */
@@ -51,16 +63,26 @@ export interface RuntimeServices {
   newId: (prefix: string) => string;
 }
 
+/** What every effect of every session shares. */
+export interface RuntimeDeps extends RuntimeServices {
+  env: (sessionId: string) => SessionEnv;
+  model: ModelPort;
+  skills: SkillsConfig | null;
+  /** Where non-fatal notes go (skill scan warnings): never into the model's context. */
+  warn: (message: string) => void;
+}
+
 /** The single write path of RT-10/RT-12: check with chat state, write, then append. */
 export async function persistAndAppend(
   env: SessionEnv,
   services: RuntimeServices,
   turnId: string,
   message: ChatMessage,
+  id: string = services.newId('msg'),
 ): Promise<StoredMessage> {
   env.chat.check(message);
   const stored: StoredMessage = {
-    id: services.newId('msg'),
+    id,
     sessionId: env.id,
     turnId,
     sequence: env.chat.nextSequence,

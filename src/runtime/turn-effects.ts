@@ -1,18 +1,18 @@
 import type { CallModelInput, SkipCallsInput, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
 import type { EffectHandlers } from './effect-port.js';
-import { assembleRequest, systemContext } from '../context/request.js';
+import { prepare, type PreparedModelCall } from '../context/engine.js';
+import { contextLimits, reachesCompactionLine } from '../context/limits.js';
+import { systemContext } from '../context/system-context.js';
 import { consumeModelStream } from '../model/consume-stream.js';
 import { NOT_EXECUTED_RESULT_TEXT } from '../protocol/messages.js';
-import type { ModelPort, ModelResponse } from '../protocol/model.js';
+import type { ModelResponse } from '../protocol/model.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import type { TurnPhase } from '../protocol/updates.js';
 import type { Toolset } from '../tools/toolset.js';
-import { emit, persistAndAppend, type RuntimeServices, type SessionEnv } from './session-env.js';
+import { emit, persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
 import type { TraceRecorder } from './trace-recorder.js';
 
-export interface TurnEffectDeps extends RuntimeServices {
-  env: (sessionId: string) => SessionEnv;
-  model: ModelPort;
+export interface TurnEffectDeps extends RuntimeDeps {
   toolset: Toolset;
   trace: TraceRecorder;
 }
@@ -20,6 +20,17 @@ export interface TurnEffectDeps extends RuntimeServices {
 /** The turn chart's effects (RT-10), supplied with `turnMachine.provide()`. */
 export function turnEffects(deps: TurnEffectDeps) {
   const { env: envOf, storage, trace, now } = deps;
+  const limits = contextLimits(deps.model.capabilities);
+
+  /** The one assembly path (CW-1): this turn's system context, the conversation, the tool surface. */
+  const prepareFor = (env: SessionEnv): PreparedModelCall =>
+    prepare({
+      system: env.turnSystem,
+      conversation: env.chat.view(),
+      tools: deps.toolset.definitions,
+      capabilities: deps.model.capabilities,
+      watermark: env.chat.watermark,
+    });
 
   const beginTurn = async (input: TurnEffectInput): Promise<void> => {
     const env = envOf(input.sessionId);
@@ -43,9 +54,23 @@ export function turnEffects(deps: TurnEffectDeps) {
     );
     env.preparedInputs.delete(input.turnId);
     env.openTurnRow = input.turnId;
+    env.turnStartSequence = messages[0]?.sequence ?? env.chat.nextSequence;
     for (const message of messages) env.chat.append(message);
     trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now()));
-    env.turnSystem = systemContext(env.agent.systemPrompt);
+    env.turnSystem = systemContext(env.agent.systemPrompt, deps.toolset.definitions);
+  };
+
+  /** CW-7 / RT-10: build this call's request once; at the line, prune older turns and build again. */
+  const prepareRequest = async (input: CallModelInput): Promise<{ overLine: boolean }> => {
+    const env = envOf(input.sessionId);
+    let prepared = prepareFor(env);
+    const over = (p: PreparedModelCall) => reachesCompactionLine(p.budget.estimatedInputTokens, limits);
+    if (over(prepared) && env.chat.watermark < env.turnStartSequence) {
+      env.chat.watermark = env.turnStartSequence;
+      prepared = prepareFor(env);
+    }
+    env.prepared = prepared;
+    return { overLine: over(prepared) };
   };
 
   const drainMailbox = async (input: TurnEffectInput): Promise<void> => {
@@ -59,7 +84,8 @@ export function turnEffects(deps: TurnEffectDeps) {
 
   const callModel = async (input: CallModelInput, signal: AbortSignal): Promise<ModelResponse> => {
     const env = envOf(input.sessionId);
-    const request = assembleRequest(env.turnSystem, env.chat.view(), deps.toolset.definitions, deps.model.capabilities);
+    const { request } = env.prepared ?? prepareFor(env);
+    env.prepared = null;
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
     trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', now()));
     try {
@@ -95,7 +121,14 @@ export function turnEffects(deps: TurnEffectDeps) {
     }
   };
 
-  const handlers: EffectHandlers<TurnEffects> = { beginTurn, drainMailbox, callModel, writeAssistant, skipToolCalls };
+  const handlers: Omit<EffectHandlers<TurnEffects>, 'sampleWorldState' | 'compact'> = {
+    beginTurn,
+    drainMailbox,
+    prepareRequest,
+    callModel,
+    writeAssistant,
+    skipToolCalls,
+  };
   return {
     handlers,
     guards: {

@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import { initial } from './001_initial.js';
+import { compactions } from './002_compactions.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -8,6 +9,7 @@ import { initial } from './001_initial.js';
  */
 export const migrations: Record<string, Migration> = {
   '001_initial': initial,
+  '002_compactions': compactions,
 };
 
 export const migrationProvider: MigrationProvider = {

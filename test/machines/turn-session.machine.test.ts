@@ -21,6 +21,8 @@ function turnWithStubs() {
   const handlers = {
     ...tool.handlers,
     beginTurn: async () => undefined,
+    sampleWorldState: async () => undefined,
+    prepareRequest: async () => ({ overLine: false }),
     writeAssistant: async () => undefined,
     skipToolCalls: async () => undefined,
     callModel: async (): Promise<ModelResponse> => {

@@ -273,8 +273,10 @@ describe('aiSdkModel end to end', () => {
     const first = mock.doStreamCalls[0]!;
     expect(first.prompt[0]).toMatchObject({ role: 'system' });
     expect(first.tools).toContainEqual(expect.objectContaining({ type: 'function', name: 'read_file', description: 'Read a file' }));
-    expect(first.prompt.slice(1)).toEqual([{ role: 'user', content: [{ type: 'text', text: 'read a.txt' }] }]);
-    expect(mock.doStreamCalls[1]!.prompt.slice(2)).toEqual([
+    // The user's request, then the first world-state sample (the sandbox policy) as a user message.
+    expect(first.prompt.slice(1, 2)).toEqual([{ role: 'user', content: [{ type: 'text', text: 'read a.txt' }] }]);
+    expect(first.prompt[2]).toMatchObject({ role: 'user', content: [{ type: 'text', text: expect.stringMatching(/^<sandbox_policy>/) }] });
+    expect(mock.doStreamCalls[1]!.prompt.slice(3)).toEqual([
       {
         role: 'assistant',
         content: [

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { INTERRUPTED_RESULT_TEXT, type RequestMessage, type StoredMessage } from '../../src/index.js';
+import type { RequestMessage, StoredMessage } from '../../src/index.js';
 import { failingTool, harness, readFileTool, runTurn, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
@@ -24,7 +24,12 @@ describe('the agent loop (000 §4, §12)', () => {
     expect(h.model.requests).toHaveLength(1);
     expect(h.model.remaining).toBe(0);
     const messages = await stored(h);
-    expect(messages.map((m) => m.message.role)).toEqual(['user', 'assistant']);
+    // The user message, the first world-state sample (the sandbox policy), the answer.
+    expect(messages.map((m) => [m.message.role, m.message.role === 'user' ? m.message.kind : ''])).toEqual([
+      ['user', 'normal'],
+      ['user', 'world_state'],
+      ['assistant', ''],
+    ]);
   });
 
   it('puts a tool result into the next model request', async () => {
@@ -58,7 +63,7 @@ describe('the agent loop (000 §4, §12)', () => {
     // Sequences increase with write order: the database holds them in provider order too.
     expect(results.map((m) => m.sequence)).toEqual([...results.map((m) => m.sequence)].sort((a, b) => a - b));
     const writes = h.storage.calls.filter((c) => c.method === 'appendMessage').map((c) => (c.args[0] as StoredMessage).message.role);
-    expect(writes).toEqual(['assistant', 'tool', 'tool', 'tool', 'assistant']);
+    expect(writes).toEqual(['user', 'assistant', 'tool', 'tool', 'tool', 'assistant']);
   });
 
   it('returns an unknown tool as a ToolNotFound result and lets the model continue', async () => {
@@ -172,21 +177,5 @@ describe('the agent loop (000 §4, §12)', () => {
     expect(outcome).toEqual({ status: 'cancelled' });
     const last = (await stored(h)).at(-1)!.message;
     expect(last).toMatchObject({ toolCallId: 'after', status: 'cancelled', content: 'tool was not executed because the turn already terminated' });
-  });
-
-  it('sends the model a synthesized interrupted result for a stored call without one', async () => {
-    // Built directly on normalize's contract: a call with no result in history.
-    const { normalizeConversation } = await import('../../src/context/normalize.js');
-    const copy = normalizeConversation([
-      { role: 'user', kind: 'normal', text: 'go' },
-      { role: 'assistant', text: '', reasoning: '', toolCalls: [{ id: 'a', name: 'read_file', argumentsText: '{}' }, { id: 'b', name: 'read_file', argumentsText: '{}' }] },
-      { role: 'tool', toolCallId: 'b', toolName: 'read_file', status: 'succeeded', content: 'B' },
-      { role: 'tool', toolCallId: 'b', toolName: 'read_file', status: 'succeeded', content: 'duplicate' },
-      { role: 'tool', toolCallId: 'orphan', toolName: 'read_file', status: 'succeeded', content: 'orphan' },
-    ]);
-    expect(copy.slice(2)).toEqual([
-      { role: 'tool', toolCallId: 'a', toolName: 'read_file', status: 'interrupted', content: INTERRUPTED_RESULT_TEXT },
-      { role: 'tool', toolCallId: 'b', toolName: 'read_file', status: 'success', content: 'B' },
-    ]);
   });
 });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NOT_EXECUTED_RESULT_TEXT, type ModelCallOptions } from '../../src/index.js';
-import { blockingTool, harness, nextUpdate, readFileTool, startTurn, types, writeFileTool, type Harness } from '../support/harness.js';
+import { blockingTool, harness, nextUpdate, readFileTool, startTurn, types, withoutWorldStateMessages, writeFileTool, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -32,7 +32,7 @@ describe('cancellation (RT-2, 000 §12)', () => {
     expect(await h.session.waitForTurn(turnId)).toEqual({ status: 'cancelled' });
     expect(seen.aborted).toBe(true);
     expect((await h.storage.getTurn(turnId))?.status).toBe('cancelled');
-    expect((await h.storage.listMessages(h.session.id)).map((m) => m.message.role)).toEqual(['user']);
+    expect(withoutWorldStateMessages(await h.storage.listMessages(h.session.id)).map((m) => m.message.role)).toEqual(['user']);
   });
 
   it('discards a partial draft when a streaming model call is cancelled', async () => {
@@ -55,7 +55,7 @@ describe('cancellation (RT-2, 000 §12)', () => {
     expect(seen.aborted).toBe(true);
     const t = types(h.updates);
     expect(t.slice(t.indexOf('text_delta'))).toEqual(['text_delta', 'draft_cleared', 'phase_changed', 'turn_finished']);
-    expect((await h.storage.listMessages(h.session.id)).map((m) => m.message.role)).toEqual(['user']);
+    expect(withoutWorldStateMessages(await h.storage.listMessages(h.session.id)).map((m) => m.message.role)).toEqual(['user']);
   });
 
   it('cancels a running tool: its signal aborts, it gets a cancelled result, later calls are cancelled in order', async () => {

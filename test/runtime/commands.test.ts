@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, scriptedModel, sqliteStorage, TurnchartError, type ModelCallOptions } from '../../src/index.js';
-import { harness, nextUpdate, readFileTool, runTurn, startTurn, type Harness } from '../support/harness.js';
+import { harness, nextUpdate, readFileTool, runTurn, startTurn, withoutWorldState, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -86,7 +86,7 @@ describe('session commands (RT-1…RT-7)', () => {
     h = await harness([{ text: 'ok' }]);
     await h.session.startTurn({ clientRequestId: 'c', input: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] });
     await h.session.waitForTurn((await h.session.acceptedTurn('c') as { turnId: string }).turnId);
-    expect(h.model.requests[0]!.messages).toEqual([{ role: 'user', text: 'one\n\ntwo' }]);
+    expect(withoutWorldState(h.model.requests[0]!.messages)).toEqual([{ role: 'user', text: 'one\n\ntwo' }]);
   });
 
   it('delivers agent messages through the mailbox: never a turn of its own, drained before the next model call', async () => {
@@ -101,7 +101,7 @@ describe('session commands (RT-1…RT-7)', () => {
     await h.session.deliverAgentMessage({ from: 'worker-2', text: 'mid-turn news' });
     expect(await h.session.waitForTurn(turnId)).toEqual({ status: 'completed', finalText: 'noted' });
     const [first, second] = h.model.requests;
-    expect(first!.messages).toEqual([
+    expect(withoutWorldState(first!.messages)).toEqual([
       { role: 'user', text: 'go' },
       { role: 'user', text: 'early news' },
     ]);

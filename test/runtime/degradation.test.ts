@@ -1,7 +1,7 @@
 import { config } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteStorage, type ModelCallOptions, type ModelStreamEvent, type StoredMessage } from '../../src/index.js';
-import { harness, readFileTool, runTurn, type Harness } from '../support/harness.js';
+import { harness, readFileTool, runTurn, withoutWorldStateMessages, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -146,7 +146,7 @@ describe('degradation rules (RT-26, 000 §11)', () => {
     expect(outcome).toMatchObject({ status: 'failed', code: 'model_error', message: 'connection reset' });
     const kinds = h.updates.map((u) => u.update.type);
     expect(kinds.slice(kinds.indexOf('text_delta'))).toEqual(['text_delta', 'draft_cleared', 'phase_changed', 'turn_finished']);
-    expect((await h.storage.listMessages(h.session.id)).map(role)).toEqual(['user']);
+    expect(withoutWorldStateMessages(await h.storage.listMessages(h.session.id)).map(role)).toEqual(['user']);
   });
 
   it('a stream without a completed response, or with two, is a model_protocol_error and runs no tool', async () => {

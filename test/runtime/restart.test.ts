@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, defineTool, INTERRUPTED_RESULT_TEXT, scriptedModel, type Runtime } from '../../src/index.js';
 import { durableTargets, type DurableDatabase } from '../support/databases.js';
-import { readFileTool, runTurn, startTurn } from '../support/harness.js';
+import { readFileTool, runTurn, startTurn, withoutWorldState } from '../support/harness.js';
 
 /** A tool whose side effect happens and which then never returns: the process "crashes" inside it. */
 function hangingSideEffect(effects: string[]) {
@@ -71,8 +71,11 @@ describe.each(durableTargets)('restart correction on $name (RT-24, RT-25)', ({ s
     expect(outcome).toEqual({ status: 'completed', finalText: 'the deploy result was lost; I will not retry it' });
     expect(effects).toEqual(['deployed']);
     const request = model.requests[0]!;
-    expect(request.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
-    expect(request.messages[2]).toEqual({
+    // The first turn's user message and sandbox-policy sample, its stored call, then this turn's user message
+    // and the sandbox policy re-sent with a replacement notice (the baseline did not survive the restart).
+    expect(request.messages.map((m) => m.role)).toEqual(['user', 'user', 'assistant', 'tool', 'user', 'user']);
+    expect(request.messages[5]).toEqual({ role: 'user', text: expect.stringMatching(/^The following sandbox policy replaces all previously provided sandbox policy\.\n<sandbox_policy>/) });
+    expect(request.messages[3]).toEqual({
       role: 'tool',
       toolCallId: 'dep-1',
       toolName: 'deploy',
@@ -100,7 +103,7 @@ describe.each(durableTargets)('restart correction on $name (RT-24, RT-25)', ({ s
     expect(await reopened.startTurn({ clientRequestId: 'req-1', input: [{ type: 'text', text: 'again' }] })).toEqual({ ok: true, turnId });
     expect(await reopened.waitForTurn(turnId)).toEqual({ status: 'completed', finalText: 'first answer' });
     await runTurn(reopened, 'question two', 'req-2');
-    expect(model.requests[0]!.messages).toEqual([
+    expect(withoutWorldState(model.requests[0]!.messages)).toEqual([
       { role: 'user', text: 'question one' },
       { role: 'assistant', text: 'first answer', reasoning: '', toolCalls: [] },
       { role: 'user', text: 'question two' },

@@ -1,7 +1,7 @@
 import { firstValueFrom, take, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REPLAY_CAPACITY, type UpdateEnvelope } from '../../src/index.js';
-import { harness, runTurn, type Harness } from '../support/harness.js';
+import { harness, runTurn, withoutWorldStateMessages, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -95,7 +95,7 @@ describe('sequenced updates, replay and snapshot (RT-19…RT-21)', () => {
     const kinds = h.updates.map((u) => u.update.type);
     expect(kinds.filter((k) => k === 'text_delta')).toHaveLength(3);
     expect(kinds.indexOf('draft_cleared')).toBeGreaterThan(kinds.lastIndexOf('text_delta'));
-    const stored = await h.storage.listMessages(h.session.id);
+    const stored = withoutWorldStateMessages(await h.storage.listMessages(h.session.id));
     expect(stored.map((m) => m.message)).toEqual([
       { role: 'user', kind: 'normal', text: 'go' },
       { role: 'assistant', text: 'Hello world', reasoning: '', toolCalls: [] },

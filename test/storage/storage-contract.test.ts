@@ -3,12 +3,15 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatMessage, StoredMessage } from '../../src/protocol/messages.js';
 import type { Plan } from '../../src/protocol/plan.js';
 import type { TraceSpan } from '../../src/protocol/trace.js';
-import type { SessionRow, SessionStorage } from '../../storage/session-storage.js';
+import type { CompactionRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
 import {
   indexNames,
   installInterruptTrap,
+  installRewindTrap,
+  migrateOnlyTo,
   postgresTarget,
   removeInterruptTrap,
+  removeRewindTrap,
   sqliteFileTarget,
   sqliteMemoryTarget,
   type Connected,
@@ -57,6 +60,20 @@ const span = (id: string, sessionId: string, turnId: string, overrides: Partial<
 
 const start = (s: TraceSpan) => ({ type: 'start' as const, span: s });
 
+const checkpoint = (id: string, sessionId: string, position: number, overrides: Partial<CompactionRow> = {}): CompactionRow => ({
+  id,
+  sessionId,
+  position,
+  boundaryMessageId: `${sessionId}-m${position}`,
+  boundarySequence: position * 10,
+  summary: `summary of ${id}: "quoted" ✓ \n newline`,
+  // Odd positions carry a replay text, even ones none, so both shapes round-trip.
+  replayText: position % 2 === 1 ? `replay ${id}` : null,
+  createdAtMs: T0 + position,
+  rewoundAtMs: null,
+  ...overrides,
+});
+
 const completed = (finishedAtMs = T0 + 1) => ({ status: 'completed' as const, errorCode: null, errorMessage: null, finalText: 'done', finishedAtMs });
 
 function describeStorageContract(name: string, target: ContractTarget): void {
@@ -76,6 +93,11 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await storage.close();
       await location.drop();
     });
+
+    async function migrationNames(c: Connected = conn): Promise<string[]> {
+      const { rows } = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(c.db);
+      return rows.map((r) => r.name);
+    }
 
     /** A session with one finished turn, so plans and spans have something to hang on. */
     async function sessionWithTurns(sessionId: string, ...turnIds: string[]): Promise<void> {
@@ -304,13 +326,197 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       });
     });
 
-    it('migrate() is idempotent', async () => {
+    it('appendMessage is idempotent by id: writing an existing id again changes nothing', async () => {
+      await sessionWithTurns('s1', 't1');
+      const original = stored('t1', 's1', 0, user('original'));
+      await storage.appendMessage(original);
+      await storage.appendMessage(original);
+      await storage.appendMessage({ ...original, createdAtMs: T0 + 99, message: user('rewritten') });
+
+      expect(await storage.listMessages('s1')).toEqual([original]);
+      expect(await conn.db.selectFrom('messages').select('id').where('id', '=', original.id).execute()).toHaveLength(1);
+      // Only an id conflict is absorbed: another message on a taken sequence still rejects.
+      await expect(storage.appendMessage(stored('t1', 's1', 0, user('clash'), 'other-id'))).rejects.toThrow();
+      expect(await storage.listMessages('s1')).toEqual([original]);
+    });
+
+    describe('compactions', () => {
+      const NOW = T0 + 50_000;
+
+      /** s1: checkpoints c1, c2, c3; s2: o1, o2. None rewound. */
+      async function checkpoints(): Promise<void> {
+        await storage.createSession(session('s1'));
+        await storage.createSession(session('s2'));
+        for (const [id, position] of [['c1', 1], ['c2', 2], ['c3', 3]] as const) await storage.saveCompaction(checkpoint(id, 's1', position));
+        for (const [id, position] of [['o1', 1], ['o2', 2]] as const) await storage.saveCompaction(checkpoint(id, 's2', position));
+      }
+
+      const rewoundAt = async (sessionId: string) => (await storage.listCompactions(sessionId)).map((c) => [c.id, c.rewoundAtMs]);
+
+      it('round-trips checkpoints, listed by position', async () => {
+        expect(await indexNames(conn.db, target.dialect, 'compactions')).toContain('ix_compactions_session');
+        await storage.createSession(session('s1'));
+        await storage.createSession(session('s2'));
+        expect(await storage.listCompactions('s1')).toEqual([]);
+        expect(await storage.activeCompaction('s1')).toBeUndefined();
+
+        // Saved out of order on purpose: the list sorts by position, not by insertion.
+        const [c1, c2, other] = [checkpoint('c1', 's1', 1), checkpoint('c2', 's1', 2), checkpoint('o1', 's2', 1)];
+        for (const c of [c2, other, c1]) await storage.saveCompaction(c);
+
+        const listed = await storage.listCompactions('s1');
+        expect(listed).toEqual([c1, c2]);
+        expect(listed.every((c) => [c.position, c.boundarySequence, c.createdAtMs].every((n) => typeof n === 'number'))).toBe(true);
+        expect(await storage.activeCompaction('s1')).toEqual(c2);
+        expect(await storage.listCompactions('s2')).toEqual([other]);
+        expect(await storage.listCompactions('missing')).toEqual([]);
+        expect(await storage.activeCompaction('missing')).toBeUndefined();
+      });
+
+      it('keeps positions unique per session and every checkpoint tied to a session', async () => {
+        await storage.createSession(session('s1'));
+        await storage.createSession(session('s2'));
+        await storage.saveCompaction(checkpoint('c1', 's1', 1));
+
+        await expect(storage.saveCompaction(checkpoint('c1-again', 's1', 1))).rejects.toThrow();
+        await expect(storage.saveCompaction(checkpoint('c1', 's1', 2))).rejects.toThrow();
+        await expect(storage.saveCompaction(checkpoint('ghost', 'nobody', 1))).rejects.toThrow();
+        // Another session numbers its own checkpoints.
+        await storage.saveCompaction(checkpoint('o1', 's2', 1));
+
+        expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
+        expect(await storage.listCompactions('s2')).toEqual([checkpoint('o1', 's2', 1)]);
+      });
+
+      it('activeCompaction is the highest position not rewound', async () => {
+        await storage.createSession(session('s1'));
+        await storage.createSession(session('s2'));
+        const rewound = checkpoint('c3', 's1', 3, { rewoundAtMs: NOW });
+        for (const c of [checkpoint('c1', 's1', 1), rewound, checkpoint('c2', 's1', 2)]) await storage.saveCompaction(c);
+        await storage.saveCompaction(checkpoint('o1', 's2', 1, { rewoundAtMs: NOW }));
+
+        expect(await storage.activeCompaction('s1')).toEqual(checkpoint('c2', 's1', 2));
+        expect((await storage.listCompactions('s1'))[2]).toEqual(rewound);
+        // Every checkpoint rewound: the conversation is built from no checkpoint at all.
+        expect(await storage.activeCompaction('s2')).toBeUndefined();
+      });
+
+      it('rewindTo makes a checkpoint active and marks every later one rewound, in that session only', async () => {
+        await checkpoints();
+        const others = await storage.listCompactions('s2');
+
+        await storage.rewindTo('s1', 'c1', NOW);
+        expect(await storage.activeCompaction('s1')).toEqual(checkpoint('c1', 's1', 1));
+        expect(await rewoundAt('s1')).toEqual([
+          ['c1', null],
+          ['c2', NOW],
+          ['c3', NOW],
+        ]);
+        expect(await storage.listCompactions('s2')).toEqual(others);
+        expect(await storage.activeCompaction('s2')).toEqual(checkpoint('o2', 's2', 2));
+
+        // Rewinding to a later, rewound checkpoint re-activates it; the ones above it are rewound as of now.
+        await storage.rewindTo('s1', 'c2', NOW + 1);
+        expect(await storage.activeCompaction('s1')).toEqual(checkpoint('c2', 's1', 2));
+        expect(await rewoundAt('s1')).toEqual([
+          ['c1', null],
+          ['c2', null],
+          ['c3', NOW + 1],
+        ]);
+
+        await storage.rewindTo('s1', 'c3', NOW + 2);
+        expect(await storage.listCompactions('s1')).toEqual([1, 2, 3].map((p) => checkpoint(`c${p}`, 's1', p)));
+        // Rewinding to the active checkpoint changes nothing.
+        await storage.rewindTo('s1', 'c3', NOW + 3);
+        expect(await storage.activeCompaction('s1')).toEqual(checkpoint('c3', 's1', 3));
+        expect(await storage.listCompactions('s2')).toEqual(others);
+      });
+
+      it('rewindTo rejects an id that is not a checkpoint of the session and changes nothing', async () => {
+        await checkpoints();
+        await storage.rewindTo('s1', 'c1', NOW);
+        const before = [await storage.listCompactions('s1'), await storage.listCompactions('s2')];
+
+        await expect(storage.rewindTo('s1', 'missing', NOW + 1)).rejects.toBeInstanceOf(Error);
+        await expect(storage.rewindTo('s1', 'o1', NOW + 1)).rejects.toThrow(/o1/);
+        await expect(storage.rewindTo('s2', 'c2', NOW + 1)).rejects.toThrow(/c2/);
+        await expect(storage.rewindTo('nobody', 'c2', NOW + 1)).rejects.toBeInstanceOf(Error);
+
+        expect([await storage.listCompactions('s1'), await storage.listCompactions('s2')]).toEqual(before);
+      });
+
+      it('rewindTo is one transaction: a failing rewound mark rolls back the un-rewind', async () => {
+        await checkpoints();
+        await storage.rewindTo('s1', 'c1', NOW);
+        await installRewindTrap(conn.db, target.dialect);
+
+        await expect(storage.rewindTo('s1', 'c2', NOW + 1)).rejects.toThrow(/trapped rewind/);
+        expect(await rewoundAt('s1')).toEqual([
+          ['c1', null],
+          ['c2', NOW],
+          ['c3', NOW],
+        ]);
+        expect((await storage.activeCompaction('s1'))?.id).toBe('c1');
+
+        await removeRewindTrap(conn.db, target.dialect);
+        await storage.rewindTo('s1', 'c2', NOW + 1);
+        expect((await storage.activeCompaction('s1'))?.id).toBe('c2');
+      });
+
+      it.runIf(target.durable)('keeps checkpoints and rewinds after closing and reconnecting', async () => {
+        await checkpoints();
+        await storage.rewindTo('s1', 'c2', NOW);
+        await storage.close();
+
+        conn = location.connect();
+        storage = conn.storage;
+        await storage.migrate();
+        expect(await storage.listCompactions('s1')).toEqual([
+          checkpoint('c1', 's1', 1),
+          checkpoint('c2', 's1', 2),
+          checkpoint('c3', 's1', 3, { rewoundAtMs: NOW }),
+        ]);
+        expect(await storage.activeCompaction('s1')).toEqual(checkpoint('c2', 's1', 2));
+        expect(await storage.listCompactions('s2')).toEqual([checkpoint('o1', 's2', 1), checkpoint('o2', 's2', 2)]);
+      });
+    });
+
+    it('migrate() is idempotent and records every migration', async () => {
       await storage.createSession(session('s1'));
+      await storage.saveCompaction(checkpoint('c1', 's1', 1));
       await storage.migrate();
       await storage.migrate();
       expect(await storage.getSession('s1')).toEqual(session('s1'));
-      const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(conn.db);
-      expect(rows.map((r) => r.name)).toEqual(['001_initial']);
+      expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
+      expect(await migrationNames()).toEqual(['001_initial', '002_compactions']);
+    });
+
+    it('migrate() upgrades a database made by 001_initial alone, keeping its data', async () => {
+      const old = await target.create();
+      const oldConn = old.connect();
+      const s = oldConn.storage;
+      try {
+        await migrateOnlyTo(oldConn, '001_initial');
+        expect(await migrationNames(oldConn)).toEqual(['001_initial']);
+        await s.createSession(session('s1'));
+        await s.beginTurn(turn('t1', 's1'), [stored('t1', 's1', 0, user('from before'))]);
+        await s.endTurn('t1', completed());
+        // The simulated old release really has no compactions table.
+        await expect(s.listCompactions('s1')).rejects.toThrow();
+
+        await s.migrate();
+        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions']);
+        expect(await s.getSession('s1')).toEqual(session('s1'));
+        expect(await s.getTurn('t1')).toMatchObject({ status: 'completed', finalText: 'done' });
+        expect(await s.listMessages('s1')).toEqual([stored('t1', 's1', 0, user('from before'))]);
+        expect(await s.listCompactions('s1')).toEqual([]);
+        const c1 = checkpoint('c1', 's1', 1, { boundaryMessageId: 't1-0', boundarySequence: 0 });
+        await s.saveCompaction(c1);
+        expect(await s.activeCompaction('s1')).toEqual(c1);
+      } finally {
+        await s.close();
+        await old.drop();
+      }
     });
 
     it.runIf(target.durable)('keeps everything after closing and reconnecting', async () => {

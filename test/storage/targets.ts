@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql, type Kysely } from 'kysely';
+import { Migrator, sql, type Kysely } from 'kysely';
 import { KyselySessionStorage } from '../../storage/kysely-storage.js';
+import { migrationProvider } from '../../storage/migrations/index.js';
 import { postgresDatabase } from '../../storage/postgres.js';
 import type { Database } from '../../storage/schema.js';
 import type { SessionStorage } from '../../storage/session-storage.js';
@@ -16,6 +17,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface Connected {
   storage: SessionStorage;
   db: Kysely<Database>;
+  /** PostgreSQL only: the schema holding the tables and the migration bookkeeping. */
+  schema?: string;
 }
 
 /** One empty database: connect to it (possibly again, after closing) and finally remove it. */
@@ -71,7 +74,7 @@ export function postgresTarget(connectionString: string): ContractTarget {
       return {
         connect() {
           const db = postgresDatabase({ connectionString, schema });
-          return { db, storage: new KyselySessionStorage(db, { schema }) };
+          return { db, schema, storage: new KyselySessionStorage(db, { schema }) };
         },
         drop: () => dropPostgresSchema(connectionString, schema),
       };
@@ -79,23 +82,50 @@ export function postgresTarget(connectionString: string): ContractTarget {
   };
 }
 
-/** Makes the `turns` half of correctInterrupted fail, to prove the `trace_spans` half is rolled back. */
-export async function installInterruptTrap(db: Kysely<Database>, dialect: Dialect): Promise<void> {
-  if (dialect === 'sqlite') {
-    await sql`create trigger trap_interrupt before update on turns when new.status = 'interrupted'
-      begin select raise(abort, 'trapped interrupt'); end`.execute(db);
-    return;
-  }
-  await sql`create function trap_interrupt() returns trigger language plpgsql as
-      $$ begin raise exception 'trapped interrupt'; end $$`.execute(db);
-  await sql`create trigger trap_interrupt before update on turns for each row
-      when (new.status = 'interrupted') execute function trap_interrupt()`.execute(db);
+/** Applies the migrations up to and including `name` only, as an older release of the package would have. */
+export async function migrateOnlyTo(conn: Connected, name: string): Promise<void> {
+  const { db, schema } = conn;
+  if (schema) await db.schema.createSchema(schema).ifNotExists().execute();
+  const migrator = new Migrator({ db, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) });
+  const { error } = await migrator.migrateTo(name);
+  if (error) throw error instanceof Error ? error : new Error(`migration failed: ${String(error)}`);
 }
 
-export async function removeInterruptTrap(db: Kysely<Database>, dialect: Dialect): Promise<void> {
-  if (dialect === 'sqlite') await sql`drop trigger trap_interrupt`.execute(db);
-  else await sql`drop trigger trap_interrupt on turns`.execute(db);
+interface Trap {
+  name: string;
+  table: string;
+  /** Plain SQL over `new`, valid on both dialects. */
+  when: string;
+  message: string;
 }
+
+/** A trigger that aborts, with `message`, any update of `table` whose new row matches `when`. */
+async function installTrap(db: Kysely<Database>, dialect: Dialect, { name, table, when, message }: Trap): Promise<void> {
+  if (dialect === 'sqlite') {
+    await sql`create trigger ${sql.id(name)} before update on ${sql.table(table)} when ${sql.raw(when)}
+      begin select raise(abort, ${sql.lit(message)}); end`.execute(db);
+    return;
+  }
+  await sql`create function ${sql.id(name)}() returns trigger language plpgsql as
+      ${sql.lit(`begin raise exception '${message}'; end`)}`.execute(db);
+  await sql`create trigger ${sql.id(name)} before update on ${sql.table(table)} for each row
+      when (${sql.raw(when)}) execute function ${sql.id(name)}()`.execute(db);
+}
+
+async function removeTrap(db: Kysely<Database>, dialect: Dialect, { name, table }: Trap): Promise<void> {
+  if (dialect === 'sqlite') await sql`drop trigger ${sql.id(name)}`.execute(db);
+  else await sql`drop trigger ${sql.id(name)} on ${sql.table(table)}`.execute(db);
+}
+
+/** Makes the `turns` half of correctInterrupted fail, to prove the `trace_spans` half is rolled back. */
+const interruptTrap: Trap = { name: 'trap_interrupt', table: 'turns', when: "new.status = 'interrupted'", message: 'trapped interrupt' };
+export const installInterruptTrap = (db: Kysely<Database>, dialect: Dialect) => installTrap(db, dialect, interruptTrap);
+export const removeInterruptTrap = (db: Kysely<Database>, dialect: Dialect) => removeTrap(db, dialect, interruptTrap);
+
+/** Makes marking a checkpoint rewound fail, to prove rewindTo's un-rewind of its target is rolled back. */
+const rewindTrap: Trap = { name: 'trap_rewind', table: 'compactions', when: 'new.rewound_at_ms is not null', message: 'trapped rewind' };
+export const installRewindTrap = (db: Kysely<Database>, dialect: Dialect) => installTrap(db, dialect, rewindTrap);
+export const removeRewindTrap = (db: Kysely<Database>, dialect: Dialect) => removeTrap(db, dialect, rewindTrap);
 
 export async function indexNames(db: Kysely<Database>, dialect: Dialect, table: string): Promise<string[]> {
   const query =

@@ -9,6 +9,7 @@ import {
   type RuntimeOptions,
   type ScriptedStep,
   type SessionHandle,
+  type StoredMessage,
   type UpdateEnvelope,
   scriptedModel,
 } from '../../src/index.js';
@@ -129,4 +130,16 @@ export async function startTurn(session: SessionHandle, text: string, clientRequ
   const started = await session.startTurn({ clientRequestId, input: [{ type: 'text', text }] });
   if (!started.ok) throw new Error(`turn refused: ${JSON.stringify(started.error)}`);
   return started.turnId;
+}
+
+const WORLD_STATE_OPENINGS = ['<user_project_context', '<project_instructions', '<available_skills', '<sandbox_policy>', 'The following ', 'The previously provided '];
+
+/** Request messages without the world-state renders, for tests about the rest of the conversation. */
+export function withoutWorldState<M extends { role: string; text?: string }>(messages: readonly M[]): M[] {
+  return messages.filter((m) => !(m.role === 'user' && WORLD_STATE_OPENINGS.some((opening) => m.text?.startsWith(opening))));
+}
+
+/** Stored messages without world-state messages. */
+export function withoutWorldStateMessages(messages: readonly StoredMessage[]): StoredMessage[] {
+  return messages.filter((m) => !(m.message.role === 'user' && m.message.kind === 'world_state'));
 }

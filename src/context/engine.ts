@@ -1,0 +1,77 @@
+import { estimateTokens } from '../protocol/commands.js';
+import type { ModelCapabilities, ModelRequest, SystemPart, ToolDefinition } from '../protocol/model.js';
+import { TurnFailure } from '../protocol/tool-result.js';
+import { measureBudget, type ContextBudgetEstimate } from './budget.js';
+import type { ConversationItem } from './conversation.js';
+import { normalizeConversation, SYNTHETIC, type SourcedMessage } from './normalize.js';
+import { projectToolResult } from './projection.js';
+import { pruneMessage } from './prune.js';
+
+/** CW-8: a system context part must estimate under this many tokens. */
+export const SYSTEM_PART_TOKEN_LIMIT = 10_000;
+
+/** The three regions and what shapes their copy (CW-1). */
+export interface PrepareSources {
+  system: readonly SystemPart[];
+  conversation: readonly ConversationItem[];
+  tools: readonly ToolDefinition[];
+  capabilities: ModelCapabilities;
+  /** Stored messages below this sequence have long tool results pruned (CW-4). */
+  watermark: number;
+}
+
+export interface PreparedModelCall {
+  request: ModelRequest;
+  budget: ContextBudgetEstimate;
+  /** For each request message: the stored message id it renders, or `synthetic`. */
+  provenance: string[];
+}
+
+/** A request that cannot be assembled fails the model call as `model_protocol_error` (RT-9). */
+export class ContextAssemblyError extends TurnFailure {
+  constructor(
+    readonly reason: 'InvalidSystemContext' | 'SystemMessageInConversation',
+    message: string,
+  ) {
+    super('model_protocol_error', `${reason}: ${message}`);
+    this.name = 'ContextAssemblyError';
+  }
+}
+
+/**
+ * `ContextEngine.prepare` (CW-1, CW-6): the only place the three regions meet. It prunes, projects
+ * and normalizes a copy of the conversation, validates, measures, and builds a provider-agnostic
+ * request — system parts first, then the conversation, tools in `tools`, `maxOutputTokens` from the
+ * model, no sampling parameters. Deterministic and side-effect free: same sources, same bytes.
+ */
+export function prepare(sources: PrepareSources): PreparedModelCall {
+  validateSystem(sources.system);
+  const copy: SourcedMessage[] = sources.conversation.map(({ message, provenance }) => {
+    if ((message.role as string) === 'system') throw new ContextAssemblyError('SystemMessageInConversation', 'a system message is in the conversation');
+    const real = provenance.kind === 'real';
+    const pruned = real && provenance.sequence < sources.watermark ? pruneMessage(message) : message;
+    return { message: pruned.role === 'tool' ? projectToolResult(pruned) : pruned, source: real ? provenance.messageId : SYNTHETIC };
+  });
+  const { messages, provenance } = normalizeConversation(copy, { dataBlocks: sources.capabilities.dataBlocks === true });
+  const request: ModelRequest = {
+    system: sources.system.map((part) => ({ key: part.key, content: part.content })),
+    messages,
+    tools: [...sources.tools],
+    maxOutputTokens: sources.capabilities.maxOutputTokens,
+  };
+  return { request, budget: measureBudget(request), provenance };
+}
+
+function validateSystem(parts: readonly SystemPart[]): void {
+  const keys = new Set<string>();
+  for (const part of parts) {
+    if (part.key.trim() === '') throw new ContextAssemblyError('InvalidSystemContext', 'a system part has an empty key');
+    if (keys.has(part.key)) throw new ContextAssemblyError('InvalidSystemContext', `the system part key '${part.key}' is used twice`);
+    keys.add(part.key);
+    if (part.content.trim() === '') throw new ContextAssemblyError('InvalidSystemContext', `the system part '${part.key}' is empty`);
+    const tokens = estimateTokens(part.content);
+    if (tokens >= SYSTEM_PART_TOKEN_LIMIT) {
+      throw new ContextAssemblyError('InvalidSystemContext', `the system part '${part.key}' estimates ${tokens} tokens (limit ${SYSTEM_PART_TOKEN_LIMIT})`);
+    }
+  }
+}

@@ -1,0 +1,20 @@
+import type { SystemPart, ToolDefinition } from '../protocol/model.js';
+
+const PLAN_RULES =
+  'Keep your plan current with update_plan when the task has several steps: send the whole plan each time, with at most one step in_progress.';
+const TOOL_RULES =
+  'Tool calls in one response run one at a time, in order. Each tool result says whether it succeeded; on an error, decide what to do next.';
+
+/**
+ * The system context (CW-1): one part, `core/agent-system` — the agent prompt plus the rules of the
+ * tools actually advertised. Resolved once per turn and byte-stable for a session's lifetime.
+ */
+export function systemContext(agentPrompt: string, tools: readonly ToolDefinition[]): SystemPart[] {
+  const rules = [tools.length > 0 ? TOOL_RULES : '', tools.some((t) => t.name === 'update_plan') ? PLAN_RULES : ''].filter(Boolean);
+  return [{ key: 'core/agent-system', content: [agentPrompt, ...rules].join('\n\n') }];
+}
+
+/** The system context of a summary request (CP-2): the agent prompt without tool-surface rules. */
+export function summarySystemContext(agentPrompt: string): SystemPart[] {
+  return [{ key: 'core/agent-system', content: agentPrompt }];
+}

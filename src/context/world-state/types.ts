@@ -1,0 +1,47 @@
+import type { WorldStateSection } from '../../protocol/messages.js';
+import type { PermissionMode } from '../../../storage/session-storage.js';
+import type { SkillsConfig } from '../../skills/types.js';
+
+export type { WorldStateSection };
+
+/** CW-2: the order sections are captured, compared and appended in. */
+export const SECTION_ORDER: readonly WorldStateSection[] = [
+  'runtime/user-project-context',
+  'project/AGENTS.md',
+  'skills/catalog',
+  'runtime/sandbox-policy',
+];
+
+/** Where a session's world state comes from. */
+export interface WorldStateSources {
+  /** The session's workspace; null → no project context and no AGENTS.md section. */
+  workspaceDir: string | null;
+  /** The runtime's skills directory; null → no catalog section. */
+  skills: SkillsConfig | null;
+  permissionMode: PermissionMode;
+}
+
+/** The rendered body of every section right now; `null` = the section is absent. */
+export type WorldStateCapture = ReadonlyMap<WorldStateSection, string | null>;
+
+/** What was last sent per section (memory only, empty after a restart). */
+export type WorldStateBaseline = ReadonlyMap<WorldStateSection, string>;
+
+/** One message to append: the section and the full text (notice + body, or the invalidation notice). */
+export interface WorldStateMessage {
+  section: WorldStateSection;
+  text: string;
+}
+
+export type WorldStateErrorCode = 'user_project_context_error' | 'project_instruction_error' | 'skill_catalog_task_error';
+
+/** A source that cannot be read fails the turn with its section's code, before any model call. */
+export class WorldStateError extends Error {
+  constructor(
+    readonly code: WorldStateErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WorldStateError';
+  }
+}

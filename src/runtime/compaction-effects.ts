@@ -1,0 +1,86 @@
+import { CompactionError } from '../compaction/compaction-error.js';
+import { summaryRequest } from '../compaction/summary-request.js';
+import { lastRealUserRequest } from '../context/conversation.js';
+import { consumeModelStream } from '../model/consume-stream.js';
+import type { SessionEnv, RuntimeDeps } from './session-env.js';
+import { loadConversation } from './load-conversation.js';
+
+const SILENT = { text: () => undefined, reasoning: () => undefined };
+
+/**
+ * Compaction, rewind and reload (CP-1…CP-4). Each ends by installing the conversation from storage
+ * — the same load a restart does — so what a turn sees afterwards is exactly what survives a crash.
+ */
+export function compactionEffects(deps: RuntimeDeps) {
+  const { storage, env: envOf, now } = deps;
+
+  /** Summarize the current view, store the checkpoint, install it. */
+  const compact = async (input: { sessionId: string }, signal: AbortSignal): Promise<{ compactionId: string }> => {
+    const env = envOf(input.sessionId);
+    const items = env.chat.view();
+    const boundary = [...items].reverse().find((item) => item.provenance.kind === 'real');
+    if (!boundary || boundary.provenance.kind !== 'real') throw new CompactionError('there is nothing new to compact', false, 'NothingToCompact');
+    const summary = await summarize(env, signal);
+    let position: number;
+    const id = deps.newId('cmp');
+    try {
+      position = (await storage.listCompactions(env.id)).reduce((max, row) => Math.max(max, row.position), 0) + 1;
+      await storage.saveCompaction({
+        id,
+        sessionId: env.id,
+        position,
+        boundaryMessageId: boundary.provenance.messageId,
+        boundarySequence: boundary.provenance.sequence,
+        summary,
+        replayText: lastRealUserRequest(items),
+        createdAtMs: now(),
+        rewoundAtMs: null,
+      });
+    } catch (error) {
+      throw new CompactionError(`the checkpoint could not be stored: ${messageOf(error)}`);
+    }
+    await install(env);
+    return { compactionId: id };
+  };
+
+  const rewindConversation = async (input: { sessionId: string; compactionId: string }): Promise<void> => {
+    const env = envOf(input.sessionId);
+    const known = (await storage.listCompactions(env.id)).some((row) => row.id === input.compactionId);
+    if (!known) throw new CompactionError(`no checkpoint '${input.compactionId}' in this session`, false, 'UnknownCompaction');
+    await storage.rewindTo(env.id, input.compactionId, now());
+    await install(env);
+  };
+
+  const reloadConversation = async (input: { sessionId: string }): Promise<void> => {
+    await install(envOf(input.sessionId));
+  };
+
+  async function summarize(env: SessionEnv, signal: AbortSignal): Promise<string> {
+    const request = summaryRequest(env.agent.systemPrompt, env.chat.view(), deps.model.capabilities);
+    try {
+      const response = await consumeModelStream(deps.model, request, signal, SILENT);
+      const text = response.text.trim();
+      if (text === '') throw new Error('the model returned an empty summary');
+      return text;
+    } catch (error) {
+      throw new CompactionError(`the summary could not be produced: ${messageOf(error)}`);
+    }
+  }
+
+  async function install(env: SessionEnv): Promise<void> {
+    try {
+      const { chat } = await loadConversation(storage, env.id);
+      chat.watermark = env.chat.watermark;
+      env.chat = chat;
+      env.prepared = null;
+    } catch (error) {
+      throw new CompactionError(`the checkpoint is stored but the conversation could not be reloaded: ${messageOf(error)}`, true);
+    }
+  }
+
+  return { handlers: { compact, rewindConversation, reloadConversation } };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,27 @@
+import type { SampleInput } from '../../machines/turn.machine.js';
+import { captureWorldState, nextBaseline, renderWorldStateDiff, scanRetainedSections, WorldStateError } from '../context/world-state/index.js';
+import { TurnFailure } from '../protocol/tool-result.js';
+import { persistAndAppend, type RuntimeDeps } from './session-env.js';
+
+/**
+ * CW-2's sampling before every model call: capture the four sources, diff against the baseline and
+ * what the conversation still holds, write and append one message per changed section (ids are
+ * idempotent), and only then move the baseline.
+ */
+export function worldStateEffects(deps: RuntimeDeps) {
+  const sampleWorldState = async (input: SampleInput): Promise<void> => {
+    const env = deps.env(input.sessionId);
+    const sources = { workspaceDir: env.workspaceDir, skills: deps.skills, permissionMode: env.permissionMode };
+    const { capture, warnings } = await captureWorldState(sources).catch((error: unknown) => {
+      throw error instanceof WorldStateError ? new TurnFailure(error.code, error.message) : error;
+    });
+    for (const warning of warnings) deps.warn(warning);
+    const changed = renderWorldStateDiff(capture, env.baseline, scanRetainedSections(env.chat.conversation()));
+    for (const { section, text } of changed) {
+      const id = `world-state:${input.turnId}:${input.modelCallIndex}:${input.sample}:${section}`;
+      await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'world_state', section, text }, id);
+    }
+    env.baseline = nextBaseline(capture);
+  };
+  return { handlers: { sampleWorldState } };
+}

@@ -1,0 +1,71 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { estimateTokens } from '../protocol/commands.js';
+import { WorldStateError } from '../context/world-state/types.js';
+import { parseSkillFile, type ParsedSkillFile } from './frontmatter.js';
+import { SKILL_TOKEN_LIMIT, type SkillResolution, type SkillSnapshot, type SkillsConfig, type SkillSummary } from './types.js';
+
+/** Every enabled skill, by name. A broken skill folder is a warning for the log, never a failed turn. */
+export async function listSkills(config: SkillsConfig): Promise<{ skills: SkillSummary[]; warnings: string[] }> {
+  let names: string[];
+  try {
+    const entries = await readdir(config.dir, { withFileTypes: true });
+    names = entries.filter((e) => e.isDirectory()).map((e) => e.name);
+  } catch (error) {
+    // No skills directory simply means no skills; one that exists but cannot be listed is a fault.
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { skills: [], warnings: [] };
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new WorldStateError('skill_catalog_task_error', `skills directory ${config.dir}: ${reason}`);
+  }
+
+  const disabled = new Set(config.disabled ?? []);
+  const skills: SkillSummary[] = [];
+  const warnings: string[] = [];
+  for (const name of names.filter((n) => !disabled.has(n)).sort(byCodeUnits)) {
+    const file = skillFile(config, name);
+    const read = await readSkillFile(file);
+    if ('warning' in read) warnings.push(`skill ${name}: ${read.warning}`);
+    else skills.push({ name, description: read.parsed.description, path: file });
+  }
+  return { skills, warnings };
+}
+
+/** Resolves a selected skill and snapshots its body now, so later edits on disk do not change the turn. */
+export async function resolveSkill(config: SkillsConfig | null, name: string): Promise<SkillResolution> {
+  const unknown: SkillResolution = { ok: false, error: { code: 'UnknownSkill', name } };
+  // A name is one folder name, never a path: `../x` must not reach outside the skills directory.
+  if (config === null || !isFolderName(name) || (config.disabled ?? []).includes(name)) return unknown;
+  const file = skillFile(config, name);
+  const read = await readSkillFile(file);
+  if ('warning' in read) return unknown;
+  const tokens = estimateTokens(read.parsed.body);
+  if (tokens >= SKILL_TOKEN_LIMIT) return { ok: false, error: { code: 'SkillTooLarge', name, tokens } };
+  return { ok: true, skill: { name, path: file, body: read.parsed.body } };
+}
+
+/** The text of the `skill_instruction` message that carries a snapshot into the conversation. */
+export function skillInstructionText(snapshot: SkillSnapshot): string {
+  return `<skill name="${snapshot.name}" path="${snapshot.path}">\n${snapshot.body}\n</skill>`;
+}
+
+function skillFile(config: SkillsConfig, name: string): string {
+  return path.resolve(config.dir, name, 'SKILL.md');
+}
+
+function isFolderName(name: string): boolean {
+  return name !== '' && name !== '.' && name !== '..' && !/[/\\\0]/.test(name);
+}
+
+async function readSkillFile(file: string): Promise<{ parsed: ParsedSkillFile } | { warning: string }> {
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(await readFile(file));
+    return { parsed: parseSkillFile(text) };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { warning: 'no SKILL.md' };
+    return { warning: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
