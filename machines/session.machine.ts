@@ -3,7 +3,16 @@ import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import { turnMachine, type TurnLimits } from './turn.machine.js';
 import { notProvided } from './not-provided.js';
-import { EFFECT_PORT, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
+import {
+  EFFECT_PORT,
+  isPendingEffect,
+  requestEffectAction,
+  type AwaitsEffects,
+  type EffectCall,
+  type EffectCancel,
+  type EffectReply,
+  type EffectRequest,
+} from './effect-port.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
@@ -20,8 +29,10 @@ export interface SessionInput {
 }
 
 export type CommandReply =
-  | { ok: true; turnId?: string }
+  | { ok: true; turnId?: string; compactionId?: string }
   | { ok: false; error: { code: 'Busy'; turnId: string } }
+  | { ok: false; error: { code: 'SessionActive' } }
+  | { ok: false; error: { code: string; message: string } }
   | { ok: false; error: { code: 'ReloadRequired' } }
   | { ok: false; error: { code: 'TurnNotActive' } }
   | { ok: false; error: { code: 'PermissionNotPending' } };
@@ -32,12 +43,17 @@ export interface SessionContext extends SessionInput, AwaitsEffects {
   lastOutcome: { turnId: string; outcome: TurnOutcome } | null;
   /** The answer to the last command, tagged with the command's id. */
   reply: { commandId: string; result: CommandReply } | null;
+  /** A compaction, rewind or reload in progress, and the command waiting for its answer. */
+  maintenance: { commandId: string; effect: EffectCall<SessionEffects> } | null;
 }
 
 export type SessionEvent =
   | { type: 'session.start_turn'; commandId: string; turnId: string; clientRequestId: string }
   | { type: 'session.cancel_turn'; commandId: string; turnId: string }
   | { type: 'session.resolve_permission'; commandId: string; turnId: string; toolCallId: string; decision: PermissionDecision }
+  | { type: 'session.compact'; commandId: string }
+  | { type: 'session.rewind'; commandId: string; compactionId: string }
+  | { type: 'session.reload'; commandId: string }
   | { type: 'session.stop' }
   | { type: 'session.require_reload' }
   | { type: 'turn.permission_requested'; turnId: string; toolCallId: string; name: string; paths: string[] }
@@ -54,7 +70,27 @@ export interface FinishTurnInput {
 export type SessionEffects = {
   /** Stores the terminal status (a turn is over only once stored). */
   finishTurn: { input: FinishTurnInput; output: void };
+  /** Manual compaction (RT-6, CP-3): summarize, store a checkpoint, install it. */
+  compact: { input: { sessionId: string }; output: { compactionId: string } };
+  /** Makes an earlier checkpoint the active one and installs it (CP-3). */
+  rewindConversation: { input: { sessionId: string; compactionId: string }; output: void };
+  /** Loads the conversation from storage again, the way out of `reloadRequired` (CP-4). */
+  reloadConversation: { input: { sessionId: string }; output: void };
 };
+
+type Maintenance = Extract<SessionEvent, { type: 'session.compact' | 'session.rewind' | 'session.reload' }>;
+
+function maintenanceEffect(sessionId: string, event: Maintenance): EffectCall<SessionEffects> {
+  if (event.type === 'session.rewind') return { name: 'rewindConversation', input: { sessionId, compactionId: event.compactionId } };
+  return event.type === 'session.compact' ? { name: 'compact', input: { sessionId } } : { name: 'reloadConversation', input: { sessionId } };
+}
+
+/** A failed compaction, rewind or reload as a command answer: the error's command code and message. */
+function maintenanceFailure(error: unknown): CommandReply {
+  const code = (error as { commandCode?: unknown } | null)?.commandCode;
+  const message = error instanceof Error ? error.message : String(error);
+  return { ok: false, error: { code: typeof code === 'string' ? code : 'CompactionFailed', message } };
+}
 
 type Commanded = Extract<SessionEvent, { commandId: string }>;
 
@@ -113,6 +149,32 @@ export const sessionMachine = setup({
     replyTurnNotActive: assign({
       reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'TurnNotActive' } }),
     }),
+    beginMaintenance: assign({
+      maintenance: ({ context, event }) => ({
+        commandId: (event as Maintenance).commandId,
+        effect: maintenanceEffect(context.sessionId, event as Maintenance),
+      }),
+    }),
+    replySessionActive: assign({
+      reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'SessionActive' } }),
+    }),
+    replyMaintenanceDone: assign({
+      reply: ({ context, event }) => ({
+        commandId: context.maintenance?.commandId ?? '',
+        result: { ok: true, ...((event as Extract<EffectReply, { type: 'effect.done' }>).output as { compactionId?: string } | undefined) },
+      }),
+      reloadRequired: false,
+      maintenance: null,
+    }),
+    replyMaintenanceFailed: assign({
+      reply: ({ context, event }) => ({
+        commandId: context.maintenance?.commandId ?? '',
+        result: maintenanceFailure((event as Extract<EffectReply, { type: 'effect.failed' }>).error),
+      }),
+      reloadRequired: ({ context, event }) =>
+        context.reloadRequired || ((event as Extract<EffectReply, { type: 'effect.failed' }>).error as { reloadRequired?: unknown } | null)?.reloadRequired === true,
+      maintenance: null,
+    }),
     replyPermissionNotPending: assign({
       reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'PermissionNotPending' } }),
     }),
@@ -127,6 +189,7 @@ export const sessionMachine = setup({
     pendingPermission: null,
     lastOutcome: null,
     reply: null,
+    maintenance: null,
   }),
   // One effect port serves the session, its turn and the turn's tool calls for the session's lifetime.
   invoke: { id: EFFECT_PORT, systemId: EFFECT_PORT, src: 'effectPort' },
@@ -135,6 +198,10 @@ export const sessionMachine = setup({
     'session.require_reload': { actions: assign({ reloadRequired: true }) },
     'session.cancel_turn': { actions: 'replyTurnNotActive' },
     'session.resolve_permission': { actions: 'replyTurnNotActive' },
+    // RT-6: compaction, rewind and reload only while nothing else runs.
+    'session.compact': { actions: 'replySessionActive' },
+    'session.rewind': { actions: 'replySessionActive' },
+    'session.reload': { actions: 'replySessionActive' },
   },
   states: {
     idle: {
@@ -157,6 +224,12 @@ export const sessionMachine = setup({
             ],
           },
         ],
+        'session.compact': [
+          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
+          { target: 'maintaining', actions: 'beginMaintenance' },
+        ],
+        'session.rewind': { target: 'maintaining', actions: 'beginMaintenance' },
+        'session.reload': { target: 'maintaining', actions: 'beginMaintenance' },
       },
     },
     running: {
@@ -219,6 +292,19 @@ export const sessionMachine = setup({
           ],
         },
         'turn.permission_settled': { actions: assign({ pendingPermission: null }) },
+      },
+    },
+    /** A manual compaction, a rewind or a reload: the conversation is being replaced, so no turn may start. */
+    maintaining: {
+      entry: { type: 'requestEffect', params: ({ context }) => context.maintenance!.effect },
+      on: {
+        'effect.done': { guard: 'isPendingEffect', target: 'idle', actions: 'replyMaintenanceDone' },
+        'effect.failed': { guard: 'isPendingEffect', target: 'idle', actions: 'replyMaintenanceFailed' },
+        'session.start_turn': [
+          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
+          { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
+          { actions: 'replySessionActive' },
+        ],
       },
     },
     finishing: {

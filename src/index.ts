@@ -1,6 +1,6 @@
 /** turnchart — an actor-model runtime for AI-agent sessions on XState v5 statecharts. */
 
-export { createRuntime, Runtime, type RuntimeOptions } from './runtime/runtime.js';
+export { createRuntime, Runtime, type RuntimeOptions, type ContextWindowPreview } from './runtime/runtime.js';
 export {
   SessionHandle,
   type SessionSnapshot,
@@ -10,7 +10,16 @@ export {
   type DeliverResult,
   type SetModeResult,
   type WaitResult,
+  type CompactResult,
+  type RewindResult,
 } from './runtime/session-handle.js';
+export { ContextEngine, prepare, type PrepareSources, type PreparedModelCall, ContextAssemblyError } from './context/engine.js';
+export { measureBudget, type ContextBudgetEstimate } from './context/budget.js';
+export { contextLimits, reachesCompactionLine, type ModelContextLimits } from './context/limits.js';
+export type { ConversationItem, Provenance } from './context/conversation.js';
+export { ChatState, ChatStateError } from './runtime/chat-state.js';
+export type { SkillsConfig } from './skills/types.js';
+export { EFFECT_PORT, type EffectContract, type EffectCall } from '../machines/effect-port.js';
 export type { RuntimeView, LiveToolCall, PendingApproval } from './runtime/live-view.js';
 export { REPLAY_CAPACITY, type ReplayResult } from './runtime/update-stream.js';
 export { DEFAULT_AGENTS, type AgentConfig, type AgentDefinition } from './runtime/agents.js';

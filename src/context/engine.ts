@@ -75,3 +75,6 @@ function validateSystem(parts: readonly SystemPart[]): void {
     }
   }
 }
+
+/** The seed's name for the assembly step (001 §6); `prepare` is the same function. */
+export const ContextEngine = { prepare } as const;

@@ -5,7 +5,11 @@ import { z } from 'zod';
 import type { CorrectionReport, SessionRow, SessionStorage } from '../../storage/session-storage.js';
 import { createSessionSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
-import type { ModelPort } from '../protocol/model.js';
+import type { ModelPort, RequestMessage, SystemPart, ToolDefinition } from '../protocol/model.js';
+import type { ContextBudgetEstimate } from '../context/budget.js';
+import { prepare } from '../context/engine.js';
+import { contextLimits } from '../context/limits.js';
+import { systemContext } from '../context/system-context.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { Toolset } from '../tools/toolset.js';
@@ -20,6 +24,19 @@ import { SessionHandle } from './session-handle.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
 import { TraceRecorder } from './trace-recorder.js';
 import { UpdateStream } from './update-stream.js';
+
+/** What `inspectContextWindow` shows (CW-9). */
+export interface ContextWindowPreview {
+  system: SystemPart[];
+  conversation: RequestMessage[];
+  /** For each conversation message: the stored message id it renders, or `synthetic`. */
+  provenance: string[];
+  tools: ToolDefinition[];
+  budget: ContextBudgetEstimate;
+  autoCompactTokenLimit: number;
+  /** Estimated input plus reserved output, as a percentage of the point where compaction starts. */
+  percentUsed: number;
+}
 
 export interface RuntimeOptions {
   storage: SessionStorage;
@@ -67,7 +84,7 @@ export class Runtime {
     private readonly options: RuntimeOptions,
     private readonly agents: Record<string, AgentDefinition>,
     private readonly trace: TraceRecorder,
-    toolset: Toolset,
+    private readonly toolset: Toolset,
     /** What the startup correction changed. */
     readonly correction: CorrectionReport,
   ) {
@@ -88,6 +105,34 @@ export class Runtime {
   /** Trace signals lost to a full queue or a failing write (RT-26). */
   get droppedSignals(): number {
     return this.trace.droppedSignals;
+  }
+
+  /**
+   * CW-9: a read-only preview of the next request, built by the same `prepare` from the session's
+   * current conversation — without sampling world state and without calling the model.
+   */
+  async inspectContextWindow(sessionId: string): Promise<ContextWindowPreview> {
+    const { env } = this.sessions.get(sessionId) ?? (await this.openSession(sessionId), this.sessions.get(sessionId)!);
+    const { capabilities } = this.options.model;
+    const prepared = prepare({
+      system: systemContext(env.agent.systemPrompt, this.toolset.definitions),
+      conversation: env.chat.view(),
+      tools: this.toolset.definitions,
+      capabilities,
+      watermark: env.chat.watermark,
+    });
+    const limits = contextLimits(capabilities);
+    const line = Math.min(limits.autoCompactTokenLimit, limits.effectiveInputTokens);
+    const used = prepared.budget.estimatedInputTokens + prepared.budget.reservedOutputTokens;
+    return {
+      system: prepared.request.system,
+      conversation: prepared.request.messages,
+      provenance: prepared.provenance,
+      tools: prepared.request.tools,
+      budget: prepared.budget,
+      autoCompactTokenLimit: limits.autoCompactTokenLimit,
+      percentUsed: line > 0 ? Math.round((1000 * used) / line) / 10 : 100,
+    };
   }
 
   /** Resolves once every trace signal queued so far is written or dropped. */
@@ -169,7 +214,7 @@ export class Runtime {
     });
     // An error inside a chart is a defect; observing it keeps it from becoming an unhandled crash.
     actor.subscribe({ error: (error) => console.error(`turnchart session ${row.id} failed:`, error) });
-    const handle = new SessionHandle(row.id, actor, env, this.services);
+    const handle = new SessionHandle(row.id, actor, env, this.services, this.skills);
     this.sessions.set(row.id, { handle, env });
     actor.start();
     return handle;

@@ -26,7 +26,7 @@ export function sessionEffects(deps: TurnEffectDeps) {
   };
 
   return {
-    handlers: { finishTurn } satisfies EffectHandlers<SessionEffects>,
+    handlers: { finishTurn } satisfies Pick<EffectHandlers<SessionEffects>, 'finishTurn'>,
     actions: {
       emitTurnStarted: ({ context }: { context: SessionContext }, params: { turnId: string; clientRequestId: string }) =>
         emit(envOf(context.sessionId), params.turnId, { type: 'turn_started', clientRequestId: params.clientRequestId }),

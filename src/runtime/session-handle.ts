@@ -20,6 +20,8 @@ import type { RuntimeView } from './live-view.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
 import type { ReplayResult } from './update-stream.js';
+import { resolveSkill, skillInstructionText } from '../skills/skill-directory.js';
+import type { SkillsConfig } from '../skills/types.js';
 
 export const AGENT_MESSAGE_TOKEN_LIMIT = 4_000;
 
@@ -33,7 +35,9 @@ export type StartTurnResult =
         | { code: 'Busy'; turnId: string }
         | { code: 'EmptyInput' }
         | { code: 'ReloadRequired' }
+        | { code: 'SessionActive' }
         | { code: 'UnknownSkill'; name: string }
+        | { code: 'SkillTooLarge'; name: string; tokens: number }
         | InvalidInput
         | Stopped;
     };
@@ -45,6 +49,12 @@ export type ResolvePermissionResult =
 export type DeliverResult = { ok: true } | { ok: false; error: { code: 'MessageTooLarge'; tokens: number } | InvalidInput | Stopped };
 export type SetModeResult = { ok: true } | { ok: false; error: { code: 'PersistenceError'; message: string } | InvalidInput | Stopped };
 export type WaitResult = TurnOutcome | { status: 'unknown_turn' };
+export type CompactResult =
+  | { ok: true; compactionId: string }
+  | { ok: false; error: { code: 'SessionActive' } | { code: 'ReloadRequired' } | { code: string; message: string } | Stopped };
+export type RewindResult =
+  | { ok: true }
+  | { ok: false; error: { code: 'SessionActive' } | { code: 'UnknownCompaction'; message: string } | { code: string; message: string } | InvalidInput | Stopped };
 
 export interface SessionSnapshot {
   version: 7;
@@ -68,6 +78,7 @@ export class SessionHandle {
     readonly actor: Actor<ProvidedSessionMachine>,
     private readonly env: SessionEnv,
     private readonly services: RuntimeServices,
+    private readonly skills: SkillsConfig | null = null,
   ) {
     this.updates$ = env.updates.updates$;
   }
@@ -81,12 +92,16 @@ export class SessionHandle {
     const parsed = startTurnSchema.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
     const { clientRequestId, input } = parsed.data;
-    const skill = input.find((part) => part.type === 'skill');
     const texts = input.flatMap((part) => (part.type === 'text' && part.text.trim() !== '' ? [part.text] : []));
     if (texts.length === 0) return { ok: false, error: { code: 'EmptyInput' } };
-    // Skills are resolved by the context layer; with none configured, every name is unknown.
-    if (skill) return { ok: false, error: { code: 'UnknownSkill', name: skill.name } };
-    const messages: ChatMessage[] = [{ role: 'user', kind: 'normal', text: texts.join('\n\n') }];
+    // RT-1: skill bodies are read now, before acceptance; the turn keeps these snapshots whatever the files do later.
+    const skills: ChatMessage[] = [];
+    for (const name of new Set(input.flatMap((part) => (part.type === 'skill' ? [part.name] : [])))) {
+      const resolved = await resolveSkill(this.skills, name);
+      if (!resolved.ok) return { ok: false, error: resolved.error };
+      skills.push({ role: 'user', kind: 'skill_instruction', text: skillInstructionText(resolved.skill), skill: { name, path: resolved.skill.path } });
+    }
+    const messages: ChatMessage[] = [...skills, { role: 'user', kind: 'normal', text: texts.join('\n\n') }];
     const turnId = this.services.newId('turn');
     this.env.preparedInputs.set(turnId, { clientRequestId, messages });
     const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId, clientRequestId });
@@ -122,6 +137,29 @@ export class SessionHandle {
     const parsed = resolvePermissionSchema.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
     return (await this.command({ type: 'session.resolve_permission', commandId: '', ...parsed.data })) as ResolvePermissionResult;
+  }
+
+  /** RT-6: summarizes the conversation into a checkpoint; `SessionActive` while a turn runs. */
+  async compactConversation(): Promise<CompactResult> {
+    if (this.stopped) return stoppedError();
+    const reply = await this.command({ type: 'session.compact', commandId: '' });
+    return reply.ok ? { ok: true, compactionId: reply.compactionId ?? '' } : (reply as CompactResult);
+  }
+
+  /** RT-6, CP-3: makes an earlier checkpoint the active one; `SessionActive` while a turn runs. */
+  async rewindConversation(compactionId: unknown): Promise<RewindResult> {
+    if (this.stopped) return stoppedError();
+    const parsed = turnIdSchema.safeParse(compactionId);
+    if (!parsed.success) return invalidInput(parsed.error);
+    const reply = await this.command({ type: 'session.rewind', commandId: '', compactionId: parsed.data });
+    return reply.ok ? { ok: true } : (reply as RewindResult);
+  }
+
+  /** CP-4: reloads the conversation from storage; clears `ReloadRequired` when it succeeds. */
+  async reload(): Promise<RewindResult> {
+    if (this.stopped) return stoppedError();
+    const reply = await this.command({ type: 'session.reload', commandId: '' });
+    return reply.ok ? { ok: true } : (reply as RewindResult);
   }
 
   /** RT-4: only enqueues; the next model call of a user turn drains the mailbox. */
