@@ -25,6 +25,7 @@ import {
   type TraceSpan,
   type UpdateEnvelope,
 } from '../src/index.js';
+import { renderSandboxPolicy } from '../src/context/world-state/sandbox-policy.js';
 
 export interface BareLoopOptions {
   storage: SessionStorage;
@@ -34,6 +35,8 @@ export interface BareLoopOptions {
   spans?: boolean;
   maxModelCalls?: number;
 }
+
+const SANDBOX_POLICY = renderSandboxPolicy('auto');
 
 export class BareLoop {
   readonly updates = new Subject<UpdateEnvelope>();
@@ -52,8 +55,11 @@ export class BareLoop {
     this.maxModelCalls = options.maxModelCalls ?? 50;
   }
 
+  private readonly firstTurn = new Set<string>();
+
   async createSession(): Promise<string> {
     const id = `ses_${randomUUID()}`;
+    this.firstTurn.add(id);
     await this.options.storage.createSession({ id, agent: 'default', permissionMode: 'auto', workspaceDir: null, createdAtMs: Date.now() });
     return id;
   }
@@ -84,6 +90,12 @@ export class BareLoop {
 
     let finalText = '';
     for (let call = 1; call <= this.maxModelCalls; call++) {
+      // The runtime's first world-state sample of a session (its sandbox policy) is one more message write.
+      if (call === 1 && this.firstTurn.delete(sessionId)) {
+        const policy = { role: 'user' as const, kind: 'world_state' as const, section: 'runtime/sandbox-policy' as const, text: SANDBOX_POLICY };
+        await storage.appendMessage(stored(policy));
+        conversation.push({ role: 'user', text: SANDBOX_POLICY });
+      }
       emit({ type: 'phase_changed', phase: 'running_model' });
       const spanId = `model:${turnId}:${call}`;
       if (this.spans) await storage.writeSpans([{ type: 'start', span: span(spanId, 'model_call', `model call ${call}`, 'model') }]);

@@ -6,6 +6,8 @@
  *   idle_session_bytes: X           JS heap per idle open session                    bar ≤ 51200
  *   concurrent_sessions_completed: X  of 1 000 concurrent 3-step turns               expect 1000
  *   delta_throughput_per_s: X       text deltas model → updates$ subscriber          bar ≥ 100000
+ *   prepare_1000_messages_us: X     ContextEngine.prepare, 1 000-message conversation (median µs)
+ *   prepare_10000_messages_us: X    the same at 10 000 messages: about 10× means linear
  *
  * Memory needs `global.gc`: without it (the usual `tsx bench/run.ts`), that figure is measured in a
  * child `node --expose-gc --import tsx bench/memory.ts`, which also gives it a clean heap.
@@ -18,6 +20,7 @@ import { measureConcurrentSessions } from './concurrency.js';
 import { measureIdleSessionMemory, type MemoryResult } from './memory.js';
 import { measureStepOverhead } from './step-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
+import { measurePrepare } from './prepare.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -99,6 +102,13 @@ async function main(): Promise<void> {
   log(`  informational: wall time ${round(conc.wallMs)} ms for all turns (${round(conc.wallMs / conc.sessions, 2)} ms/turn),` +
     ` session creation ${round(conc.createMs)} ms, trace signals dropped ${conc.droppedSignals}`);
   log();
+
+  // 5. Request assembly.
+  const assembly = measurePrepare();
+  log('[prepare] ContextEngine.prepare on a conversation with 1/5 tool results, 1/10 of those over the pruning size');
+  log(`  1 000 messages ${round(assembly.medianUs[1_000]!)} µs, 10 000 messages ${round(assembly.medianUs[10_000]!)} µs (medians)` +
+    ` — growth ${round(assembly.growth, 1)}× for 10× the messages (linear ≈ 10)`);
+  log();
   log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s`);
   log();
 
@@ -106,6 +116,8 @@ async function main(): Promise<void> {
   log(`idle_session_bytes: ${idleBytes}`);
   log(`concurrent_sessions_completed: ${conc.completed}`);
   log(`delta_throughput_per_s: ${perSecond}`);
+  log(`prepare_1000_messages_us: ${round(assembly.medianUs[1_000]!)}`);
+  log(`prepare_10000_messages_us: ${round(assembly.medianUs[10_000]!)}`);
 }
 
 await main();

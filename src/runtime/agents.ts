@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { TurnLimits } from '../../machines/turn.machine.js';
+import { SYSTEM_PART_TOKEN_LIMIT } from '../context/engine.js';
+import { estimateTokens } from '../protocol/commands.js';
 
 /** An agent's static definition (000 §1): its prompt and its limits (RT-11). */
 export interface AgentDefinition {
@@ -33,6 +35,10 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
   const agents: Record<string, AgentDefinition> = { ...DEFAULT_AGENTS };
   for (const [name, given] of Object.entries(config ?? {})) {
     const parsed = agentConfigSchema.parse(given);
+    // CW-8: an author-controlled system part over its limit is refused, never trimmed.
+    if (parsed.systemPrompt && estimateTokens(parsed.systemPrompt) >= SYSTEM_PART_TOKEN_LIMIT) {
+      throw new Error(`the system prompt of agent '${name}' estimates ${estimateTokens(parsed.systemPrompt)} tokens (limit ${SYSTEM_PART_TOKEN_LIMIT})`);
+    }
     const base = agents[name] ?? DEFAULT_AGENTS.default!;
     agents[name] = {
       systemPrompt: parsed.systemPrompt ?? base.systemPrompt,

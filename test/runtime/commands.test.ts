@@ -125,6 +125,9 @@ describe('session commands (RT-1…RT-7)', () => {
     await expect(
       createRuntime({ storage: sqliteStorage({ filename: ':memory:' }), model: scriptedModel([]), agents: { default: { maxModelCalls: -1 } } }),
     ).rejects.toBeInstanceOf(TurnchartError);
+    await expect(
+      createRuntime({ storage: sqliteStorage({ filename: ':memory:' }), model: scriptedModel([]), agents: { default: { systemPrompt: 'p'.repeat(40_000) } } }),
+    ).rejects.toMatchObject({ code: 'InvalidOptions', message: expect.stringMatching(/limit 10000/) });
     const dup = readFileTool();
     await expect(
       createRuntime({ storage: sqliteStorage({ filename: ':memory:' }), model: scriptedModel([]), tools: [dup, dup] }),
