@@ -10,8 +10,8 @@ import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEf
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
- * starting → running_model { checking → draining_mailbox? → sampling → preparing → (compacting →
- * sampling →) calling → writing_response } → completed | running_tools → running_model …
+ * starting → running_model { checking → draining_mailbox? → preparing → (compacting → preparing →)
+ * calling → writing_response } → completed | running_tools → running_model …
  */
 
 export interface TurnLimits {
@@ -77,10 +77,11 @@ export interface SampleInput extends CallModelInput {
 
 /** The effects the turn asks the runtime for, with their inputs and outputs. */
 export type TurnEffects = {
-  /** Samples the four world-state sections and appends the changed ones (CW-2). */
-  sampleWorldState: { input: SampleInput; output: void };
-  /** Prepares this call's request (pruning once if it reaches the line) and says whether it is still over the line (CW-7). */
-  prepareRequest: { input: CallModelInput; output: { overLine: boolean } };
+  /**
+   * Samples the four world-state sections and appends the changed ones (CW-2), then prepares this
+   * call's request — pruning once if it reaches the line — and says whether it is still over (CW-7).
+   */
+  prepareRequest: { input: SampleInput; output: { overLine: boolean } };
   /** Summarizes, stores a checkpoint and installs the compacted conversation (CP-1…CP-4). */
   compact: { input: TurnEffectInput; output: { compactionId: string } };
   /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
@@ -242,7 +243,7 @@ export const turnMachine = setup({
               }),
             },
             { guard: 'mailboxHasMessages', target: 'draining_mailbox', actions: 'countModelCall' },
-            { target: 'sampling', actions: 'countModelCall' },
+            { target: 'preparing', actions: 'countModelCall' },
           ],
         },
         draining_mailbox: {
@@ -250,33 +251,21 @@ export const turnMachine = setup({
           on: {
             'effect.done': [
               { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
-              { guard: 'isPendingEffect', target: 'sampling' },
+              { guard: 'isPendingEffect', target: 'preparing' },
             ],
             'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignPersistenceFailure' },
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
         },
-        sampling: {
-          entry: {
-            type: 'requestEffect',
-            params: ({ context }) => ({
-              name: 'sampleWorldState',
-              input: { ...effectInput(context), modelCallIndex: context.modelCallIndex, sample: context.sample },
-            }),
-          },
-          on: {
-            'effect.done': { guard: 'isPendingEffect', target: 'preparing' },
-            // A source that cannot be read fails with its section's code, before any model call (CW-2).
-            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignPersistenceFailure' },
-            'turn.cancel': { actions: 'assignInterrupt' },
-            'turn.stop': { actions: 'assignInterrupt' },
-          },
-        },
+        /** RT-10: sample world state (CW-2), then build this call's request once (CW-1), pruning at the line. */
         preparing: {
           entry: {
             type: 'requestEffect',
-            params: ({ context }) => ({ name: 'prepareRequest', input: { ...effectInput(context), modelCallIndex: context.modelCallIndex } }),
+            params: ({ context }) => ({
+              name: 'prepareRequest',
+              input: { ...effectInput(context), modelCallIndex: context.modelCallIndex, sample: context.sample },
+            }),
           },
           on: {
             'effect.done': [
@@ -296,6 +285,7 @@ export const turnMachine = setup({
               { guard: and(['isPendingEffect', 'isOverLine']), target: 'compacting' },
               { guard: 'isPendingEffect', target: 'calling' },
             ],
+            // A world-state source that cannot be read fails with its section's code, before any model call.
             'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignAssemblyFailure' },
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
@@ -310,7 +300,7 @@ export const turnMachine = setup({
             'effect.done': [
               { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
               // Re-sample right away (sample 2) so the resubmitted request still carries world state.
-              { guard: 'isPendingEffect', target: 'sampling', actions: assign({ compactedThisCall: true, sample: 2 }) },
+              { guard: 'isPendingEffect', target: 'preparing', actions: assign({ compactedThisCall: true, sample: 2 }) },
             ],
             'effect.failed': [
               {

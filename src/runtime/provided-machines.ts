@@ -6,7 +6,6 @@ import { toolCallEffects } from './tool-call-effects.js';
 import { turnEffects, type TurnEffectDeps } from './turn-effects.js';
 import { effectPort } from './effect-port.js';
 import { compactionEffects } from './compaction-effects.js';
-import { worldStateEffects } from './world-state-effects.js';
 
 /** Effects whose signal a cancel or stop aborts: a waiting model call, an authorize hook, a running tool. */
 const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact']);
@@ -26,7 +25,6 @@ export function provideMachines(deps: TurnEffectDeps) {
     ...tool.handlers,
     ...session.handlers,
     ...compactionEffects(deps).handlers,
-    ...worldStateEffects(deps).handlers,
   } as Record<string, (input: unknown, signal: AbortSignal) => Promise<unknown>>;
   return sessionMachine.provide({
     actors: { turn: providedTurn, effectPort: effectPort(handlers, CANCELLABLE) },

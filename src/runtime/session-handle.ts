@@ -92,6 +92,12 @@ export class SessionHandle {
     const parsed = startTurnSchema.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
     const { clientRequestId, input } = parsed.data;
+    const known = this.actor.getSnapshot().context;
+    if (known.reloadRequired || Object.hasOwn(known.accepted, clientRequestId)) {
+      // The chart answers a retried request (or a session that needs a reload) without this input: no files are read.
+      const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId: this.services.newId('turn'), clientRequestId });
+      return reply.ok ? { ok: true, turnId: reply.turnId ?? '' } : (reply as StartTurnResult);
+    }
     const texts = input.flatMap((part) => (part.type === 'text' && part.text.trim() !== '' ? [part.text] : []));
     if (texts.length === 0) return { ok: false, error: { code: 'EmptyInput' } };
     // RT-1: skill bodies are read now, before acceptance; the turn keeps these snapshots whatever the files do later.

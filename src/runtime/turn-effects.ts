@@ -1,4 +1,5 @@
-import type { CallModelInput, SkipCallsInput, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
+import type { CallModelInput, SampleInput, SkipCallsInput, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
+import { worldStateSampler } from './world-state-effects.js';
 import type { EffectHandlers } from './effect-port.js';
 import { prepare, type PreparedModelCall } from '../context/engine.js';
 import { contextLimits, reachesCompactionLine } from '../context/limits.js';
@@ -60,8 +61,11 @@ export function turnEffects(deps: TurnEffectDeps) {
     env.turnSystem = systemContext(env.agent.systemPrompt, deps.toolset.definitions);
   };
 
-  /** CW-7 / RT-10: build this call's request once; at the line, prune older turns and build again. */
-  const prepareRequest = async (input: CallModelInput): Promise<{ overLine: boolean }> => {
+  const sampleWorldState = worldStateSampler(deps);
+
+  /** RT-10: sample world state, then build this call's request once; at the line, prune older turns and build again. */
+  const prepareRequest = async (input: SampleInput): Promise<{ overLine: boolean }> => {
+    await sampleWorldState(input);
     const env = envOf(input.sessionId);
     let prepared = prepareFor(env);
     const over = (p: PreparedModelCall) => reachesCompactionLine(p.budget.estimatedInputTokens, limits);
@@ -121,7 +125,7 @@ export function turnEffects(deps: TurnEffectDeps) {
     }
   };
 
-  const handlers: Omit<EffectHandlers<TurnEffects>, 'sampleWorldState' | 'compact'> = {
+  const handlers: Omit<EffectHandlers<TurnEffects>, 'compact'> = {
     beginTurn,
     drainMailbox,
     prepareRequest,

@@ -8,8 +8,8 @@ import { persistAndAppend, type RuntimeDeps } from './session-env.js';
  * what the conversation still holds, write and append one message per changed section (ids are
  * idempotent), and only then move the baseline.
  */
-export function worldStateEffects(deps: RuntimeDeps) {
-  const sampleWorldState = async (input: SampleInput): Promise<void> => {
+export function worldStateSampler(deps: RuntimeDeps) {
+  return async function sampleWorldState(input: SampleInput): Promise<void> {
     const env = deps.env(input.sessionId);
     const sources = { workspaceDir: env.workspaceDir, skills: deps.skills, permissionMode: env.permissionMode };
     const { capture, warnings } = await captureWorldState(sources).catch((error: unknown) => {
@@ -19,9 +19,10 @@ export function worldStateEffects(deps: RuntimeDeps) {
     const changed = renderWorldStateDiff(capture, env.baseline, scanRetainedSections(env.chat.conversation()));
     for (const { section, text } of changed) {
       const id = `world-state:${input.turnId}:${input.modelCallIndex}:${input.sample}:${section}`;
-      await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'world_state', section, text }, id);
+      await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'world_state', section, text }, id).catch((error: unknown) => {
+        throw error instanceof TurnFailure ? error : new TurnFailure('persistence_error', `a world-state message could not be written: ${String(error)}`);
+      });
     }
     env.baseline = nextBaseline(capture);
   };
-  return { handlers: { sampleWorldState } };
 }

@@ -83,11 +83,6 @@ describe('ChatState (CW-3)', () => {
     expect(state.nextSequence).toBe(5);
   });
 
-  it('keeps a loaded call without a result open', () => {
-    const state = new ChatState([stored(1, user('go')), stored(2, calls('c1'))]);
-    expect(() => state.check(result('c1'))).not.toThrow();
-  });
-
   it('shows real items with message id and sequence, and follows the highest sequence', () => {
     const state = new ChatState([stored(3, calls('c1')), stored(1, user('go')), stored(7, result('c1'))]);
     expect(state.nextSequence).toBe(8);

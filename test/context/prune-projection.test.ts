@@ -164,3 +164,37 @@ describe('projectToolResult (CW-4)', () => {
     expect(pruned.data).toEqual([PNG]);
   });
 });
+
+describe('projection ignores the artifact and counts bytes', () => {
+  it('an artifact never makes a result lose its data blocks', async () => {
+    const { prepare } = await import('../../src/context/engine.js');
+    const base = { role: 'tool' as const, toolCallId: 'c1', toolName: 'read_file', status: 'succeeded' as const, content: 'x'.repeat(100), data: [{ mediaType: 'image/png', base64: 'AAAA' }] };
+    const run = (message: typeof base & { artifact?: unknown }) =>
+      prepare({
+        system: [{ key: 'core/agent-system', content: 'p' }],
+        conversation: [
+          { message: { role: 'assistant', text: '', reasoning: '', toolCalls: [{ id: 'c1', name: 'read_file', argumentsText: '{}' }] }, provenance: { kind: 'real', messageId: 'a', sequence: 1 } },
+          { message, provenance: { kind: 'real', messageId: 't', sequence: 2 } },
+        ],
+        tools: [],
+        capabilities: { contextWindow: 100_000, maxOutputTokens: 1_000, maxReasoningTokens: 0, dataBlocks: true },
+        watermark: 0,
+      });
+    const without = run(base);
+    const withArtifact = run({ ...base, artifact: { rows: 'y'.repeat(40_000) } });
+    expect(JSON.stringify(withArtifact.request)).toBe(JSON.stringify(without.request));
+    expect(withArtifact.budget).toEqual(without.budget);
+    expect(withArtifact.request.messages[1]).toMatchObject({ data: base.data });
+  });
+
+  it('cuts a multi-byte result down to the item budget in bytes, at character boundaries', () => {
+    const content = '漢'.repeat(20_000);
+    const projected = projectToolResult({ role: 'tool', toolCallId: 'c', toolName: 't', status: 'succeeded', content });
+    expect(projected.content).not.toContain('\uFFFD');
+    const [head, tail] = projected.content.split(/\n\[… \d+ characters truncated to fit the context window …\]\n/);
+    expect(Buffer.byteLength(head!, 'utf8')).toBeLessThanOrEqual(24_000);
+    expect(Buffer.byteLength(head!, 'utf8')).toBeGreaterThan(24_000 - 3);
+    expect(Buffer.byteLength(tail!, 'utf8')).toBeLessThanOrEqual(8_000);
+    expect(head! + tail!).toBe('漢'.repeat(head!.length + tail!.length));
+  });
+});

@@ -21,7 +21,6 @@ function turnWithStubs() {
   const handlers = {
     ...tool.handlers,
     beginTurn: async () => undefined,
-    sampleWorldState: async () => undefined,
     prepareRequest: async () => ({ overLine: false }),
     writeAssistant: async () => undefined,
     skipToolCalls: async () => undefined,

@@ -3,7 +3,7 @@ import type { WorldStateSection } from './types.js';
 /** How each section is named in its notices (001 §3); fixed so the scan can recognise them later. */
 const TITLES: Readonly<Record<WorldStateSection, string>> = {
   'runtime/user-project-context': 'project context',
-  'project/AGENTS.md': 'AGENTS.md instructions',
+  'project/AGENTS.md': 'AGENTS.md content',
   'skills/catalog': 'skill catalog',
   'runtime/sandbox-policy': 'sandbox policy',
 };

@@ -3,8 +3,8 @@ import { nextBaseline, renderWorldStateDiff } from '../../../src/context/world-s
 import type { WorldStateSection } from '../../../src/context/world-state/types.js';
 
 const S: WorldStateSection = 'project/AGENTS.md';
-const REPLACES = 'The following AGENTS.md instructions replaces all previously provided AGENTS.md instructions.\n';
-const INVALID = 'The previously provided AGENTS.md instructions no longer applies.';
+const REPLACES = 'The following AGENTS.md content replaces all previously provided AGENTS.md content.\n';
+const INVALID = 'The previously provided AGENTS.md content no longer applies.';
 
 /** One section's outcome: capture `now` (null = absent), baseline `sent` (undefined = none), retained or not. */
 function diff(now: string | null, sent: string | undefined, retained: boolean) {
