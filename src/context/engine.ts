@@ -1,7 +1,7 @@
 import { estimateTokens } from '../protocol/commands.js';
 import type { ModelCapabilities, ModelRequest, SystemPart, ToolDefinition } from '../protocol/model.js';
 import { TurnFailure } from '../protocol/tool-result.js';
-import { measureBudget, type ContextBudgetEstimate } from './budget.js';
+import type { ContextBudgetEstimate } from './budget.js';
 import type { ConversationItem } from './conversation.js';
 import { normalizeConversation, SYNTHETIC, type SourcedMessage } from './normalize.js';
 import { projectToolResult } from './projection.js';
@@ -45,7 +45,10 @@ export class ContextAssemblyError extends TurnFailure {
  * model, no sampling parameters. Deterministic and side-effect free: same sources, same bytes.
  */
 export function prepare(sources: PrepareSources): PreparedModelCall {
-  validateSystem(sources.system);
+  if (!validated.has(sources.system)) {
+    validateSystem(sources.system);
+    validated.add(sources.system);
+  }
   const copy: SourcedMessage[] = sources.conversation.map(({ message, provenance }) => {
     if ((message.role as string) === 'system') throw new ContextAssemblyError('SystemMessageInConversation', 'a system message is in the conversation');
     const real = provenance.kind === 'real';
@@ -59,8 +62,37 @@ export function prepare(sources: PrepareSources): PreparedModelCall {
     tools: [...sources.tools],
     maxOutputTokens: sources.capabilities.maxOutputTokens,
   };
-  return { request, budget: measureBudget(request), provenance };
+  return { request, budget: budgetOf(request, sources), provenance };
 }
+
+/** Token counts of the system and tool regions, which a turn reuses unchanged for every call. */
+const regionTokens = new WeakMap<object, number>();
+
+function tokensOf(region: readonly object[], asSubmitted: readonly object[]): number {
+  let tokens = regionTokens.get(region);
+  if (tokens === undefined) {
+    tokens = estimateTokens(asSubmitted);
+    regionTokens.set(region, tokens);
+  }
+  return tokens;
+}
+
+/** `measureBudget` of the submitted request, with the unchanging regions measured once per source. */
+function budgetOf(request: ModelRequest, sources: PrepareSources): ContextBudgetEstimate {
+  const systemContextTokens = tokensOf(sources.system, request.system);
+  const toolSurfaceTokens = tokensOf(sources.tools, request.tools);
+  const conversationTokens = estimateTokens(request.messages);
+  return {
+    systemContextTokens,
+    conversationTokens,
+    toolSurfaceTokens,
+    estimatedInputTokens: systemContextTokens + conversationTokens + toolSurfaceTokens,
+    reservedOutputTokens: request.maxOutputTokens,
+  };
+}
+
+/** System contexts already validated: a turn reuses one array for every call, so it is checked once. */
+const validated = new WeakSet<readonly SystemPart[]>();
 
 function validateSystem(parts: readonly SystemPart[]): void {
   const keys = new Set<string>();

@@ -10,6 +10,8 @@ import { captureUserProjectContext } from './user-project.js';
  */
 export async function captureWorldState(sources: WorldStateSources): Promise<{ capture: WorldStateCapture; warnings: string[] }> {
   const { workspaceDir } = sources;
+  // No workspace and no skills: only the sandbox policy, which needs no I/O (sampled before every model call).
+  if (workspaceDir === null && sources.skills === null) return { capture: policyOnly(renderSandboxPolicy(sources.permissionMode)), warnings: [] };
   const reads: Record<WorldStateSection, Promise<{ body: string | null; warnings: string[] }>> = {
     'runtime/user-project-context': bodyOnly(workspaceDir === null ? null : captureUserProjectContext(workspaceDir)),
     'project/AGENTS.md': bodyOnly(workspaceDir === null ? null : captureProjectInstructions(workspaceDir)),
@@ -27,6 +29,10 @@ export async function captureWorldState(sources: WorldStateSources): Promise<{ c
     warnings.push(...result.value.warnings);
   });
   return { capture, warnings };
+}
+
+function policyOnly(policy: string): WorldStateCapture {
+  return new Map<WorldStateSection, string | null>(SECTION_ORDER.map((section) => [section, section === 'runtime/sandbox-policy' ? policy : null]));
 }
 
 async function bodyOnly(body: string | null | Promise<string | null>): Promise<{ body: string | null; warnings: string[] }> {
