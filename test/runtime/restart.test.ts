@@ -110,3 +110,31 @@ describe.each(durableTargets)('restart correction on $name (RT-24, RT-25)', ({ s
     ]);
   });
 });
+
+describe('loading a stored conversation (CW-3)', () => {
+  it('refuses a stored system message with a typed error and leaves the data as it was', async () => {
+    const { sqliteFile } = await import('../support/databases.js');
+    const Database = (await import('better-sqlite3')).default;
+    const db = sqliteFile();
+    try {
+      const first = await createRuntime({ storage: db.open(), model: scriptedModel([{ text: 'hi' }]) });
+      const session = await first.createSession();
+      const { turnId } = await runTurn(session, 'hello');
+      await first.shutdown();
+      const { file } = db;
+      const raw = new Database(file);
+      raw
+        .prepare(`insert into messages (id, session_id, turn_id, sequence, role, kind, content, created_at_ms) values (?, ?, ?, ?, 'system', 'normal', ?, 0)`)
+        .run('msg_system', session.id, turnId, 99, JSON.stringify({ role: 'system', text: 'legacy system prompt' }));
+      raw.close();
+
+      const storage = db.open();
+      const second = await createRuntime({ storage, model: scriptedModel([]) });
+      await expect(second.openSession(session.id)).rejects.toMatchObject({ code: 'PersistedSystemMessage' });
+      expect((await storage.listMessages(session.id)).map((m) => m.id)).toContain('msg_system');
+      await second.shutdown();
+    } finally {
+      await db.drop();
+    }
+  });
+});

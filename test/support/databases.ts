@@ -16,11 +16,13 @@ export const POSTGRES_URL = process.env.TEST_DATABASE_URL;
 
 if (!POSTGRES_URL) console.log('TEST_DATABASE_URL is not set: runtime scenarios on PostgreSQL are skipped.');
 
-export function sqliteFile(): DurableDatabase {
+export function sqliteFile(): DurableDatabase & { file: string } {
   const dir = join(tmpdir(), `turnchart-${randomUUID()}`);
+  const file = join(dir, 'sessions.db');
   return {
     name: 'sqlite',
-    open: () => sqliteStorage({ filename: join(dir, 'sessions.db') }),
+    file,
+    open: () => sqliteStorage({ filename: file }),
     drop: () => rm(dir, { recursive: true, force: true }),
   };
 }
