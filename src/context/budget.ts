@@ -12,14 +12,16 @@ export interface ContextBudgetEstimate {
 
 /** Measures; never changes the request. Artifacts are not in a request, so they never count. */
 export function measureBudget(request: ModelRequest): ContextBudgetEstimate {
-  const systemContextTokens = estimateTokens(request.system);
-  const conversationTokens = estimateTokens(request.messages);
-  const toolSurfaceTokens = estimateTokens(request.tools);
+  return budgetFrom(estimateTokens(request.system), estimateTokens(request.messages), estimateTokens(request.tools), request.maxOutputTokens);
+}
+
+/** The estimate from its three region counts: their sum is the input, the model's max output is reserved. */
+export function budgetFrom(systemContextTokens: number, conversationTokens: number, toolSurfaceTokens: number, reservedOutputTokens: number): ContextBudgetEstimate {
   return {
     systemContextTokens,
     conversationTokens,
     toolSurfaceTokens,
     estimatedInputTokens: systemContextTokens + conversationTokens + toolSurfaceTokens,
-    reservedOutputTokens: request.maxOutputTokens,
+    reservedOutputTokens,
   };
 }
