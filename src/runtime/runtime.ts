@@ -1,21 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
 import { createActor, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import type { CorrectionReport, SessionRow, SessionStorage } from '../../storage/session-storage.js';
 import { createSessionSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
-import type { ModelPort, RequestMessage, SystemPart, ToolDefinition } from '../protocol/model.js';
-import type { ContextBudgetEstimate } from '../context/budget.js';
-import { prepare } from '../context/engine.js';
-import { contextLimits } from '../context/limits.js';
-import { systemContext } from '../context/system-context.js';
+import type { ModelPort } from '../protocol/model.js';
+import { previewContextWindow, type ContextWindowPreview } from '../context/inspect.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { Toolset } from '../tools/toolset.js';
-import { limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
-import { resolve } from 'node:path';
 import type { SkillsConfig } from '../skills/types.js';
+import { limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
 import { ChatState, ChatStateError } from './chat-state.js';
 import { loadConversation } from './load-conversation.js';
 import { LiveView } from './live-view.js';
@@ -25,18 +22,7 @@ import type { RuntimeServices, SessionEnv } from './session-env.js';
 import { TraceRecorder } from './trace-recorder.js';
 import { UpdateStream } from './update-stream.js';
 
-/** What `inspectContextWindow` shows (CW-9). */
-export interface ContextWindowPreview {
-  system: SystemPart[];
-  conversation: RequestMessage[];
-  /** For each conversation message: the stored message id it renders, or `synthetic`. */
-  provenance: string[];
-  tools: ToolDefinition[];
-  budget: ContextBudgetEstimate;
-  autoCompactTokenLimit: number;
-  /** Estimated input plus reserved output, as a percentage of the point where compaction starts. */
-  percentUsed: number;
-}
+export type { ContextWindowPreview };
 
 export interface RuntimeOptions {
   storage: SessionStorage;
@@ -113,26 +99,7 @@ export class Runtime {
    */
   async inspectContextWindow(sessionId: string): Promise<ContextWindowPreview> {
     const { env } = this.sessions.get(sessionId) ?? (await this.openSession(sessionId), this.sessions.get(sessionId)!);
-    const { capabilities } = this.options.model;
-    const prepared = prepare({
-      system: systemContext(env.agent.systemPrompt, this.toolset.definitions),
-      conversation: env.chat.view(),
-      tools: this.toolset.definitions,
-      capabilities,
-      watermark: env.chat.watermark,
-    });
-    const limits = contextLimits(capabilities);
-    const line = Math.min(limits.autoCompactTokenLimit, limits.effectiveInputTokens);
-    const used = prepared.budget.estimatedInputTokens + prepared.budget.reservedOutputTokens;
-    return {
-      system: prepared.request.system,
-      conversation: prepared.request.messages,
-      provenance: prepared.provenance,
-      tools: prepared.request.tools,
-      budget: prepared.budget,
-      autoCompactTokenLimit: limits.autoCompactTokenLimit,
-      percentUsed: line > 0 ? Math.round((1000 * used) / line) / 10 : 100,
-    };
+    return previewContextWindow(env, this.toolset.definitions, this.options.model.capabilities);
   }
 
   /** Resolves once every trace signal queued so far is written or dropped. */
