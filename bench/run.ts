@@ -8,6 +8,7 @@
  *   delta_throughput_per_s: X       text deltas model → updates$ subscriber          bar ≥ 100000
  *   prepare_1000_messages_us: X     ContextEngine.prepare, 1 000-message conversation (median µs)
  *   prepare_10000_messages_us: X    the same at 10 000 messages: about 10× means linear
+ *   cancel_p99_ms: X                cancelTurn → turn_finished, p99 over four waiting cases
  *
  * Memory needs `global.gc`: without it (the usual `tsx bench/run.ts`), that figure is measured in a
  * child `node --expose-gc --import tsx bench/memory.ts`, which also gives it a clean heap.
@@ -21,6 +22,7 @@ import { measureIdleSessionMemory, type MemoryResult } from './memory.js';
 import { measureStepOverhead } from './step-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
+import { measureCancelLatency } from './cancel.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -109,6 +111,12 @@ async function main(): Promise<void> {
   log(`  1 000 messages ${round(assembly.medianUs[1_000]!)} µs, 10 000 messages ${round(assembly.medianUs[10_000]!)} µs (medians)` +
     ` — growth ${round(assembly.growth, 1)}× for 10× the messages (linear ≈ 10)`);
   log();
+
+  // 6. Cancel latency.
+  const cancel = await measureCancelLatency();
+  log('[cancel] cancelTurn → turn_finished, 50 turns per case');
+  for (const [kind, q] of Object.entries(cancel.perCase)) log(`  ${kind.padEnd(20)} p50 ${round(q.p50, 2)} ms, p99 ${round(q.p99, 2)} ms`);
+  log();
   log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s`);
   log();
 
@@ -118,6 +126,7 @@ async function main(): Promise<void> {
   log(`delta_throughput_per_s: ${perSecond}`);
   log(`prepare_1000_messages_us: ${round(assembly.medianUs[1_000]!)}`);
   log(`prepare_10000_messages_us: ${round(assembly.medianUs[10_000]!)}`);
+  log(`cancel_p99_ms: ${round(cancel.p99, 2)}`);
 }
 
 await main();

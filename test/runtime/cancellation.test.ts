@@ -106,3 +106,41 @@ describe('cancellation (RT-2, 000 §12)', () => {
     expect(await h.session.cancelTurn(42)).toMatchObject({ ok: false, error: { code: 'InvalidInput' } });
   });
 });
+
+describe('a tool that ignores its signal (issue 4, item 7)', () => {
+  it('still ends the turn cancelled at once, and its late result is never written', async () => {
+    const { defineTool } = await import('../../src/index.js');
+    const { z } = await import('zod');
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((r) => (started = r));
+    let finish: () => void = () => undefined;
+    let returned = false;
+    const stubborn = defineTool({
+      name: 'stubborn',
+      description: 'ignores its abort signal',
+      effect: 'read',
+      input: z.object({}),
+      execute: async () => {
+        started();
+        await new Promise<void>((r) => (finish = r));
+        returned = true;
+        return { status: 'succeeded', content: 'finished anyway' };
+      },
+    });
+    h = await harness([{ text: 'x', toolCalls: [{ id: 's1', name: 'stubborn', args: {} }] }, { text: 'never' }], { tools: [stubborn] });
+    const turnId = await startTurn(h.session, 'go');
+    await running;
+    await h.session.cancelTurn(turnId);
+    expect(await h.session.waitForTurn(turnId)).toEqual({ status: 'cancelled' });
+    finish();
+    // Let the tool's late promise settle, then wait for a full round trip through the runtime.
+    await new Promise<void>((r) => setImmediate(r));
+    expect(returned).toBe(true);
+    const results = (await h.storage.listMessages(h.session.id)).filter((m) => m.message.role === 'tool');
+    expect(results.map((m) => m.message)).toEqual([
+      { role: 'tool', toolCallId: 's1', toolName: 'stubborn', status: 'cancelled', content: 'tool call cancelled by the user' },
+    ]);
+    expect(h.updates.at(-1)?.update.type).toBe('turn_finished');
+    expect(h.model.requests).toHaveLength(1);
+  });
+});
