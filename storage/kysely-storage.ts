@@ -1,4 +1,4 @@
-import { Migrator, type Kysely, type Selectable } from 'kysely';
+import { Migrator, sql, type Kysely, type Selectable } from 'kysely';
 import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { Plan } from '../src/protocol/plan.js';
@@ -22,6 +22,26 @@ import type {
 export interface KyselyStorageOptions {
   /** PostgreSQL only: the schema holding the tables and the migration bookkeeping. */
   schema?: string;
+  /** PostgreSQL only: migrate under the server-wide advisory lock `MIGRATION_LOCK_KEY`. */
+  advisoryLock?: boolean;
+}
+
+/** The advisory lock migrations hold; anything that drops schemas on a shared server should take it too. */
+export const MIGRATION_LOCK_KEY = 7_215_200_101;
+
+/**
+ * Runs `work` on one PostgreSQL connection holding the migration lock. Kysely's migrator introspects
+ * every schema of the server, and a schema dropped meanwhile by another process breaks that query.
+ */
+export async function withMigrationLock(db: Kysely<Database>, work: (connection: Kysely<Database>) => Promise<void>): Promise<void> {
+  await db.connection().execute(async (connection) => {
+    await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(connection);
+    try {
+      await work(connection);
+    } finally {
+      await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(connection);
+    }
+  });
 }
 
 /** Written once for both dialects; everything dialect-specific lives in the connection setup. */
@@ -32,10 +52,15 @@ export class KyselySessionStorage implements SessionStorage {
   ) {}
 
   async migrate(): Promise<void> {
+    if (!this.options.advisoryLock) return this.migrateWith(this.db);
+    await withMigrationLock(this.db, (connection) => this.migrateWith(connection));
+  }
+
+  private async migrateWith(db: Kysely<Database>): Promise<void> {
     const { schema } = this.options;
-    if (schema) await this.db.schema.createSchema(schema).ifNotExists().execute();
+    if (schema) await db.schema.createSchema(schema).ifNotExists().execute();
     const migrator = new Migrator({
-      db: this.db,
+      db,
       provider: migrationProvider,
       ...(schema ? { migrationTableSchema: schema } : {}),
     });

@@ -24,5 +24,5 @@ export function postgresDatabase(options: PostgresOptions): Kysely<Database> {
 }
 
 export function postgresStorage(options: PostgresOptions): SessionStorage {
-  return new KyselySessionStorage(postgresDatabase(options), options.schema ? { schema: options.schema } : {});
+  return new KyselySessionStorage(postgresDatabase(options), { advisoryLock: true, ...(options.schema ? { schema: options.schema } : {}) });
 }

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Migrator, sql, type Kysely } from 'kysely';
-import { KyselySessionStorage } from '../../storage/kysely-storage.js';
+import { KyselySessionStorage, withMigrationLock } from '../../storage/kysely-storage.js';
 import { migrationProvider } from '../../storage/migrations/index.js';
 import { postgresDatabase } from '../../storage/postgres.js';
 import type { Database } from '../../storage/schema.js';
@@ -74,7 +74,7 @@ export function postgresTarget(connectionString: string): ContractTarget {
       return {
         connect() {
           const db = postgresDatabase({ connectionString, schema });
-          return { db, schema, storage: new KyselySessionStorage(db, { schema }) };
+          return { db, schema, storage: new KyselySessionStorage(db, { schema, advisoryLock: true }) };
         },
         drop: () => dropPostgresSchema(connectionString, schema),
       };
@@ -85,10 +85,14 @@ export function postgresTarget(connectionString: string): ContractTarget {
 /** Applies the migrations up to and including `name` only, as an older release of the package would have. */
 export async function migrateOnlyTo(conn: Connected, name: string): Promise<void> {
   const { db, schema } = conn;
-  if (schema) await db.schema.createSchema(schema).ifNotExists().execute();
-  const migrator = new Migrator({ db, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) });
-  const { error } = await migrator.migrateTo(name);
-  if (error) throw error instanceof Error ? error : new Error(`migration failed: ${String(error)}`);
+  const run = async (handle: Kysely<Database>) => {
+    if (schema) await handle.schema.createSchema(schema).ifNotExists().execute();
+    const migrator = new Migrator({ db: handle, provider: migrationProvider, ...(schema ? { migrationTableSchema: schema } : {}) });
+    const { error } = await migrator.migrateTo(name);
+    if (error) throw error instanceof Error ? error : new Error(`migration failed: ${String(error)}`);
+  };
+  if (!schema) return run(db);
+  await withMigrationLock(db, run);
 }
 
 interface Trap {

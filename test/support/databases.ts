@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { postgresStorage, sqliteStorage, type SessionStorage } from '../../src/index.js';
+import { MIGRATION_LOCK_KEY } from '../../storage/kysely-storage.js';
 
 /** A durable database a test can open several times (as several processes would), then drop. */
 export interface DurableDatabase {
@@ -41,6 +42,8 @@ export async function dropPostgresSchema(connectionString: string, schema: strin
   const client = new pg.Client({ connectionString });
   await client.connect();
   try {
+    // Under the migration lock: a drop running beside another worker's migration breaks its introspection.
+    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await client.query(`drop schema if exists "${schema}" cascade`);
   } finally {
     await client.end();
