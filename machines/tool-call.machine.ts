@@ -8,7 +8,7 @@ import type {
   ToolResult,
   TurnTermination,
 } from '../src/protocol/tool-result.js';
-import { callSignature, parseArguments } from './signature.js';
+import { callSignature, MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
 import { notProvided } from './not-provided.js';
 import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectReply } from './effect-port.js';
 
@@ -159,7 +159,7 @@ export const toolCallMachine = setup({
                 assign({
                   result: ({ context }) => ({
                     status: 'failed',
-                    content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object`,
+                    content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
                   }),
                 }),
               ],

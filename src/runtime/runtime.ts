@@ -41,6 +41,8 @@ export interface RuntimeOptions {
   warn?: (message: string) => void;
 }
 
+const sessionIdSchema = z.string().min(1).max(200);
+
 const optionsSchema = z.object({
   storage: z.custom<SessionStorage>((v) => typeof (v as SessionStorage | null)?.beginTurn === 'function', 'a SessionStorage'),
   model: z.custom<ModelPort>((v) => typeof (v as ModelPort | null)?.stream === 'function', 'a ModelPort'),
@@ -126,11 +128,13 @@ export class Runtime {
   /** Opens a stored session: its conversation is loaded from storage; nothing is resumed (RT-24). */
   async openSession(sessionId: string): Promise<SessionHandle> {
     this.assertRunning();
-    const open = this.sessions.get(sessionId);
+    const id = sessionIdSchema.safeParse(sessionId);
+    if (!id.success) throw new TurnchartError('InvalidInput', z.prettifyError(id.error));
+    const open = this.sessions.get(id.data);
     if (open) return open.handle;
     const storage = this.options.storage;
-    const row = typeof sessionId === 'string' ? await storage.getSession(sessionId) : undefined;
-    if (!row) throw new TurnchartError('UnknownSession', `no session '${String(sessionId)}'`);
+    const row = await storage.getSession(id.data);
+    if (!row) throw new TurnchartError('UnknownSession', `no session '${id.data}'`);
     const [{ chat, plan }, turns] = await Promise.all([
       loadConversation(storage, row.id).catch((error: unknown) => {
         throw error instanceof ChatStateError ? new TurnchartError(error.reason, error.message) : error;

@@ -39,7 +39,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
   it('writes InvalidArguments for text that is not a JSON object, before resolving the name', async () => {
     const stubs = toolCallStubs();
     const output = await start(stubs, input('nope', '[1,2]')).done;
-    expect(output.result.content).toBe("InvalidArguments: the arguments of 'nope' are not a JSON object");
+    expect(output.result.content).toBe("InvalidArguments: the arguments of 'nope' are not a JSON object (nested at most 64 deep)");
     expect(stubs.written[0]!.result.status).toBe('failed');
   });
 

@@ -101,7 +101,7 @@ describe('the agent loop (000 §4, §12)', () => {
     const results = toolMessages(h.model.requests[1]!);
     expect(results.map((r) => r.status)).toEqual(['error', 'error']);
     expect(results[0]!.content).toMatch(/^InvalidArguments: .*path/s);
-    expect(results[1]!.content).toBe("InvalidArguments: the arguments of 'read_file' are not a JSON object");
+    expect(results[1]!.content).toBe("InvalidArguments: the arguments of 'read_file' are not a JSON object (nested at most 64 deep)");
   });
 
   it('returns a tool error to the model and the error result is in the next request', async () => {
