@@ -6,9 +6,9 @@ import type { ConversationItem } from './conversation.js';
 import { normalizeConversation, SYNTHETIC, type SourcedMessage } from './normalize.js';
 import { projectToolResult } from './projection.js';
 import { pruneMessage } from './prune.js';
+import { SYSTEM_PART_TOKEN_LIMIT } from './item-limits.js';
 
-/** CW-8: a system context part must estimate under this many tokens. */
-export const SYSTEM_PART_TOKEN_LIMIT = 10_000;
+export { SYSTEM_PART_TOKEN_LIMIT };
 
 /** The three regions and what shapes their copy (CW-1). */
 export interface PrepareSources {

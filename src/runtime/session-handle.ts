@@ -20,10 +20,11 @@ import type { RuntimeView } from './live-view.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
 import type { ReplayResult } from './update-stream.js';
+import { AGENT_MESSAGE_TOKEN_LIMIT } from '../context/item-limits.js';
 import { resolveSkill, skillInstructionText } from '../skills/skill-directory.js';
 import type { SkillsConfig } from '../skills/types.js';
 
-export const AGENT_MESSAGE_TOKEN_LIMIT = 4_000;
+export { AGENT_MESSAGE_TOKEN_LIMIT };
 
 type Stopped = { code: 'RuntimeStopped' };
 

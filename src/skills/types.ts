@@ -25,5 +25,4 @@ export type SkillResolution =
   | { ok: true; skill: SkillSnapshot }
   | { ok: false; error: { code: 'UnknownSkill'; name: string } | { code: 'SkillTooLarge'; name: string; tokens: number } };
 
-/** CW-8: a skill body must estimate under this many tokens. */
-export const SKILL_TOKEN_LIMIT = 8_000;
+export { SKILL_TOKEN_LIMIT } from '../context/item-limits.js';
