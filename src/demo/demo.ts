@@ -93,7 +93,8 @@ async function main(): Promise<void> {
     agents: { default: { systemPrompt: 'You are a careful project assistant.' } },
   });
   console.log(`turnchart demo — storage ${DB}; startup correction: ${JSON.stringify(runtime.correction)}\n`);
-  const session = await runtime.createSession({ agent: 'default', permissionMode: 'ask' });
+  // The workspace is this checkout: its layout (and an AGENTS.md, if there is one) reaches the model as world state.
+  const session = await runtime.createSession({ agent: 'default', permissionMode: 'ask', workspaceDir: '.' });
 
   session.updates$.subscribe((u) => {
     console.log(`#${String(u.sequence).padStart(3)}  ${u.update.type.padEnd(20)} ${describe(u)}`);
@@ -109,6 +110,12 @@ async function main(): Promise<void> {
   const outcome = await session.waitForTurn(started.turnId);
   console.log(`\noutcome: ${JSON.stringify(outcome)}`);
   console.log(`model calls: ${model.requests.length}; the last request carried ${model.requests.at(-1)?.messages.length} messages`);
+  const preview = await runtime.inspectContextWindow(session.id);
+  console.log(
+    `context window: ${preview.budget.estimatedInputTokens} input tokens estimated ` +
+      `(system ${preview.budget.systemContextTokens}, conversation ${preview.budget.conversationTokens}, tools ${preview.budget.toolSurfaceTokens}); ` +
+      `${preview.percentUsed}% of the auto-compact line (${preview.autoCompactTokenLimit})`,
+  );
   await runtime.shutdown();
 }
 
