@@ -2,7 +2,7 @@
  * The turnchart benchmark suite (`npm run bench`). Prints a human-readable report with each
  * figure's bar, then exactly four machine-readable lines:
  *
- *   step_overhead_ratio: X          runtime µs/step ÷ bare-loop µs/step (medians)   bar ≤ 2.0
+ *   step_overhead_ratio: X          runtime ÷ bare-loop µs/step, median of per-round ratios   bar ≤ 2.0
  *   idle_session_bytes: X           JS heap per idle open session                    bar ≤ 51200
  *   concurrent_sessions_completed: X  of 1 000 concurrent 3-step turns               expect 1000
  *   delta_throughput_per_s: X       text deltas model → updates$ subscriber          bar ≥ 100000
@@ -32,7 +32,7 @@ const CONCURRENT_SESSIONS = 1_000;
 const FLOOD_DELTAS = 200_000;
 // The runtime's charts take a few thousand steps before V8 has optimized them; warm-up covers that, so
 // the figure is the steady state a long-running host sees, not the first seconds after start.
-const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 20, reps: 15, orchestrationReps: 7 };
+const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 20, reps: 21, orchestrationReps: 7 };
 
 function log(line = ''): void {
   console.log(line);
@@ -71,13 +71,15 @@ async function main(): Promise<void> {
 
   // 2. Runtime overhead per model step.
   const step = await measureStepOverhead(STEP);
-  const ratio = round(step.ratio, 2);
+  // Both sides of a round run back to back, so the per-round ratio cancels this machine's speed drift;
+  // its median is the headline figure. The ratio of the two medians is printed beside it.
+  const ratio = round(step.pairedRatio, 2);
   const samples = (xs: number[]) => xs.map((x) => round(x)).join(', ');
   log(`[step overhead] ${STEP.toolSteps} tool steps + final per turn, ${STEP.turnsPerRep} turns/rep, ${STEP.warmupReps} warm-up + ${STEP.reps} reps`);
   log(`  runtime  median ${round(step.runtime.median, 1)} µs/step  (samples ${samples(step.runtime.samples)})`);
   log(`  baseline median ${round(step.baseline.median, 1)} µs/step  (samples ${samples(step.baseline.samples)})`);
-  log(`  ratio ${ratio}× — bar ≤ 2.0×: ${verdict(ratio <= 2)}`);
-  log(`  informational: median of the per-round ratios ${round(step.pairedRatio, 2)}×`);
+  log(`  median of the per-round ratios ${ratio}× — bar ≤ 2.0×: ${verdict(ratio <= 2)}`);
+  log(`  informational: ratio of the medians ${round(step.ratio, 2)}×`);
   log(`  per turn: updates runtime ${step.runtime.updatesPerTurn} / baseline ${step.baseline.updatesPerTurn},` +
     ` storage writes runtime ${step.runtime.writesPerTurn} / baseline ${step.baseline.writesPerTurn}`);
   log(`  informational: baseline without trace-span writes ${round(step.baselineNoSpans.median, 1)} µs/step → ratio ${round(step.ratioNoSpans, 2)}×`);

@@ -1,7 +1,7 @@
 import { estimateTokens } from '../protocol/commands.js';
 import type { ModelCapabilities, ModelRequest, SystemPart, ToolDefinition } from '../protocol/model.js';
 import { TurnFailure } from '../protocol/tool-result.js';
-import { budgetFrom, type ContextBudgetEstimate } from './budget.js';
+import { budgetFrom, conversationTokens, type ContextBudgetEstimate } from './budget.js';
 import type { ConversationItem } from './conversation.js';
 import { normalizeConversation, SYNTHETIC, type SourcedMessage } from './normalize.js';
 import { projectToolResult } from './projection.js';
@@ -79,7 +79,7 @@ function tokensOf(region: readonly object[], asSubmitted: readonly object[]): nu
 
 /** `measureBudget` of the submitted request, with the unchanging regions measured once per source. */
 function budgetOf(request: ModelRequest, sources: PrepareSources): ContextBudgetEstimate {
-  return budgetFrom(tokensOf(sources.system, request.system), estimateTokens(request.messages), tokensOf(sources.tools, request.tools), request.maxOutputTokens);
+  return budgetFrom(tokensOf(sources.system, request.system), conversationTokens(request.messages), tokensOf(sources.tools, request.tools), request.maxOutputTokens);
 }
 
 /** System contexts already validated: a turn reuses one array for every call, so it is checked once. */

@@ -28,11 +28,11 @@ export function normalizeConversation(items: readonly SourcedMessage[], options:
   const provenance: string[] = [];
   for (const { message, source } of items) {
     if (message.role === 'user') {
-      messages.push({ role: 'user', text: message.text });
+      messages.push(rendered(message, () => ({ role: 'user', text: message.text })));
       provenance.push(source);
     }
     if (message.role !== 'assistant') continue;
-    messages.push({ role: 'assistant', text: message.text, reasoning: message.reasoning, toolCalls: message.toolCalls });
+    messages.push(rendered(message, () => ({ role: 'assistant', text: message.text, reasoning: message.reasoning, toolCalls: message.toolCalls })));
     provenance.push(source);
     for (const call of message.toolCalls) {
       const result = results.get(call.id);
@@ -43,7 +43,27 @@ export function normalizeConversation(items: readonly SourcedMessage[], options:
   return { messages, provenance };
 }
 
+/**
+ * A stored message renders to the same request message every call, so it is built once and shared
+ * (frozen, since requests reuse it); a conversation's copy then allocates per call only what changed.
+ */
+const renders = new WeakMap<ChatMessage, RequestMessage>();
+const rendersWithData = new WeakMap<ChatMessage, RequestMessage>();
+
+function rendered(message: ChatMessage, render: () => RequestMessage, cache = renders): RequestMessage {
+  let request = cache.get(message);
+  if (!request) {
+    request = Object.freeze(render());
+    cache.set(message, request);
+  }
+  return request;
+}
+
 function toolMessage(result: ToolResultMessage, options: { dataBlocks: boolean }): RequestMessage {
+  return rendered(result, () => renderTool(result, options), options.dataBlocks ? rendersWithData : renders);
+}
+
+function renderTool(result: ToolResultMessage, options: { dataBlocks: boolean }): RequestMessage {
   const base = { role: 'tool' as const, toolCallId: result.toolCallId, toolName: result.toolName, status: modelVisibleStatus(result.status), content: result.content };
   return options.dataBlocks && result.data?.length ? { ...base, data: result.data } : base;
 }

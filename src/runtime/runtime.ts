@@ -174,6 +174,7 @@ export class Runtime {
       turnStartSequence: 0,
       prepared: null,
       baseline: new Map(),
+      baselineChat: null,
       openTurnRow: null,
       unclosedTurn: null,
       outcomes: new Map(),

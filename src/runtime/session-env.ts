@@ -49,6 +49,8 @@ export interface SessionEnv {
   prepared: PreparedModelCall | null;
   /** What world state was last sent, per section (memory only, CW-2). */
   baseline: WorldStateBaseline;
+  /** The conversation the baseline was taken against: a compaction, rewind or reload replaces it. */
+  baselineChat: ChatState | null;
   /** The turn whose row is written and not yet closed: only such a row needs a terminal status. */
   openTurnRow: string | null;
   /** A terminal status whose write failed: retried before the next turn's first write. */

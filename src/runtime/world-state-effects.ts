@@ -1,5 +1,13 @@
 import type { SampleInput } from '../../machines/turn.machine.js';
-import { captureWorldState, nextBaseline, renderWorldStateDiff, scanRetainedSections, WorldStateError } from '../context/world-state/index.js';
+import {
+  captureWorldState,
+  nextBaseline,
+  renderWorldStateDiff,
+  scanRetainedSections,
+  WorldStateError,
+  type WorldStateBaseline,
+  type WorldStateCapture,
+} from '../context/world-state/index.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import { persistAndAppend, type RuntimeDeps } from './session-env.js';
 
@@ -16,6 +24,8 @@ export function worldStateSampler(deps: RuntimeDeps) {
       throw error instanceof WorldStateError ? new TurnFailure(error.code, error.message) : error;
     });
     for (const warning of warnings) deps.warn(warning);
+    // Nothing changed since the last sampling and the conversation was only appended to since: nothing to send.
+    if (env.baselineChat === env.chat && sameBodies(capture, env.baseline)) return;
     const changed = renderWorldStateDiff(capture, env.baseline, scanRetainedSections(env.chat.conversation()));
     for (const { section, text } of changed) {
       const id = `world-state:${input.turnId}:${input.modelCallIndex}:${input.sample}:${section}`;
@@ -24,5 +34,17 @@ export function worldStateSampler(deps: RuntimeDeps) {
       });
     }
     env.baseline = nextBaseline(capture);
+    env.baselineChat = env.chat;
   };
+}
+
+/** Whether every present section has the body the baseline has, and no other section is present. */
+function sameBodies(capture: WorldStateCapture, baseline: WorldStateBaseline): boolean {
+  let present = 0;
+  for (const [section, body] of capture) {
+    if (body === null) continue;
+    present += 1;
+    if (baseline.get(section) !== body) return false;
+  }
+  return present === baseline.size;
 }
