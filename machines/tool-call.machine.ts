@@ -28,6 +28,8 @@ export interface ToolCallInput {
 
 export interface ToolCallContext extends ToolCallInput, AwaitsEffects {
   args: Record<string, unknown>;
+  /** Whether the arguments text parsed as a JSON object of bounded depth. */
+  argumentsParsed: boolean;
   /** Set by the `validateArguments` action against the tool's schema. */
   validation: ValidationOutput | null;
   result: ToolResult | null;
@@ -102,7 +104,7 @@ export const toolCallMachine = setup({
     modeForbidsCall: notProvided('tool-call', 'modeForbidsCall') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: the session's mode wants the user's approval for this tool. */
     modeRequiresApproval: notProvided('tool-call', 'modeRequiresApproval') as (_: { context: ToolCallContext }) => boolean,
-    argumentsAreJsonObject: ({ context }) => parseArguments(context.call.argumentsText) !== undefined,
+    argumentsAreJsonObject: ({ context }) => context.argumentsParsed,
     reachedDoomLoopThreshold: ({ context }) => context.doom.count >= context.doomLoopThreshold,
     resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
   },
@@ -138,7 +140,7 @@ export const toolCallMachine = setup({
   },
 }).createMachine({
   id: 'toolCall',
-  context: ({ input }) => ({ ...input, effectSeq: 0, pendingEffect: null, args: {}, validation: null, result: null, termination: null, approvedPaths: [], requestedPaths: [] }),
+  context: ({ input }) => ({ ...input, effectSeq: 0, pendingEffect: null, args: {}, argumentsParsed: false, validation: null, result: null, termination: null, approvedPaths: [], requestedPaths: [] }),
   initial: 'active',
   states: {
     active: {
@@ -146,12 +148,12 @@ export const toolCallMachine = setup({
       entry: 'startSpan',
       states: {
         parsing: {
+          entry: assign(({ context }) => {
+            const parsed = parseArguments(context.call.argumentsText);
+            return { args: parsed ?? {}, argumentsParsed: parsed !== undefined };
+          }),
           always: [
-            {
-              guard: 'argumentsAreJsonObject',
-              target: 'resolving',
-              actions: assign({ args: ({ context }) => parseArguments(context.call.argumentsText) ?? {} }),
-            },
+            { guard: 'argumentsAreJsonObject', target: 'resolving' },
             {
               target: '#toolCall.writing_result',
               actions: [

@@ -49,11 +49,13 @@ export function prepare(sources: PrepareSources): PreparedModelCall {
     validateSystem(sources.system);
     validated.add(sources.system);
   }
-  const copy: SourcedMessage[] = sources.conversation.map(({ message, provenance }) => {
+  const copy: SourcedMessage[] = sources.conversation.map((item) => {
+    const { message, provenance } = item;
     if ((message.role as string) === 'system') throw new ContextAssemblyError('SystemMessageInConversation', 'a system message is in the conversation');
     const real = provenance.kind === 'real';
     const pruned = real && provenance.sequence < sources.watermark ? pruneMessage(message) : message;
-    return { message: pruned.role === 'tool' ? projectToolResult(pruned) : pruned, source: real ? provenance.messageId : SYNTHETIC };
+    const copied = pruned.role === 'tool' ? projectToolResult(pruned) : pruned;
+    return copied === message ? unchanged(item) : { message: copied, source: real ? provenance.messageId : SYNTHETIC };
   });
   const { messages, provenance } = normalizeConversation(copy, { dataBlocks: sources.capabilities.dataBlocks === true });
   const request: ModelRequest = {
@@ -63,6 +65,19 @@ export function prepare(sources: PrepareSources): PreparedModelCall {
     maxOutputTokens: sources.capabilities.maxOutputTokens,
   };
   return { request, budget: budgetOf(request, sources), provenance };
+}
+
+/** An item whose copy is the item itself: its sourced form is built once and reused by every call. */
+const sourcedItems = new WeakMap<ConversationItem, SourcedMessage>();
+
+function unchanged(item: ConversationItem): SourcedMessage {
+  let sourced = sourcedItems.get(item);
+  if (!sourced) {
+    const { message, provenance } = item;
+    sourced = { message, source: provenance.kind === 'real' ? provenance.messageId : SYNTHETIC };
+    sourcedItems.set(item, sourced);
+  }
+  return sourced;
 }
 
 /** Token counts of the system and tool regions, which a turn reuses unchanged for every call. */

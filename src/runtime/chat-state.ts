@@ -68,8 +68,9 @@ export class ChatState {
     }
   }
 
-  append(stored: StoredMessage): void {
-    this.check(stored.message);
+  /** Appends a message; `checked` when `check` already passed for it (before its database write). */
+  append(stored: StoredMessage, checked = false): void {
+    if (!checked) this.check(stored.message);
     if (stored.message.role === 'assistant') for (const call of stored.message.toolCalls) this.callIds.add(call.id);
     this.lastSequence = Math.max(this.lastSequence, stored.sequence);
     this.push(realItem(stored));

@@ -92,7 +92,7 @@ export async function persistAndAppend(
     message,
   };
   await services.storage.appendMessage(stored);
-  env.chat.append(stored);
+  env.chat.append(stored, true);
   return stored;
 }
 

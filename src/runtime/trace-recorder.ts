@@ -58,13 +58,13 @@ export class TraceRecorder {
 
 /** A start whose end is in the same batch becomes one finished span. */
 function coalesce(batch: SpanWrite[]): SpanWrite[] {
-  const starts = new Map<string, { type: 'start'; span: TraceSpan }>();
+  const starts = new Map<string, Extract<SpanWrite, { type: 'start' }>>();
   const out: SpanWrite[] = [];
   for (const write of batch) {
     if (write.type === 'start') {
-      const copy = { type: 'start' as const, span: { ...write.span } };
-      starts.set(write.span.id, copy);
-      out.push(copy);
+      // The recorder owns the span objects it was handed, so a start can take its end in place.
+      starts.set(write.span.id, write);
+      out.push(write);
       continue;
     }
     const started = starts.get(write.spanId);

@@ -31,8 +31,16 @@ export async function captureWorldState(sources: WorldStateSources): Promise<{ c
   return { capture, warnings };
 }
 
+const policyCaptures = new Map<string, WorldStateCapture>();
+
+/** The capture of a session with no workspace and no skills: per policy text, built once. */
 function policyOnly(policy: string): WorldStateCapture {
-  return new Map<WorldStateSection, string | null>(SECTION_ORDER.map((section) => [section, section === 'runtime/sandbox-policy' ? policy : null]));
+  let capture = policyCaptures.get(policy);
+  if (!capture) {
+    capture = new Map<WorldStateSection, string | null>(SECTION_ORDER.map((section) => [section, section === 'runtime/sandbox-policy' ? policy : null]));
+    policyCaptures.set(policy, capture);
+  }
+  return capture;
 }
 
 async function bodyOnly(body: string | null | Promise<string | null>): Promise<{ body: string | null; warnings: string[] }> {
