@@ -5,6 +5,7 @@ export default defineConfig({
   resolve: { alias: { turnchart: new URL('./src/index.ts', import.meta.url).pathname } },
   test: {
     include: ['test/**/*.test.ts'],
+    exclude: ['test/reliability/**', 'node_modules/**'],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     reporters: ['default', 'json'],
