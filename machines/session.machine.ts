@@ -3,16 +3,7 @@ import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import { turnMachine, type TurnLimits } from './turn.machine.js';
 import { notProvided } from './not-provided.js';
-import {
-  EFFECT_PORT,
-  isPendingEffect,
-  requestEffectAction,
-  type AwaitsEffects,
-  type EffectCall,
-  type EffectCancel,
-  type EffectReply,
-  type EffectRequest,
-} from './effect-port.js';
+import { EFFECT_PORT, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
