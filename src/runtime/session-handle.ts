@@ -240,27 +240,27 @@ export class SessionHandle {
 
   /**
    * Sends a command event; the chart's guards decide and leave the answer in `context.reply`.
-   * Sent from inside a transition (say, an update subscriber), the event is queued: wait for it.
+   * The subscription comes first: a command issued while the chart handles this one (say, from an
+   * update subscriber) is processed in the same flush and replaces `context.reply`, so the answer
+   * must be read from the snapshot of the step that produced it.
    */
-  private async command(event: Extract<SessionEvent, { commandId: string }>): Promise<CommandReply> {
+  private command(event: Extract<SessionEvent, { commandId: string }>): Promise<CommandReply> {
     const commandId = `c${++this.commandCount}`;
-    this.actor.send({ ...event, commandId });
     const answered = () => {
       const reply = this.actor.getSnapshot().context.reply;
       return reply?.commandId === commandId ? reply.result : undefined;
     };
-    return (
-      answered() ??
-      new Promise<CommandReply>((resolve) => {
-        const sub = this.actor.subscribe(() => {
-          const result = answered();
-          if (result) {
-            sub.unsubscribe();
-            resolve(result);
-          }
-        });
-      })
-    );
+    return new Promise<CommandReply>((resolve) => {
+      const settle = (): void => {
+        const result = answered();
+        if (!result) return;
+        sub.unsubscribe();
+        resolve(result);
+      };
+      const sub = this.actor.subscribe(settle);
+      this.actor.send({ ...event, commandId });
+      settle();
+    });
   }
 
   private isLive(turnId: string): boolean {

@@ -43,6 +43,20 @@ describe('session commands (RT-1…RT-7)', () => {
     expect(next.outcome).toEqual({ status: 'completed', finalText: 'second' });
   });
 
+  it('answers a command issued while the chart is still handling another (found by the generated paths)', async () => {
+    const hold = held();
+    h = await harness([hold.step]);
+    const cancelled: Array<Promise<unknown>> = [];
+    // A host that cancels as soon as it sees the turn start: both commands land in one flush.
+    h.session.updates$.subscribe((u) => {
+      if (u.update.type === 'turn_started') cancelled.push(h!.session.cancelTurn(u.turnId));
+    });
+    const started = await h.session.startTurn({ clientRequestId: 'c1', input: [{ type: 'text', text: 'hi' }] });
+    expect(started).toMatchObject({ ok: true });
+    expect(await Promise.all(cancelled)).toEqual([{ ok: true }]);
+    expect(await h.session.waitForTurn((started as { turnId: string }).turnId)).toEqual({ status: 'cancelled' });
+  });
+
   it('accepts a turn before anything is written and never waits for the loop', async () => {
     const hold = held();
     h = await harness([hold.step]);
