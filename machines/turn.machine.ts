@@ -92,7 +92,7 @@ export type TurnEffects = {
   callModel: { input: CallModelInput; output: ModelResponse };
   /** Writes the assistant message, appends it, clears the draft (RT-18). */
   writeAssistant: { input: WriteAssistantInput; output: void };
-  /** RT-13: `cancelled` results, in order, for calls that were never executed. */
+  /** RT-13: `cancelled` results, in order, for calls that were never executed (a call that already has its result is left alone). */
   skipToolCalls: { input: SkipCallsInput; output: void };
 };
 
@@ -408,7 +408,16 @@ export const turnMachine = setup({
               },
               { target: 'next', actions: assign(({ context, event }) => recordToolCall(context, event.output)) },
             ],
-            onError: { target: '#turn.failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'chat_state_error') }) },
+            // A tool-call actor that crashed (say, a tool schema that throws) still leaves every call with one result (RT-12).
+            onError: {
+              target: '#turn.skipping_remaining',
+              actions: assign({
+                termination: ({ event }) => {
+                  const failure = failureOf(event.error, 'chat_state_error') as Extract<TurnOutcome, { status: 'failed' }>;
+                  return { kind: 'failed', code: failure.code, message: failure.message };
+                },
+              }),
+            },
           },
           initial: 'executing',
           states: {

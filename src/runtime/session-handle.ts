@@ -72,6 +72,7 @@ export class SessionHandle {
   readonly updates$: Observable<UpdateEnvelope>;
   private commandCount = 0;
   private stopped = false;
+  private stopping: Promise<void> | null = null;
 
   constructor(
     readonly id: string,
@@ -217,8 +218,13 @@ export class SessionHandle {
     return turnId ? { ok: true, turnId } : { ok: false, error: { code: 'NotAccepted' } };
   }
 
-  /** Stops the running turn (it fails `actor_stopped`) and waits until the session is idle. */
-  async stop(): Promise<void> {
+  /** Stops the running turn (it fails `actor_stopped`) and waits until the session is idle; a second call waits for the first. */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopOnce();
+    return this.stopping;
+  }
+
+  private async stopOnce(): Promise<void> {
     this.stopped = true;
     this.actor.send({ type: 'session.stop' });
     await new Promise<void>((resolve) => {

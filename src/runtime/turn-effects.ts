@@ -114,7 +114,8 @@ export function turnEffects(deps: TurnEffectDeps) {
 
   const skipToolCalls = async (input: SkipCallsInput): Promise<void> => {
     const env = envOf(input.sessionId);
-    for (const call of input.calls) {
+    const answered = new Set(env.chat.conversation().flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+    for (const call of input.calls.filter((c) => !answered.has(c.id))) {
       const content = NOT_EXECUTED_RESULT_TEXT;
       await persistAndAppend(env, deps, input.turnId, { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content });
       const spanId = `tool:${call.id}`;

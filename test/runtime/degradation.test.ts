@@ -1,6 +1,7 @@
 import { config } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sqliteStorage, type ModelCallOptions, type ModelStreamEvent, type StoredMessage } from '../../src/index.js';
+import { z } from 'zod';
+import { defineTool, sqliteStorage, type ModelCallOptions, type ModelStreamEvent, type StoredMessage } from '../../src/index.js';
 import { harness, readFileTool, runTurn, withoutWorldStateMessages, type Harness } from '../support/harness.js';
 
 let h: Harness | undefined;
@@ -49,6 +50,30 @@ describe('degradation rules (RT-26, 000 §11)', () => {
     expect(outcome).toMatchObject({ status: 'failed', code: 'persistence_error' });
     expect(h.model.requests).toHaveLength(1);
     expect(log).toEqual(['read_file a']);
+  });
+
+  it('a tool-call actor that crashes (a schema that throws) fails the turn, and every call still gets one result (found by the generated paths)', async () => {
+    const log: string[] = [];
+    const exploding = defineTool({
+      name: 'exploding',
+      description: 'its schema throws',
+      effect: 'read',
+      input: z.object({}).refine(() => {
+        throw new Error('the schema threw');
+      }),
+      execute: async () => ({ status: 'succeeded', content: 'never' }),
+    });
+    h = await harness([{ text: 'x', toolCalls: [{ name: 'exploding', args: {} }, readCall('b')] }, { text: 'never asked' }], {
+      tools: [exploding, readFileTool(log)],
+    });
+    const { outcome } = await runTurn(h.session, 'go');
+    expect(outcome).toMatchObject({ status: 'failed', code: 'chat_state_error' });
+    const stored = withoutWorldStateMessages(await h.storage.listMessages(h.session.id));
+    const calls = stored.flatMap((m) => (m.message.role === 'assistant' ? m.message.toolCalls.map((c) => c.id) : []));
+    const results = stored.flatMap((m) => (m.message.role === 'tool' ? [m.message.toolCallId] : []));
+    expect(results).toEqual(calls);
+    expect(log).toEqual([]);
+    expect(h.model.requests).toHaveLength(1);
   });
 
   it('a trace recorder whose every write fails leaves the outcome and the conversation unchanged', async () => {

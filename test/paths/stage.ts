@@ -1,0 +1,170 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { InspectionEvent } from 'xstate';
+import { z } from 'zod';
+import {
+  createRuntime,
+  defineTool,
+  scriptedModel,
+  sqliteStorage,
+  withFaults,
+  type FaultyStorage,
+  type ModelCallOptions,
+  type Runtime,
+  type ScriptedReply,
+  type SessionHandle,
+  type ToolExecutionResult,
+  type TurnOutcome,
+  type UpdateEnvelope,
+} from '../../src/index.js';
+
+/** A window small enough that one big message crosses the auto-compact line. */
+export const SMALL_WINDOW = { contextWindow: 6_000, maxOutputTokens: 500, maxReasoningTokens: 0 };
+/** About 6 000 tokens: over the line of `SMALL_WINDOW` on its own, under the per-item limit. */
+export const BIG_TEXT = 'x'.repeat(24_000);
+
+/** What a path's script decides when the runtime asks: the model's reply, a tool's result. */
+export interface Script {
+  modelReply(signal: AbortSignal): ScriptedReply | Promise<ScriptedReply>;
+  toolResult(name: string, signal: AbortSignal): ToolExecutionResult | Promise<ToolExecutionResult>;
+  observe(event: InspectionEvent): void;
+}
+
+/** Until the signal aborts; for a model call or tool a cancel or stop is meant to interrupt. */
+export function untilAborted<T>(signal: AbortSignal, value: T): Promise<T> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(value);
+    signal.addEventListener('abort', () => resolve(value), { once: true });
+  });
+}
+
+/**
+ * A real runtime on SQLite `:memory:` behind the fault decorator, in a real workspace directory,
+ * whose model and tools ask a path's script what to do. It also keeps the invariants that must hold
+ * after every step and at the end of every path (issue 4, item 1).
+ */
+export class Stage {
+  readonly violations: string[] = [];
+  readonly updates: UpdateEnvelope[] = [];
+  private readonly finished = new Set<string>();
+  private constructor(
+    readonly runtime: Runtime,
+    readonly session: SessionHandle,
+    readonly storage: FaultyStorage,
+    readonly workspace: string,
+  ) {
+    session.updates$.subscribe((u) => this.onUpdate(u));
+  }
+
+  static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, limits: { maxModelCalls: number; doomLoopThreshold: number }) {
+    const storage = withFaults(sqliteStorage({ filename: ':memory:' }));
+    const model = scriptedModel(
+      Array.from({ length: 12 }, () => (_request: unknown, options: ModelCallOptions) => script.modelReply(options.signal)),
+      { capabilities: SMALL_WINDOW },
+    );
+    const opened: { stage?: Stage } = {};
+    const tools = pathTools(script, (toolCallId) => opened.stage?.checkAssistantStored(toolCallId) ?? Promise.resolve());
+    const runtime = await createRuntime({
+      storage,
+      model,
+      tools,
+      agents: { default: { systemPrompt: 'path agent', ...limits } },
+      inspect: (event) => {
+        for (const observe of observers) observe(event);
+        script.observe(event);
+      },
+      warn: () => undefined,
+    });
+    const workspace = mkdtempSync(path.join(os.tmpdir(), 'turnchart-paths-'));
+    const session = await runtime.createSession({ agent: 'default', permissionMode: 'ask', workspaceDir: workspace });
+    opened.stage = new Stage(runtime, session, storage, workspace);
+    return opened.stage;
+  }
+
+  /** Resolves with the outcome announced for `turnId`. */
+  outcomeOf(turnId: string): Promise<TurnOutcome> {
+    return new Promise((resolve) => {
+      const sub = this.session.updates$.subscribe((u) => {
+        if (u.turnId === turnId && u.update.type === 'turn_finished') {
+          sub.unsubscribe();
+          resolve(u.update.outcome);
+        }
+      });
+      const seen = this.updates.find((u) => u.turnId === turnId && u.update.type === 'turn_finished');
+      if (seen?.update.type === 'turn_finished') resolve(seen.update.outcome);
+    });
+  }
+
+  private onUpdate(u: UpdateEnvelope): void {
+    if (u.sequence !== this.updates.length + 1) this.violations.push(`update sequence ${u.sequence} after ${this.updates.length}`);
+    if (this.finished.has(u.turnId)) this.violations.push(`'${u.update.type}' emitted after turn_finished of ${u.turnId}`);
+    if (u.update.type === 'turn_finished') this.finished.add(u.turnId);
+    this.updates.push(u);
+  }
+
+  /** A tool never runs before the assistant message that asked for it is stored (RT-12). */
+  async checkAssistantStored(toolCallId: string): Promise<void> {
+    const stored = await this.storage.listMessages(this.session.id);
+    const asked = stored.some((m) => m.message.role === 'assistant' && m.message.toolCalls.some((c) => c.id === toolCallId));
+    if (!asked) this.violations.push(`tool call ${toolCallId} ran before its assistant message was stored`);
+  }
+
+  /** At most one stored result per call at any time, as the write log shows. */
+  checkStep(label: string): void {
+    const results = new Map<string, number>();
+    for (const call of this.storage.calls) {
+      if (call.method !== 'appendMessage' || call.failed) continue;
+      const message = (call.args[0] as { message: { role: string; toolCallId?: string } }).message;
+      if (message.role === 'tool') results.set(message.toolCallId!, (results.get(message.toolCallId!) ?? 0) + 1);
+    }
+    for (const [id, n] of results) if (n > 1) this.violations.push(`${label}: ${n} results written for ${id}`);
+  }
+
+  /** The end of a path: every call has its one result and the stored turn says what the outcome says. */
+  async checkEnd(turnId: string, outcome: TurnOutcome): Promise<void> {
+    const stored = await this.storage.listMessages(this.session.id);
+    const calls = stored.flatMap((m) => (m.message.role === 'assistant' ? m.message.toolCalls.map((c) => c.id) : []));
+    for (const id of calls) {
+      const n = stored.filter((m) => m.message.role === 'tool' && m.message.toolCallId === id).length;
+      const lostToAFault = n === 0 && outcome.status === 'failed' && outcome.code === 'persistence_error';
+      if (n !== 1 && !lostToAFault) this.violations.push(`tool call ${id} has ${n} stored results (outcome ${JSON.stringify(outcome)})`);
+    }
+    const row = await this.storage.getTurn(turnId);
+    // A turn whose first write failed left nothing behind at all, which is consistent too.
+    const neverStored = !row && outcome.status === 'failed' && outcome.code === 'persistence_error' && !stored.some((m) => m.turnId === turnId);
+    if (row?.status !== outcome.status && !neverStored) this.violations.push(`stored turn status ${row?.status} but outcome ${outcome.status}`);
+  }
+
+  async close(): Promise<void> {
+    await this.runtime.shutdown();
+    rmSync(this.workspace, { recursive: true, force: true });
+  }
+}
+
+function pathTools(script: Script, beforeRun: (toolCallId: string) => Promise<void>) {
+  const run = (name: string) => async (_args: unknown, ctx: { signal: AbortSignal; toolCallId: string }) => {
+    await beforeRun(ctx.toolCallId);
+    return script.toolResult(name, ctx.signal);
+  };
+  return [
+    defineTool({ name: 'read_file', description: 'Read a file', effect: 'read', input: z.object({ path: z.string() }), execute: run('read_file') }),
+    defineTool({
+      name: 'write_file',
+      description: 'Write a file',
+      effect: 'write',
+      input: z.object({ path: z.string() }),
+      authorize: (args) => ({ decision: 'ask', paths: [args.path] }),
+      execute: run('write_file'),
+    }),
+    defineTool({
+      name: 'exploding',
+      description: 'A tool whose schema throws while it checks the arguments',
+      effect: 'read',
+      input: z.object({ path: z.string() }).refine(() => {
+        throw new Error('the tool schema threw');
+      }),
+      execute: run('exploding'),
+    }),
+  ];
+}

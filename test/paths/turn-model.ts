@@ -1,0 +1,206 @@
+import { assign, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import { turnMachine, type TurnContext } from '../../machines/turn.machine.js';
+import type { ChartModel, ModelState } from './tour.js';
+
+/**
+ * The turn chart for traversal, with its surroundings modelled. Effects are recorded by name in
+ * `pendingEffect` (the runtime keeps a request id there), so a reply event names the effect it
+ * answers. Whether agent mail waits is carried by the event (`mail: true`) that leads into the
+ * chart's `checking` state, which is where the runtime's guard reads the mailbox.
+ */
+
+export const TURN_LIMITS = { maxModelCalls: 2, doomLoopThreshold: 3 };
+
+/** How far the current tool call has got, as far as the turn can tell. */
+export type ChildPhase =
+  | 'fresh' // executing; may still ask for approval or fail validation
+  | 'approved' // executing after an approval
+  | 'asking' // waiting for the user
+  | 'allow' | 'deny' | 'cancel_asking' | 'stop_asking' // answered; the call leaves waiting_permission next
+  | 'denied' | 'cancelled' | 'stopped' // will end with that termination
+  | 'cancel' | 'stop'; // a cancel or stop reached the call while it ran
+
+export interface TurnEnv {
+  child: ChildPhase;
+  /** The user's own message is over the auto-compact line: no compaction can get under it. */
+  stickyOver: boolean;
+  /** The last compaction's summary alone is over the line. */
+  bigSummary: boolean;
+}
+
+type Params = { name: string };
+export const traversalTurnMachine = turnMachine.provide({
+  actions: {
+    requestEffect: assign(({ context }, params: Params) => ({ pendingEffect: params.name, effectSeq: context.effectSeq + 1 })) as never,
+    cancelEffect: assign({ pendingEffect: null }) as never,
+    emitPhase: () => undefined,
+    discardDraft: () => undefined,
+  },
+  guards: {
+    mailboxHasMessages: ({ event }: { event: EventObject }) => (event as { mail?: boolean }).mail === true,
+  },
+});
+
+const ctx = (s: AnyMachineSnapshot) => s.context as TurnContext;
+
+export const DONE_CHILD = 'xstate.done.actor.toolCall';
+export const ERROR_CHILD = 'xstate.error.actor.toolCall';
+
+type Termination = null | 'cancelled' | 'failed';
+const childDone = (termination: Termination, mail = false) => ({
+  type: DONE_CHILD,
+  mail,
+  output: {
+    toolCallId: 'call',
+    result: { status: 'succeeded', content: '' },
+    termination: termination === null ? null : termination === 'cancelled' ? { kind: 'cancelled' } : { kind: 'failed', code: 'persistence_error', message: '' },
+    doom: { signature: null, count: 0 },
+  },
+});
+
+export function modelResponse(calls: number) {
+  return { text: 'answer', reasoning: '', toolCalls: Array.from({ length: calls }, (_, i) => ({ id: `c${i}`, name: 'read_file', argumentsText: '{}' })) };
+}
+
+function effectReplies(state: ModelState<TurnEnv>): EventObject[] {
+  const c = ctx(state.machine);
+  const id = c.pendingEffect;
+  const done = (extra: object = {}) => ({ type: 'effect.done', id, output: undefined, ...extra });
+  const failed = (error: object = {}) => ({ type: 'effect.failed', id, error });
+  switch (id) {
+    case 'beginTurn':
+      return [done(), done({ mail: true }), failed()];
+    case 'drainMailbox':
+    case 'writeAssistant':
+      return [done(), failed()];
+    case 'skipToolCalls':
+      // Only a write can fail, and with no call left to skip nothing is written.
+      return c.toolIndex < c.toolCalls.length ? [done(), failed()] : [done()];
+    case 'prepareRequest':
+      return [...overLineChoices(state).map((overLine) => done({ output: { overLine } })), failed({ code: 'project_instruction_error' })];
+    case 'compact':
+      return [done({ output: { compactionId: 'k' }, big: false }), done({ output: { compactionId: 'k' }, big: true }), failed({ reloadRequired: true }), failed()];
+    case 'callModel':
+      return [
+        ...[0, 1, 2].map((n) => done({ output: modelResponse(n) })),
+        ...[{ kind: 'overflow' }, { kind: 'overflow', semanticOutputProduced: true }, { kind: 'provider' }, { kind: 'protocol' }].map(failed),
+      ];
+    default:
+      return [];
+  }
+}
+
+/** Which `overLine` answers the conversation can give here. */
+function overLineChoices({ machine, env }: ModelState<TurnEnv>): boolean[] {
+  const c = ctx(machine);
+  if (env.stickyOver) return [true];
+  if (c.compactedThisCall) return [env.bigSummary];
+  // Before any tool result only the user's own message can make it big, and that stays big.
+  return [false, true];
+}
+
+const commands = [{ type: 'turn.cancel' }, { type: 'turn.stop' }];
+
+function childEvents({ machine, env }: ModelState<TurnEnv>): Array<EventObject & Record<string, unknown>> {
+  const c = ctx(machine);
+  const settle = { type: 'tool.permission_settled', toolCallId: c.pendingPermission };
+  const live = c.interrupt === null ? commands : [];
+  switch (env.child) {
+    case 'fresh':
+      return [
+        { type: 'tool.permission_requested', toolCallId: 'call', name: 'write_file', paths: [] },
+        { type: ERROR_CHILD, error: new Error('the tool schema threw') },
+        ...doneChoices([null, 'cancelled', 'failed']),
+        ...live,
+      ];
+    case 'approved':
+      return [...doneChoices([null, 'cancelled', 'failed']), ...live];
+    case 'asking':
+      return [
+        { type: 'turn.resolve_permission', toolCallId: c.pendingPermission, decision: 'allow_once' },
+        { type: 'turn.resolve_permission', toolCallId: c.pendingPermission, decision: 'deny' },
+        ...live,
+      ];
+    case 'allow':
+    case 'deny':
+    case 'cancel_asking':
+    case 'stop_asking':
+      return [settle];
+    case 'denied':
+    case 'stopped':
+      return doneChoices(['failed']);
+    case 'cancelled':
+      return doneChoices(['cancelled']);
+    // A cancel that reaches the call while its tool runs ends it cancelled; one that arrives
+    // while its result is being written finds nothing to stop, and the turn notices at `next`.
+    case 'cancel':
+      return doneChoices(['cancelled', null]);
+    case 'stop':
+      return doneChoices(['failed', null]);
+  }
+}
+
+function doneChoices(terminations: Termination[]): Array<EventObject & Record<string, unknown>> {
+  return terminations.flatMap((t) => [childDone(t), childDone(t, true)]);
+}
+
+function nextChild(child: ChildPhase, event: EventObject): ChildPhase {
+  const e = event as { type: string; decision?: string };
+  switch (e.type) {
+    case 'tool.permission_requested':
+      return 'asking';
+    case 'turn.resolve_permission':
+      return e.decision === 'allow_once' ? 'allow' : 'deny';
+    case 'tool.permission_settled':
+      return ({ allow: 'approved', deny: 'denied', cancel_asking: 'cancelled', stop_asking: 'stopped' } as Record<string, ChildPhase>)[child] ?? child;
+    case 'turn.cancel':
+      return child === 'asking' ? 'cancel_asking' : child === 'fresh' || child === 'approved' ? 'cancel' : child;
+    case 'turn.stop':
+      return child === 'asking' ? 'stop_asking' : child === 'fresh' || child === 'approved' ? 'stop' : child;
+    case DONE_CHILD:
+    case ERROR_CHILD:
+    case 'effect.done':
+      return 'fresh';
+    default:
+      return child;
+  }
+}
+
+export const turnModel: ChartModel<TurnEnv> = {
+  machine: traversalTurnMachine,
+  input: { sessionId: 's', turnId: 't', limits: TURN_LIMITS },
+  env: { child: 'fresh', stickyOver: false, bigSummary: false },
+  events: (state) => {
+    if (state.machine.matches({ running_tools: 'tool_call' })) return childEvents(state);
+    return [...effectReplies(state), ...commands];
+  },
+  nextEnv: (env, event, before) => {
+    const e = event as { type: string; big?: boolean; output?: { overLine?: boolean } };
+    const firstPrepare = ctx(before).pendingEffect === 'prepareRequest' && !ctx(before).compactedThisCall && ctx(before).toolIndex === 0 && ctx(before).toolCalls.length === 0;
+    return {
+      child: nextChild(env.child, event),
+      stickyOver: env.stickyOver || (firstPrepare && e.output?.overLine === true),
+      bigSummary: ctx(before).pendingEffect === 'compact' && e.type === 'effect.done' ? e.big === true : env.bigSummary,
+    };
+  },
+  key: ({ machine, env }) => {
+    const c = ctx(machine);
+    return JSON.stringify([
+      machine.value,
+      machine.status,
+      c.pendingEffect,
+      c.interrupt,
+      c.compactedThisCall,
+      c.overflowRetried,
+      c.modelCallIndex,
+      c.toolIndex,
+      c.toolCalls.length,
+      // The response matters only until its calls are taken over.
+      machine.matches({ running_model: 'writing_response' }) ? c.response?.toolCalls.length : null,
+      c.termination?.kind ?? null,
+      c.pendingPermission !== null,
+      c.outcome?.status ?? null,
+      env,
+    ]);
+  },
+};
