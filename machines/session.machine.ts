@@ -45,7 +45,7 @@ export type SessionEvent =
   | { type: 'session.compact'; commandId: string }
   | { type: 'session.rewind'; commandId: string; compactionId: string }
   | { type: 'session.reload'; commandId: string }
-  | { type: 'session.stop' }
+  | { type: 'session.stop'; commandId: string }
   | { type: 'session.require_reload' }
   | { type: 'turn.permission_requested'; turnId: string; toolCallId: string; name: string; paths: string[] }
   | { type: 'turn.permission_settled'; turnId: string }
@@ -187,6 +187,8 @@ export const sessionMachine = setup({
   initial: 'idle',
   on: {
     'session.require_reload': { actions: assign({ reloadRequired: true }) },
+    // Stopping with no turn running has nothing to stop; the answer tells the caller its request was seen.
+    'session.stop': { actions: 'replyOk' },
     'session.cancel_turn': { actions: 'replyTurnNotActive' },
     'session.resolve_permission': { actions: 'replyTurnNotActive' },
     // RT-6: compaction, rewind and reload only while nothing else runs.
@@ -238,6 +240,8 @@ export const sessionMachine = setup({
         },
         onError: {
           // An error escaping the turn chart is a defect, reported as a typed failure rather than a hang.
+          // No public input reaches it (the turn catches its tool calls' crashes), so it is the one
+          // transition the generated paths never take (test/paths/chart-paths.test.ts).
           target: 'finishing',
           actions: assign({
             lastOutcome: ({ context, event }) => ({
@@ -272,7 +276,7 @@ export const sessionMachine = setup({
           { guard: 'isActiveTurn', actions: 'replyPermissionNotPending' },
           { actions: 'replyTurnNotActive' },
         ],
-        'session.stop': { actions: sendTo('turn', { type: 'turn.stop' }) },
+        'session.stop': { actions: [sendTo('turn', { type: 'turn.stop' }), 'replyOk'] },
         'turn.permission_requested': {
           actions: [
             assign({ pendingPermission: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId }) }),

@@ -226,19 +226,20 @@ export class SessionHandle {
 
   private async stopOnce(): Promise<void> {
     this.stopped = true;
-    this.actor.send({ type: 'session.stop' });
+    const commandId = `c${++this.commandCount}`;
+    // Idle only counts once the chart has taken the stop: called from an update subscriber, the
+    // stop waits behind the step in progress, and the session may not even have started its turn.
     await new Promise<void>((resolve) => {
-      const check = () => this.actor.getSnapshot().matches('idle');
-      if (check()) return resolve();
-      const sub = this.actor.subscribe({
-        next: () => {
-          if (check()) {
-            sub.unsubscribe();
-            resolve();
-          }
-        },
-        error: () => resolve(),
-      });
+      let taken = false;
+      const settle = (snapshot: ReturnType<typeof this.actor.getSnapshot>): void => {
+        taken ||= snapshot.context.reply?.commandId === commandId;
+        if (!taken || !snapshot.matches('idle')) return;
+        sub.unsubscribe();
+        resolve();
+      };
+      const sub = this.actor.subscribe({ next: settle, error: () => resolve() });
+      this.actor.send({ type: 'session.stop', commandId });
+      settle(this.actor.getSnapshot());
     });
     this.actor.stop();
     this.env.updates.complete();

@@ -122,7 +122,7 @@ export class Stage {
   }
 
   /** The end of a path: every call has its one result and the stored turn says what the outcome says. */
-  async checkEnd(turnId: string, outcome: TurnOutcome): Promise<void> {
+  async checkEnd(turnId: string, outcome: TurnOutcome, terminalWriteFailed = false): Promise<void> {
     const stored = await this.storage.listMessages(this.session.id);
     const calls = stored.flatMap((m) => (m.message.role === 'assistant' ? m.message.toolCalls.map((c) => c.id) : []));
     for (const id of calls) {
@@ -133,7 +133,9 @@ export class Stage {
     const row = await this.storage.getTurn(turnId);
     // A turn whose first write failed left nothing behind at all, which is consistent too.
     const neverStored = !row && outcome.status === 'failed' && outcome.code === 'persistence_error' && !stored.some((m) => m.turnId === turnId);
-    if (row?.status !== outcome.status && !neverStored) this.violations.push(`stored turn status ${row?.status} but outcome ${outcome.status}`);
+    // A terminal status whose write failed stays `running` until the next turn writes it (RT-26).
+    const pendingRepair = terminalWriteFailed && row?.status === 'running';
+    if (row?.status !== outcome.status && !neverStored && !pendingRepair) this.violations.push(`stored turn status ${row?.status} but outcome ${outcome.status}`);
   }
 
   async close(): Promise<void> {

@@ -22,6 +22,8 @@ export interface ChartModel<Env> {
   nextEnv(env: Env, event: EventObject, before: AnyMachineSnapshot, after: AnyMachineSnapshot): Env;
   /** A bounded key: two states with the same key behave the same from here on. */
   key(state: ModelState<Env>): string;
+  /** Where a path may end; by default, where the chart is done. */
+  isEnd?(state: ModelState<Env>): boolean;
 }
 
 /** One step of a path: the chart rests in `state`; `event` happens; it rests in `next`. */
@@ -68,7 +70,7 @@ function options<Env>(model: ChartModel<Env>) {
 /**
  * Paths that together take every edge of the chart-and-environment graph: for each edge not yet
  * on an earlier path, the shortest path to its source (`getShortestPaths`), the edge, and the
- * shortest way from there to a final state. Each path ends with the chart done.
+ * shortest way from there to an end (a final state, or the model's `isEnd`). Each path ends there.
  */
 export function edgeTour<Env>(model: ChartModel<Env>): PathStep<Env>[][] {
   const logic = logicOf(model);
@@ -109,7 +111,7 @@ function shortestToFinal<Env>(adjacency: Adjacency<Env>, model: ChartModel<Env>)
   const nextHop = new Map<string, PathStep<Env> | null>();
   const incoming = new Map<string, Array<{ from: string; step: PathStep<Env> }>>();
   for (const [from, { state, transitions }] of Object.entries(adjacency)) {
-    if (state.machine.status === 'done') nextHop.set(from, null);
+    if (model.isEnd ? model.isEnd(state) : state.machine.status === 'done') nextHop.set(from, null);
     for (const [, { event, state: next }] of edgesOf<Env>(transitions)) {
       const to = model.key(next);
       incoming.set(to, [...(incoming.get(to) ?? []), { from, step: { state, event, next } }]);

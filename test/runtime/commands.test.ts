@@ -57,6 +57,21 @@ describe('session commands (RT-1…RT-7)', () => {
     expect(await h.session.waitForTurn((started as { turnId: string }).turnId)).toEqual({ status: 'cancelled' });
   });
 
+  it('stop() from an update subscriber still ends the turn it interrupts (found by the generated paths)', async () => {
+    const hold = held();
+    h = await harness([hold.step]);
+    const finished: string[] = [];
+    const stopping: Array<Promise<void>> = [];
+    h.session.updates$.subscribe((u) => {
+      if (u.update.type === 'turn_started') stopping.push(h!.session.stop());
+      if (u.update.type === 'turn_finished') finished.push(JSON.stringify(u.update.outcome));
+    });
+    const started = await h.session.startTurn({ clientRequestId: 'c1', input: [{ type: 'text', text: 'hi' }] });
+    await Promise.all(stopping);
+    expect(finished).toEqual([JSON.stringify({ status: 'failed', code: 'actor_stopped', message: 'the session stopped during the turn' })]);
+    expect(await h.storage.getTurn((started as { turnId: string }).turnId)).toMatchObject({ status: 'failed', errorCode: 'actor_stopped' });
+  });
+
   it('accepts a turn before anything is written and never waits for the loop', async () => {
     const hold = held();
     h = await harness([hold.step]);
