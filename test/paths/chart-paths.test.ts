@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { sessionMachine, toolCallMachine, turnMachine, type TurnOutcome } from '../../src/index.js';
 import { SessionDirector } from './session-director.js';
+import { ToolCallDirector } from './tool-call-director.js';
+import { DOOM_THRESHOLD, TOOL_CALL_SCENARIOS, toolCallModel, type ToolCallScenario } from './tool-call-model.js';
 import { sessionModel, type SessionEnv } from './session-model.js';
 import { Stage } from './stage.js';
 import { edgeTour, type PathStep } from './tour.js';
@@ -29,10 +31,10 @@ async function driveTurnPath(path: ReturnType<typeof edgeTour<import('./turn-mod
     director.finish();
     await stage.checkEnd(started.turnId, outcome);
     const problems = [...stage.violations];
-    if (!director.done) problems.push(`the runtime left the path after step ${director.rested.length}`);
-    const expected = director.expectedRests();
-    if (JSON.stringify(director.rested) !== JSON.stringify(expected)) problems.push(`rested in ${director.rested.join(' → ')}; the path says ${expected.join(' → ')}`);
-    if (JSON.stringify(outcome.status) !== expected.at(-1)) problems.push(`outcome ${outcome.status} but the chart ended in ${expected.at(-1)}`);
+    const off = director.rests.problem();
+    if (off) problems.push(off);
+    else if (!director.done) problems.push('the path has steps the runtime never took');
+    if (JSON.stringify(outcome.status) !== director.rests.expected.at(-1)) problems.push(`outcome ${outcome.status} but the chart ended in ${director.rests.expected.at(-1)}`);
     return problems;
   } finally {
     await stage.close();
@@ -55,9 +57,29 @@ async function driveSessionPath(path: PathStep<SessionEnv>[]) {
       if (!finished) problems.push(`turn ${turnId} never announced its end`);
       else await stage.checkEnd(turnId, (finished.update as { outcome: TurnOutcome }).outcome, director.unfinishedWrites.has(turnId));
     }
-    const expected = director.expectedRests();
-    if (JSON.stringify(director.rested) !== JSON.stringify(expected)) problems.push(`rested in ${director.rested.join(' → ')}; the path says ${expected.join(' → ')}`);
-    return [...problems, ...stage.violations.slice(problems.length)];
+    const off = director.rests.problem();
+    if (off) problems.push(off);
+    return problems;
+  } finally {
+    await stage.close();
+  }
+}
+
+/** Drives one generated tool-call path: the call is the `target` of a turn that asks for it. */
+async function driveToolCallPath(path: PathStep<null>[], scenario: ToolCallScenario) {
+  const director = new ToolCallDirector(path, scenario);
+  const stage = await Stage.open(director, [ledger.observe], { maxModelCalls: 5, doomLoopThreshold: DOOM_THRESHOLD }, scenario.mode);
+  director.stage = stage;
+  try {
+    const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });
+    if (!started.ok) return [`turn refused: ${JSON.stringify(started.error)}`];
+    const outcome = await stage.outcomeOf(started.turnId);
+    await stage.checkEnd(started.turnId, outcome);
+    const problems = [...stage.violations];
+    const off = director.rests.problem();
+    if (off) problems.push(off);
+    else if (!director.done) problems.push('the path has steps the runtime never took');
+    return problems;
   } finally {
     await stage.close();
   }
@@ -73,6 +95,17 @@ describe('generated paths through the real runtime (XS-5)', () => {
     for (const [i, path] of turnPaths.entries()) {
       const problems = await driveTurnPath(path);
       if (problems.length > 0) failures.push(`path ${i}: ${path.map((s) => `${JSON.stringify(s.state.machine.value)} ${s.event.type}`).join(' | ')}\n  ${problems.join('\n  ')}`);
+    }
+    expect(failures.slice(0, 5).join('\n\n')).toBe('');
+  }, 120_000);
+
+  const toolCallPaths = TOOL_CALL_SCENARIOS.flatMap((scenario) => edgeTour(toolCallModel(scenario)).map((path) => ({ scenario, path })));
+
+  it(`drives ${toolCallPaths.length} tool-call-chart paths over ${TOOL_CALL_SCENARIOS.length} scenarios and keeps the invariants after every step`, async () => {
+    const failures: string[] = [];
+    for (const [i, { scenario, path }] of toolCallPaths.entries()) {
+      const problems = await driveToolCallPath(path, scenario);
+      if (problems.length > 0) failures.push(`path ${i} (${JSON.stringify(scenario)}): ${describePath(path)}\n  ${problems.join('\n  ')}`);
     }
     expect(failures.slice(0, 5).join('\n\n')).toBe('');
   }, 120_000);

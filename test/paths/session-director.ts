@@ -3,6 +3,7 @@ import type { SessionContext } from '../../machines/session.machine.js';
 import type { ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { DONE_TURN, UNKNOWN_TURN, type SessionEnv } from './session-model.js';
 import type { Script, Stage } from './stage.js';
+import { RestLog } from './rest-log.js';
 import type { PathStep } from './tour.js';
 
 type Step = PathStep<SessionEnv>;
@@ -32,20 +33,23 @@ export class SessionDirector implements Script {
   readonly ended = new Promise<void>((resolve) => (this.finished = resolve));
   /** Every command's answer, so the test can check each came back typed. */
   readonly answers: Array<Promise<unknown>> = [];
-  readonly rested: string[] = ['"idle"'];
+  readonly rests: RestLog;
   /** Turns whose terminal status could not be stored; the runtime writes it before the next turn (RT-26). */
   readonly unfinishedWrites = new Set<string>();
   stage!: Stage;
 
-  constructor(readonly path: Step[]) {}
+  constructor(readonly path: Step[]) {
+    // Off the path: let a held model call end and stop the session, so the test can report it.
+    this.rests = new RestLog(path, () => {
+      this.reply({ text: 'off the path' });
+      void this.stage.session.stop();
+      this.finished();
+    });
+    this.rests.record({ value: 'idle' });
+  }
 
   get done(): boolean {
     return this.next === this.path.length;
-  }
-
-  expectedRests(): string[] {
-    const values = [value(this.path[0]!.state.machine), ...this.path.map((s) => value(s.next.machine))];
-    return values.filter((v, i) => v !== values[i - 1]);
   }
 
   start(): void {
@@ -54,8 +58,7 @@ export class SessionDirector implements Script {
 
   readonly observe = (event: InspectionEvent): void => {
     if (event.type === '@xstate.snapshot' && machineId(event.snapshot) === 'session') {
-      const v = value(event.snapshot as AnyMachineSnapshot);
-      if (this.rested.at(-1) !== v) this.rested.push(v);
+      this.rests.record(event.snapshot as AnyMachineSnapshot);
     }
     if (event.type !== '@xstate.microstep' || machineId(event.snapshot) !== 'session') return;
     // Mid-step the actor still reports its previous snapshot; the microstep's is the current one.

@@ -9,8 +9,10 @@ import {
   scriptedModel,
   sqliteStorage,
   withFaults,
+  type AuthorizationDecision,
   type FaultyStorage,
   type ModelCallOptions,
+  type PermissionMode,
   type Runtime,
   type ScriptedReply,
   type SessionHandle,
@@ -27,7 +29,9 @@ export const BIG_TEXT = 'x'.repeat(24_000);
 /** What a path's script decides when the runtime asks: the model's reply, a tool's result. */
 export interface Script {
   modelReply(signal: AbortSignal): ScriptedReply | Promise<ScriptedReply>;
-  toolResult(name: string, signal: AbortSignal): ToolExecutionResult | Promise<ToolExecutionResult>;
+  toolResult(name: string, signal: AbortSignal, toolCallId: string): ToolExecutionResult | Promise<ToolExecutionResult>;
+  /** The write tool's `authorize` hook; by default it asks for approval of the path. */
+  authorize?(toolCallId: string): AuthorizationDecision;
   observe(event: InspectionEvent): void;
 }
 
@@ -57,7 +61,12 @@ export class Stage {
     session.updates$.subscribe((u) => this.onUpdate(u));
   }
 
-  static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, limits: { maxModelCalls: number; doomLoopThreshold: number }) {
+  static async open(
+    script: Script,
+    observers: Array<(e: InspectionEvent) => void>,
+    limits: { maxModelCalls: number; doomLoopThreshold: number },
+    permissionMode: PermissionMode = 'ask',
+  ) {
     const storage = withFaults(sqliteStorage({ filename: ':memory:' }));
     const model = scriptedModel(
       Array.from({ length: 12 }, () => (_request: unknown, options: ModelCallOptions) => script.modelReply(options.signal)),
@@ -77,7 +86,7 @@ export class Stage {
       warn: () => undefined,
     });
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'turnchart-paths-'));
-    const session = await runtime.createSession({ agent: 'default', permissionMode: 'ask', workspaceDir: workspace });
+    const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace });
     opened.stage = new Stage(runtime, session, storage, workspace);
     return opened.stage;
   }
@@ -147,23 +156,25 @@ export class Stage {
 function pathTools(script: Script, beforeRun: (toolCallId: string) => Promise<void>) {
   const run = (name: string) => async (_args: unknown, ctx: { signal: AbortSignal; toolCallId: string }) => {
     await beforeRun(ctx.toolCallId);
-    return script.toolResult(name, ctx.signal);
+    return script.toolResult(name, ctx.signal, ctx.toolCallId);
   };
+  const input = z.object({ path: z.string() });
   return [
-    defineTool({ name: 'read_file', description: 'Read a file', effect: 'read', input: z.object({ path: z.string() }), execute: run('read_file') }),
+    defineTool({ name: 'read_file', description: 'Read a file', effect: 'read', input, execute: run('read_file') }),
     defineTool({
       name: 'write_file',
       description: 'Write a file',
       effect: 'write',
-      input: z.object({ path: z.string() }),
-      authorize: (args) => ({ decision: 'ask', paths: [args.path] }),
+      input,
+      authorize: (args, ctx) => script.authorize?.(ctx.toolCallId) ?? { decision: 'ask', paths: [args.path] },
       execute: run('write_file'),
     }),
+    defineTool({ name: 'run_cmd', description: 'Run a command', effect: 'execute', input, execute: run('run_cmd') }),
     defineTool({
       name: 'exploding',
       description: 'A tool whose schema throws while it checks the arguments',
       effect: 'read',
-      input: z.object({ path: z.string() }).refine(() => {
+      input: input.refine(() => {
         throw new Error('the tool schema threw');
       }),
       execute: run('exploding'),

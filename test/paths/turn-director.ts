@@ -4,6 +4,7 @@ import type { AnyMachineSnapshot, EventObject, InspectionEvent } from 'xstate';
 import type { TurnContext } from '../../machines/turn.machine.js';
 import type { ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { BIG_TEXT, untilAborted, type Script, type Stage } from './stage.js';
+import { RestLog } from './rest-log.js';
 import type { PathStep } from './tour.js';
 import { DONE_CHILD, ERROR_CHILD, type TurnEnv } from './turn-model.js';
 
@@ -27,11 +28,12 @@ export class TurnDirector implements Script {
   private turnId = '';
   private pendingPermission: string | null = null;
   private callCounter = 0;
-  /** The values the turn actor came to rest in, in order. */
-  readonly rested: string[] = [];
+  readonly rests: RestLog;
   stage!: Stage;
 
-  constructor(readonly path: Step[]) {}
+  constructor(readonly path: Step[]) {
+    this.rests = new RestLog(path, () => void this.stage.session.stop());
+  }
 
   /** Undoes what the last step armed (a fault, a broken file) once the turn has ended. */
   finish(): void {
@@ -40,12 +42,6 @@ export class TurnDirector implements Script {
 
   get done(): boolean {
     return this.next === this.path.length;
-  }
-
-  /** The rest values the path expects, as `rested` should read at the end. */
-  expectedRests(): string[] {
-    const values = [value(this.path[0]!.state.machine), ...this.path.map((s) => value(s.next.machine))];
-    return values.filter((v, i) => v !== values[i - 1]);
   }
 
   readonly observe = (event: InspectionEvent): void => {
@@ -64,9 +60,8 @@ export class TurnDirector implements Script {
   };
 
   private rest(snapshot: AnyMachineSnapshot): void {
-    const v = value(snapshot);
-    if (this.rested.at(-1) !== v) this.rested.push(v);
-    this.stage.checkStep(`at ${v}`);
+    this.rests.record(snapshot);
+    this.stage.checkStep(`at ${value(snapshot)}`);
   }
 
   /** The turn entered a state: if it is where the next step starts, make the step's event happen. */
