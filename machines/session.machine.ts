@@ -172,8 +172,12 @@ export const sessionMachine = setup({
   },
 }).createMachine({
   id: 'session',
+  // Input fields listed one by one, not spread: spreading and then adding fields is slow in V8 (docs/architecture.md).
   context: ({ input }) => ({
-    ...input,
+    sessionId: input.sessionId,
+    limits: input.limits,
+    accepted: input.accepted,
+    reloadRequired: input.reloadRequired,
     effectSeq: 0,
     pendingEffect: null,
     activeTurn: null,

@@ -194,8 +194,11 @@ export const turnMachine = setup({
   },
 }).createMachine({
   id: 'turn',
+  // Input fields listed one by one, not spread: spreading and then adding fields is slow in V8 (docs/architecture.md).
   context: ({ input }) => ({
-    ...input,
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    limits: input.limits,
     modelCallIndex: 0,
     sample: 1,
     compactedThisCall: false,
@@ -264,7 +267,7 @@ export const turnMachine = setup({
             type: 'requestEffect',
             params: ({ context }) => ({
               name: 'prepareRequest',
-              input: { ...effectInput(context), modelCallIndex: context.modelCallIndex, sample: context.sample },
+              input: { sessionId: context.sessionId, turnId: context.turnId, modelCallIndex: context.modelCallIndex, sample: context.sample },
             }),
           },
           on: {
@@ -320,7 +323,10 @@ export const turnMachine = setup({
             { type: 'emitPhase', params: { phase: 'running_model' } },
             {
               type: 'requestEffect',
-              params: ({ context }) => ({ name: 'callModel', input: { ...effectInput(context), modelCallIndex: context.modelCallIndex } }),
+              params: ({ context }) => ({
+                name: 'callModel',
+                input: { sessionId: context.sessionId, turnId: context.turnId, modelCallIndex: context.modelCallIndex },
+              }),
             },
           ],
           on: {
@@ -350,7 +356,10 @@ export const turnMachine = setup({
         writing_response: {
           entry: {
             type: 'requestEffect',
-            params: ({ context }) => ({ name: 'writeAssistant', input: { ...effectInput(context), response: context.response! } }),
+            params: ({ context }) => ({
+              name: 'writeAssistant',
+              input: { sessionId: context.sessionId, turnId: context.turnId, response: context.response! },
+            }),
           },
           on: {
             'effect.done': [
@@ -418,7 +427,13 @@ export const turnMachine = setup({
                   target: 'waiting_permission',
                   actions: [
                     assign({ pendingPermission: ({ event }) => event.toolCallId }),
-                    sendParent(({ event, context }) => ({ ...event, type: 'turn.permission_requested', turnId: context.turnId })),
+                    sendParent(({ event, context }) => ({
+                      type: 'turn.permission_requested',
+                      turnId: context.turnId,
+                      toolCallId: event.toolCallId,
+                      name: event.name,
+                      paths: event.paths,
+                    })),
                   ],
                 },
               },
@@ -451,7 +466,10 @@ export const turnMachine = setup({
     skipping_remaining: {
       entry: {
         type: 'requestEffect',
-        params: ({ context }) => ({ name: 'skipToolCalls', input: { ...effectInput(context), calls: context.toolCalls.slice(context.toolIndex) } }),
+        params: ({ context }) => ({
+          name: 'skipToolCalls',
+          input: { sessionId: context.sessionId, turnId: context.turnId, calls: context.toolCalls.slice(context.toolIndex) },
+        }),
       },
       on: {
         'effect.done': [

@@ -40,7 +40,14 @@ export function hostWithPort<T extends AnyStateMachine>(chart: T, input: unknown
 }
 
 /** The tool-call chart with recording stubs for its guards, actions and effects. */
-export function toolCallStubs(options: { authorize?: AuthorizationDecision; execute?: (input: ExecuteInput, signal: AbortSignal) => Promise<ToolResult> } = {}) {
+export function toolCallStubs(
+  options: {
+    authorize?: AuthorizationDecision;
+    execute?: (input: ExecuteInput, signal: AbortSignal) => Promise<ToolResult>;
+    /** What the session's permission mode says about every call: deny it, ask for it, or allow it (default). */
+    mode?: 'deny' | 'ask';
+  } = {},
+) {
   const written: WriteResultInput[] = [];
   const emitted: string[] = [];
   const machine = toolCallMachine.provide({
@@ -48,8 +55,8 @@ export function toolCallStubs(options: { authorize?: AuthorizationDecision; exec
       isControlTool: ({ context }) => context.call.name === 'update_plan',
       isRegistryTool: ({ context }) => context.call.name === 'read_file',
       hasAuthorizeHook: () => options.authorize !== undefined,
-      modeForbidsCall: () => false,
-      modeRequiresApproval: () => false,
+      modeForbidsCall: () => options.mode === 'deny',
+      modeRequiresApproval: () => options.mode === 'ask',
     },
     actions: {
       validateArguments: validationAction((context) =>
