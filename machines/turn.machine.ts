@@ -11,7 +11,8 @@ import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEf
 /**
  * One user turn: the agent loop of RT-10 as a chart.
  * starting → running_model { checking → draining_mailbox? → preparing → (compacting → preparing →)
- * calling → writing_response } → completed | running_tools → running_model …
+ * calling → writing_response } → completed | running_tools { tool_call (one actor per call, in
+ * order) } → running_model … ; a call that ends the turn, or an interrupt, → skipping_remaining.
  */
 
 export interface TurnLimits {
@@ -131,6 +132,13 @@ function modelFailure(error: unknown): TurnOutcome {
 
 const STOPPED: TurnOutcome = { status: 'failed', code: 'actor_stopped', message: 'the session stopped during the turn' };
 
+/** After a call: move on, carry its doom-loop count, remember whether it ended the turn. */
+const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context, event }) => ({
+  toolIndex: context.toolIndex + 1,
+  doom: event.output.doom,
+  termination: event.output.termination ?? context.termination,
+}));
+
 export const turnMachine = setup({
   types: {
     input: {} as TurnInput,
@@ -148,7 +156,7 @@ export const turnMachine = setup({
     interrupted: ({ context }) => context.interrupt !== null,
     reachedMaxModelCalls: ({ context }) => context.modelCallIndex >= context.limits.maxModelCalls,
     responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
-    allToolCallsDone: ({ context }) => context.toolIndex >= context.toolCalls.length,
+    isLastToolCall: ({ context }) => context.toolIndex + 1 >= context.toolCalls.length,
     isPendingPermission: ({ context, event }) =>
       event.type === 'turn.resolve_permission' && context.pendingPermission === event.toolCallId,
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
@@ -389,15 +397,9 @@ export const turnMachine = setup({
     },
     running_tools: {
       entry: { type: 'emitPhase', params: { phase: 'running_tools' } },
-      initial: 'next',
+      // The response has calls and no interrupt arrived while it was written (both checked on the way in).
+      initial: 'tool_call',
       states: {
-        next: {
-          always: [
-            { guard: 'interrupted', target: '#turn.skipping_remaining' },
-            { guard: 'allToolCallsDone', target: '#turn.running_model' },
-            { target: 'tool_call' },
-          ],
-        },
         tool_call: {
           invoke: {
             id: 'toolCall',
@@ -409,13 +411,16 @@ export const turnMachine = setup({
               doom: context.doom,
               doomLoopThreshold: context.limits.doomLoopThreshold,
             }),
+            // What comes after a call, decided on its result (guards see the context before it is recorded).
             onDone: [
-              {
-                guard: ({ event }) => event.output.termination !== null,
-                target: '#turn.skipping_remaining',
-                actions: assign(({ context, event }) => recordToolCall(context, event.output)),
-              },
-              { target: 'next', actions: assign(({ context, event }) => recordToolCall(context, event.output)) },
+              // The call ended the turn (a cancel, a stop, a denial, a doom loop, a failed write).
+              { guard: ({ event }) => event.output.termination !== null, target: '#turn.skipping_remaining', actions: recordToolCall },
+              // A cancel or stop arrived while the call ran: the remaining calls still get their results.
+              { guard: 'interrupted', target: '#turn.skipping_remaining', actions: recordToolCall },
+              // That was the response's last call: back to the model.
+              { guard: 'isLastToolCall', target: '#turn.running_model', actions: recordToolCall },
+              // The next call of the same response, in provider order: a new tool-call actor.
+              { target: 'tool_call', reenter: true, actions: recordToolCall },
             ],
             onError: { target: '#turn.failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'chat_state_error') }) },
           },
@@ -496,11 +501,6 @@ export const turnMachine = setup({
   },
   output: ({ context }) => context.outcome ?? STOPPED,
 });
-
-/** After a call: move on, carry its doom-loop count, remember whether it ended the turn. */
-function recordToolCall(context: TurnContext, output: ToolCallOutput): Partial<TurnContext> {
-  return { toolIndex: context.toolIndex + 1, doom: output.doom, termination: output.termination ?? context.termination };
-}
 
 function effectInput(context: TurnContext): TurnEffectInput {
   return { sessionId: context.sessionId, turnId: context.turnId };
