@@ -1,15 +1,16 @@
 import { fromCallback } from 'xstate';
 import type { EffectCancel, EffectContract, EffectRequest } from '../../machines/effect-port.js';
+import { EffectSignal, NEVER_CANCELLED } from './effect-signal.js';
+
+/** What an effect is told about its cancellation: `aborted`, and an `AbortSignal` made on first read. */
+export type EffectCancellation = Pick<EffectSignal, 'aborted' | 'signal'>;
 
 /** The runtime's implementation of a chart's effects: one async function per effect name. */
 export type EffectHandlers<E extends EffectContract> = {
-  [K in keyof E]: (input: E[K]['input'], signal: AbortSignal) => Promise<E[K]['output']>;
+  [K in keyof E]: (input: E[K]['input'], cancellation: EffectCancellation) => Promise<E[K]['output']>;
 };
 
-type AnyHandler = (input: unknown, signal: AbortSignal) => Promise<unknown>;
-
-/** Nothing ever aborts it: handed to effects that cannot be cancelled. */
-const NEVER_ABORTED = new AbortController().signal;
+export type AnyHandler = (input: unknown, cancellation: EffectCancellation) => Promise<unknown>;
 
 /**
  * The session's effect port (see machines/effect-port.ts): runs each requested effect and replies
@@ -18,7 +19,7 @@ const NEVER_ABORTED = new AbortController().signal;
  */
 export function effectPort(handlers: Record<string, AnyHandler>, cancellable: ReadonlySet<string>) {
   return fromCallback<EffectRequest | EffectCancel>(({ receive }) => {
-    const inflight = new Map<string, AbortController | null>();
+    const inflight = new Map<string, EffectSignal | null>();
     receive((event) => {
       if (event.type === 'effect.cancel') {
         inflight.get(event.id)?.abort();
@@ -26,27 +27,27 @@ export function effectPort(handlers: Record<string, AnyHandler>, cancellable: Re
         return;
       }
       const { id, name, input, replyTo } = event;
-      const controller = cancellable.has(name) ? new AbortController() : null;
-      inflight.set(id, controller);
+      const cancellation = cancellable.has(name) ? new EffectSignal() : null;
+      inflight.set(id, cancellation);
       const reply = (message: { type: 'effect.done'; id: string; output: unknown } | { type: 'effect.failed'; id: string; error: unknown }) => {
         if (inflight.delete(id)) replyTo.send(message);
       };
-      run(handlers[name], name, input, controller?.signal ?? NEVER_ABORTED).then(
+      run(handlers[name], name, input, cancellation ?? NEVER_CANCELLED).then(
         (output) => reply({ type: 'effect.done', id, output }),
         (error: unknown) => reply({ type: 'effect.failed', id, error }),
       );
     });
     return () => {
-      for (const controller of inflight.values()) controller?.abort();
+      for (const cancellation of inflight.values()) cancellation?.abort();
       inflight.clear();
     };
   });
 }
 
-function run(handler: AnyHandler | undefined, name: string, input: unknown, signal: AbortSignal): Promise<unknown> {
+function run(handler: AnyHandler | undefined, name: string, input: unknown, cancellation: EffectCancellation): Promise<unknown> {
   if (!handler) return Promise.reject(new Error(`no effect named '${name}' is provided`));
   try {
-    return handler(input, signal);
+    return handler(input, cancellation);
   } catch (error) {
     return Promise.reject(error instanceof Error ? error : new Error(String(error)));
   }
