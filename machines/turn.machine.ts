@@ -38,7 +38,7 @@ export interface TurnContext extends TurnInput, AwaitsEffects {
   /** The one compact-and-resubmit after an explicit overflow has been spent (RT-10). */
   overflowRetried: boolean;
   response: ModelResponse | null;
-  toolCalls: ToolCallPart[];
+  /** The next of the response's tool calls to run (`response.toolCalls`, provider order). */
   toolIndex: number;
   doom: DoomCounter;
   interrupt: Interrupt;
@@ -156,7 +156,7 @@ export const turnMachine = setup({
     interrupted: ({ context }) => context.interrupt !== null,
     reachedMaxModelCalls: ({ context }) => context.modelCallIndex >= context.limits.maxModelCalls,
     responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
-    isLastToolCall: ({ context }) => context.toolIndex + 1 >= context.toolCalls.length,
+    isLastToolCall: ({ context }) => context.toolIndex + 1 >= toolCallsOf(context).length,
     isPendingPermission: ({ context, event }) =>
       event.type === 'turn.resolve_permission' && context.pendingPermission === event.toolCallId,
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
@@ -212,7 +212,6 @@ export const turnMachine = setup({
     compactedThisCall: false,
     overflowRetried: false,
     response: null,
-    toolCalls: [],
     toolIndex: 0,
     doom: { signature: null, count: 0 },
     effectSeq: 0,
@@ -341,7 +340,8 @@ export const turnMachine = setup({
             'effect.done': {
               guard: 'isPendingEffect',
               target: 'writing_response',
-              actions: assign({ response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse }),
+              // The calls are read from the response where they are needed, starting at the first.
+              actions: assign({ response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse, toolIndex: 0 }),
             },
             'effect.failed': [
               {
@@ -380,13 +380,8 @@ export const turnMachine = setup({
                 // The calls are stored: each still needs exactly one result before the turn ends (RT-12).
                 guard: and(['isPendingEffect', 'interrupted']),
                 target: '#turn.skipping_remaining',
-                actions: assign({ toolCalls: ({ context }) => context.response?.toolCalls ?? [], toolIndex: 0 }),
               },
-              {
-                guard: 'isPendingEffect',
-                target: '#turn.running_tools',
-                actions: assign({ toolCalls: ({ context }) => context.response?.toolCalls ?? [], toolIndex: 0 }),
-              },
+              { guard: 'isPendingEffect', target: '#turn.running_tools' },
             ],
             'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
             'turn.cancel': { actions: 'assignInterrupt' },
@@ -407,7 +402,7 @@ export const turnMachine = setup({
             input: ({ context }) => ({
               sessionId: context.sessionId,
               turnId: context.turnId,
-              call: context.toolCalls[context.toolIndex]!,
+              call: toolCallsOf(context)[context.toolIndex]!,
               doom: context.doom,
               doomLoopThreshold: context.limits.doomLoopThreshold,
             }),
@@ -473,7 +468,7 @@ export const turnMachine = setup({
         type: 'requestEffect',
         params: ({ context }) => ({
           name: 'skipToolCalls',
-          input: { sessionId: context.sessionId, turnId: context.turnId, calls: context.toolCalls.slice(context.toolIndex) },
+          input: { sessionId: context.sessionId, turnId: context.turnId, calls: toolCallsOf(context).slice(context.toolIndex) },
         }),
       },
       on: {
@@ -501,6 +496,11 @@ export const turnMachine = setup({
   },
   output: ({ context }) => context.outcome ?? STOPPED,
 });
+
+/** The tool calls of the stored response; none before the first response. */
+function toolCallsOf(context: TurnContext): ToolCallPart[] {
+  return context.response?.toolCalls ?? [];
+}
 
 function effectInput(context: TurnContext): TurnEffectInput {
   return { sessionId: context.sessionId, turnId: context.turnId };
