@@ -1,4 +1,4 @@
-import { and, assign, not, or, sendParent, setup } from 'xstate';
+import { assign, not, or, sendParent, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import type {
@@ -10,7 +10,7 @@ import type {
 } from '../src/protocol/tool-result.js';
 import { callSignature, MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
 import { notProvided } from './not-provided.js';
-import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectReply } from './effect-port.js';
+import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
  * One tool call (RT-15): `active` { `screening` — the parsed arguments are a JSON object? the name
@@ -28,7 +28,7 @@ export interface ToolCallInput {
   doomLoopThreshold: number;
 }
 
-export interface ToolCallContext extends ToolCallInput, AwaitsEffects {
+export interface ToolCallContext extends ToolCallInput {
   args: Record<string, unknown>;
   /** Whether the arguments text parsed as a JSON object of bounded depth. */
   argumentsParsed: boolean;
@@ -95,7 +95,6 @@ export const toolCallMachine = setup({
     output: {} as ToolCallOutput,
   },
   guards: {
-    isPendingEffect,
     /** Supplied by the runtime: is this name a control tool (e.g. `update_plan`)? */
     isControlTool: notProvided('tool-call', 'isControlTool') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: is this name in the session's registry toolset? */
@@ -153,8 +152,6 @@ export const toolCallMachine = setup({
       call: input.call,
       doom: input.doom,
       doomLoopThreshold: input.doomLoopThreshold,
-      effectSeq: 0,
-      pendingEffect: null,
       args: parsed ?? {},
       argumentsParsed: parsed !== undefined,
       validation: null,
@@ -240,19 +237,18 @@ export const toolCallMachine = setup({
           entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'authorize', input: effectInput(context) }) },
           on: {
             'effect.done': [
-              { guard: and(['isPendingEffect', ({ event }) => decisionOf(event).decision === 'allow']), target: 'tool_allowed' },
+              { guard: ({ event }) => decisionOf(event).decision === 'allow', target: 'tool_allowed' },
               {
-                guard: and(['isPendingEffect', ({ event }) => decisionOf(event).decision === 'ask']),
+                guard: ({ event }) => decisionOf(event).decision === 'ask',
                 target: 'tool_asked',
                 actions: assign({ requestedPaths: ({ event }) => askedPaths(decisionOf(event)) }),
               },
               {
-                guard: 'isPendingEffect',
                 target: '#toolCall.writing_result',
                 actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }) }),
               },
             ],
-            'effect.failed': { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
           },
         },
         tool_asked: {
@@ -322,13 +318,13 @@ export const toolCallMachine = setup({
           on: {
             'effect.done': [
               {
-                guard: and(['isPendingEffect', ({ event }) => outputOf<ToolResult>(event).status === 'cancelled']),
+                guard: ({ event }) => outputOf<ToolResult>(event).status === 'cancelled',
                 target: '#toolCall.writing_result',
                 actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
               },
-              { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+              { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
             ],
-            'effect.failed': { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
           },
         },
       },
@@ -342,8 +338,8 @@ export const toolCallMachine = setup({
       // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
       entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
       on: {
-        'effect.done': { guard: 'isPendingEffect', target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-        'effect.failed': { guard: 'isPendingEffect', target: 'writing_result', actions: 'assignFailedResult' },
+        'effect.done': { target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+        'effect.failed': { target: 'writing_result', actions: 'assignFailedResult' },
       },
     },
     writing_result: {
@@ -360,9 +356,8 @@ export const toolCallMachine = setup({
         }),
       },
       on: {
-        'effect.done': { guard: 'isPendingEffect', target: 'done', actions: 'finishCall' },
+        'effect.done': { target: 'done', actions: 'finishCall' },
         'effect.failed': {
-          guard: 'isPendingEffect',
           target: 'done',
           actions: assign({
             termination: ({ event }) => ({

@@ -6,7 +6,7 @@ import type { DoomCounter, ToolCallOutput, TurnTermination } from '../src/protoc
 import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
 import { notProvided } from './not-provided.js';
-import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectReply } from './effect-port.js';
+import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
@@ -29,7 +29,7 @@ export interface TurnInput {
 /** What ended the turn early: a user cancel, or the session stopping. */
 export type Interrupt = 'cancel' | 'stop' | null;
 
-export interface TurnContext extends TurnInput, AwaitsEffects {
+export interface TurnContext extends TurnInput {
   modelCallIndex: number;
   /** World-state sample of this model call: 1, or 2 right after an in-turn compaction (CW-2). */
   sample: number;
@@ -150,7 +150,6 @@ export const turnMachine = setup({
     toolCall: toolCallMachine,
   },
   guards: {
-    isPendingEffect,
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
     mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
     interrupted: ({ context }) => context.interrupt !== null,
@@ -214,8 +213,6 @@ export const turnMachine = setup({
     response: null,
     toolIndex: 0,
     doom: { signature: null, count: 0 },
-    effectSeq: 0,
-    pendingEffect: null,
     interrupt: null,
     termination: null,
     pendingPermission: null,
@@ -229,8 +226,8 @@ export const turnMachine = setup({
         { type: 'requestEffect', params: ({ context }) => ({ name: 'beginTurn', input: effectInput(context) }) },
       ],
       on: {
-        'effect.done': { guard: 'isPendingEffect', target: 'running_model' },
-        'effect.failed': { guard: 'isPendingEffect', target: 'failed', actions: 'assignPersistenceFailure' },
+        'effect.done': { target: 'running_model' },
+        'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
         'turn.cancel': { actions: 'assignInterrupt' },
         'turn.stop': { actions: 'assignInterrupt' },
       },
@@ -260,10 +257,10 @@ export const turnMachine = setup({
           entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'drainMailbox', input: effectInput(context) }) },
           on: {
             'effect.done': [
-              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
-              { guard: 'isPendingEffect', target: 'preparing' },
+              { guard: 'interrupted', target: '#turn.interrupted' },
+              { target: 'preparing' },
             ],
-            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignPersistenceFailure' },
+            'effect.failed': { target: '#turn.failed', actions: 'assignPersistenceFailure' },
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
@@ -279,10 +276,10 @@ export const turnMachine = setup({
           },
           on: {
             'effect.done': [
-              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
+              { guard: 'interrupted', target: '#turn.interrupted' },
               {
                 // The loop guard: a compaction that left the conversation over the line is not tried again.
-                guard: and(['isPendingEffect', 'isOverLine', 'compactedThisCall']),
+                guard: and(['isOverLine', 'compactedThisCall']),
                 target: '#turn.failed',
                 actions: assign({
                   outcome: {
@@ -292,11 +289,11 @@ export const turnMachine = setup({
                   },
                 }),
               },
-              { guard: and(['isPendingEffect', 'isOverLine']), target: 'compacting' },
-              { guard: 'isPendingEffect', target: 'calling' },
+              { guard: 'isOverLine', target: 'compacting' },
+              { target: 'calling' },
             ],
             // A world-state source that cannot be read fails with its section's code, before any model call.
-            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignAssemblyFailure' },
+            'effect.failed': { target: '#turn.failed', actions: 'assignAssemblyFailure' },
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
@@ -308,18 +305,18 @@ export const turnMachine = setup({
           ],
           on: {
             'effect.done': [
-              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
+              { guard: 'interrupted', target: '#turn.interrupted' },
               // Re-sample right away (sample 2) so the resubmitted request still carries world state.
-              { guard: 'isPendingEffect', target: 'preparing', actions: assign({ compactedThisCall: true, sample: 2 }) },
+              { target: 'preparing', actions: assign({ compactedThisCall: true, sample: 2 }) },
             ],
             'effect.failed': [
               {
                 // CP-4: the checkpoint is stored but not installed; new turns are refused until a reload.
-                guard: and(['isPendingEffect', 'checkpointNotInstalled']),
+                guard: 'checkpointNotInstalled',
                 target: '#turn.failed',
                 actions: ['assignCompactionFailure', sendParent({ type: 'session.require_reload' })],
               },
-              { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignCompactionFailure' },
+              { target: '#turn.failed', actions: 'assignCompactionFailure' },
             ],
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
@@ -338,7 +335,6 @@ export const turnMachine = setup({
           ],
           on: {
             'effect.done': {
-              guard: 'isPendingEffect',
               target: 'writing_response',
               // The calls are read from the response where they are needed, starting at the first.
               actions: assign({ response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse, toolIndex: 0 }),
@@ -346,12 +342,11 @@ export const turnMachine = setup({
             'effect.failed': [
               {
                 // An explicit overflow before any output: compact and resubmit, once (RT-10, CP-1).
-                guard: and(['isPendingEffect', 'isRetryableOverflow']),
+                guard: 'isRetryableOverflow',
                 target: 'compacting',
                 actions: ['discardDraft', assign({ overflowRetried: true })],
               },
               {
-                guard: 'isPendingEffect',
                 target: '#turn.failed',
                 actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure((event as Extract<EffectReply, { type: 'effect.failed' }>).error) })],
               },
@@ -372,18 +367,18 @@ export const turnMachine = setup({
           on: {
             'effect.done': [
               {
-                guard: and(['isPendingEffect', 'responseHasNoToolCalls']),
+                guard: 'responseHasNoToolCalls',
                 target: '#turn.completed',
                 actions: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '' }) }),
               },
               {
                 // The calls are stored: each still needs exactly one result before the turn ends (RT-12).
-                guard: and(['isPendingEffect', 'interrupted']),
+                guard: 'interrupted',
                 target: '#turn.skipping_remaining',
               },
-              { guard: 'isPendingEffect', target: '#turn.running_tools' },
+              { target: '#turn.running_tools' },
             ],
-            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
+            'effect.failed': { target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
@@ -473,11 +468,11 @@ export const turnMachine = setup({
       },
       on: {
         'effect.done': [
-          { guard: and(['isPendingEffect', 'terminationIsCancel']), target: 'cancelled' },
-          { guard: and(['isPendingEffect', 'hasTermination']), target: 'failed', actions: 'assignTerminationOutcome' },
-          { guard: 'isPendingEffect', target: 'interrupted' },
+          { guard: 'terminationIsCancel', target: 'cancelled' },
+          { guard: 'hasTermination', target: 'failed', actions: 'assignTerminationOutcome' },
+          { target: 'interrupted' },
         ],
-        'effect.failed': { guard: 'isPendingEffect', target: 'failed', actions: 'assignPersistenceFailure' },
+        'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
       },
     },
     /** A cancel or stop that arrived outside a tool call: decide which terminal state it means. */
