@@ -87,10 +87,17 @@ function interrupted(toolCallId: string, toolName: string): RequestMessage {
   return { role: 'tool', toolCallId, toolName, status: 'interrupted', content: INTERRUPTED_RESULT_TEXT };
 }
 
-function firstResultPerCall(items: readonly SourcedMessage[]): Map<string, { message: ToolResultMessage; source: string }> {
-  const results = new Map<string, { message: ToolResultMessage; source: string }>();
-  for (const { message, source } of items) {
-    if (message.role === 'tool' && !results.has(message.toolCallId)) results.set(message.toolCallId, { message, source });
+/** The first result of each call id (the sourced items themselves: nothing is allocated per result). */
+function firstResultPerCall(items: readonly SourcedMessage[]): Map<string, SourcedResult> {
+  const results = new Map<string, SourcedResult>();
+  for (const item of items) {
+    if (isResult(item) && !results.has(item.message.toolCallId)) results.set(item.message.toolCallId, item);
   }
   return results;
+}
+
+type SourcedResult = SourcedMessage & { message: ToolResultMessage };
+
+function isResult(item: SourcedMessage): item is SourcedResult {
+  return item.message.role === 'tool';
 }
