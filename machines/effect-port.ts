@@ -1,11 +1,15 @@
-import { enqueueActions, type AnyActorRef, type EventObject } from 'xstate';
+import { sendTo, type AnyActorRef, type EventObject, type MachineContext } from 'xstate';
 
 /**
  * Effects as messages. The session invokes one long-lived effect port (registered in the actor
  * system as `effects`); a chart state asks it to run a named effect on entry and waits for the
- * reply event. Each reply carries the request id, and a chart only takes the reply it is waiting
- * for, so a late answer to an abandoned request is ignored. Leaving a cancellable state sends
- * `effect.cancel`, which aborts that effect's signal.
+ * reply event. Leaving a cancellable state sends `effect.cancel`, which aborts that effect's signal.
+ *
+ * One request at a time per actor. A chart leaves a waiting state only on the reply or after
+ * `cancelEffect`, and the port keeps each actor's one request in flight: a cancelled request gets
+ * no reply, and a new request from the same actor replaces (cancels) one still in flight. So a
+ * reply that arrives answers the request the chart is waiting for, and charts keep no request ids
+ * in context — an id per request was an `assign`, and every `assign` copies the snapshot.
  *
  * Why not one invoked promise actor per effect: a request/reply message costs about a quarter of
  * creating, starting and stopping an actor (bench/ measures both), and a turn runs several effects
@@ -22,48 +26,33 @@ export type EffectCall<E extends EffectContract> = { [K in keyof E & string]: { 
 
 export interface EffectRequest {
   type: 'effect.request';
-  id: string;
   name: string;
   input: unknown;
   replyTo: AnyActorRef;
 }
 
+/** Abandons the request `replyTo` has in flight, if any. */
 export interface EffectCancel {
   type: 'effect.cancel';
-  id: string;
+  replyTo: AnyActorRef;
 }
 
-export type EffectReply = { type: 'effect.done'; id: string; output: unknown } | { type: 'effect.failed'; id: string; error: unknown };
-
-/** What a chart's context holds to match replies: the id of the request it waits for. */
-export interface AwaitsEffects {
-  effectSeq: number;
-  pendingEffect: string | null;
-}
+export type EffectReply = { type: 'effect.done'; output: unknown } | { type: 'effect.failed'; error: unknown };
 
 /** The chart action that sends a request; its `params` name the effect and give its input. */
-export function requestEffectAction<TContext extends AwaitsEffects, TEvent extends EventObject, E extends EffectContract>() {
-  return enqueueActions<TContext, TEvent, EffectCall<E>, TEvent, never, never, never, never, never>(({ context, self, system, enqueue }, params) => {
-    const { effectSeq } = context;
-    const id = `${self.sessionId}:${effectSeq + 1}`;
-    enqueue.assign({ effectSeq: effectSeq + 1, pendingEffect: id } as Partial<TContext>);
-    enqueue.sendTo(port(system), { type: 'effect.request', id, name: params.name, input: params.input, replyTo: self });
-  });
+export function requestEffectAction<TContext extends MachineContext, TEvent extends EventObject, E extends EffectContract>() {
+  return sendTo<TContext, TEvent, EffectCall<E>, AnyActorRef, TEvent>(
+    ({ system }) => port(system),
+    ({ self }: { self: AnyActorRef }, params: EffectCall<E>): EffectRequest => ({ type: 'effect.request', name: params.name, input: params.input, replyTo: self }),
+  );
 }
 
 /** The chart action that abandons the pending request (its signal aborts; no reply follows). */
-export function cancelEffectAction<TContext extends AwaitsEffects, TEvent extends EventObject>() {
-  return enqueueActions<TContext, TEvent, undefined, TEvent, never, never, never, never, never>(({ context, system, enqueue }) => {
-    const { pendingEffect } = context;
-    if (pendingEffect === null) return;
-    enqueue.assign({ pendingEffect: null } as Partial<TContext>);
-    enqueue.sendTo(port(system), { type: 'effect.cancel', id: pendingEffect });
-  });
-}
-
-/** Guard: this reply answers the request the chart is waiting for. */
-export function isPendingEffect({ context, event }: { context: unknown; event: { type: string } }): boolean {
-  return (event as Partial<EffectReply>).id === (context as AwaitsEffects).pendingEffect;
+export function cancelEffectAction<TContext extends MachineContext, TEvent extends EventObject>() {
+  return sendTo<TContext, TEvent, undefined, AnyActorRef, TEvent>(
+    ({ system }) => port(system),
+    ({ self }: { self: AnyActorRef }): EffectCancel => ({ type: 'effect.cancel', replyTo: self }),
+  );
 }
 
 function port(system: { get: (id: string) => AnyActorRef | undefined }): AnyActorRef {

@@ -1,4 +1,4 @@
-import { and, assign, sendParent, setup } from 'xstate';
+import { assign, not, or, sendParent, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import type {
@@ -10,12 +10,14 @@ import type {
 } from '../src/protocol/tool-result.js';
 import { callSignature, MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
 import { notProvided } from './not-provided.js';
-import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectReply } from './effect-port.js';
+import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
- * One tool call (RT-15): parse → resolve → validate → doom-loop check → authorize →
- * (wait for approval) → execute → write the result. Every path ends in `writing_result`,
- * so every call gets exactly one result (RT-12).
+ * One tool call (RT-15): `active` { `screening` — the parsed arguments are a JSON object? the name
+ * resolves? the schema passes? under the doom-loop threshold? then control tool → `running_control`,
+ * `authorize` hook → `consulting_tool` (→ `tool_asked` / `tool_allowed`), mode deny, mode ask →
+ * `waiting_permission`, else `executing` } → `writing_result` → `done`. Every path ends in
+ * `writing_result`, so every call gets exactly one result (RT-12).
  */
 
 export interface ToolCallInput {
@@ -26,7 +28,7 @@ export interface ToolCallInput {
   doomLoopThreshold: number;
 }
 
-export interface ToolCallContext extends ToolCallInput, AwaitsEffects {
+export interface ToolCallContext extends ToolCallInput {
   args: Record<string, unknown>;
   /** Whether the arguments text parsed as a JSON object of bounded depth. */
   argumentsParsed: boolean;
@@ -93,7 +95,6 @@ export const toolCallMachine = setup({
     output: {} as ToolCallOutput,
   },
   guards: {
-    isPendingEffect,
     /** Supplied by the runtime: is this name a control tool (e.g. `update_plan`)? */
     isControlTool: notProvided('tool-call', 'isControlTool') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: is this name in the session's registry toolset? */
@@ -105,6 +106,7 @@ export const toolCallMachine = setup({
     /** Supplied by the runtime: the session's mode wants the user's approval for this tool. */
     modeRequiresApproval: notProvided('tool-call', 'modeRequiresApproval') as (_: { context: ToolCallContext }) => boolean,
     argumentsAreJsonObject: ({ context }) => context.argumentsParsed,
+    argumentsMatchSchema: ({ context }) => context.validation?.ok === true,
     reachedDoomLoopThreshold: ({ context }) => context.doom.count >= context.doomLoopThreshold,
     resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
   },
@@ -140,40 +142,53 @@ export const toolCallMachine = setup({
   },
 }).createMachine({
   id: 'toolCall',
-  context: ({ input }) => ({ ...input, effectSeq: 0, pendingEffect: null, args: {}, argumentsParsed: false, validation: null, result: null, termination: null, approvedPaths: [], requestedPaths: [] }),
+  // Parsing is pure and needs nothing provided, so it happens with the context rather than in a state of its own.
+  // Input fields are listed one by one, not spread: spreading and then adding fields is slow in V8 (docs/architecture.md).
+  context: ({ input }) => {
+    const parsed = parseArguments(input.call.argumentsText);
+    return {
+      sessionId: input.sessionId,
+      turnId: input.turnId,
+      call: input.call,
+      doom: input.doom,
+      doomLoopThreshold: input.doomLoopThreshold,
+      args: parsed ?? {},
+      argumentsParsed: parsed !== undefined,
+      validation: null,
+      result: null,
+      termination: null,
+      approvedPaths: [],
+      requestedPaths: [],
+    };
+  },
   initial: 'active',
   states: {
     active: {
-      initial: 'parsing',
-      entry: 'startSpan',
+      initial: 'screening',
+      // The arguments were parsed with the context; validation and the doom-loop count happen here, in one update.
+      entry: ['startSpan', 'emitToolCallStarted', 'validateArguments'],
       states: {
-        parsing: {
-          entry: assign(({ context }) => {
-            const parsed = parseArguments(context.call.argumentsText);
-            return { args: parsed ?? {}, argumentsParsed: parsed !== undefined };
-          }),
+        /**
+         * Everything decided before a tool runs, as one ordered list: the first guard that holds
+         * picks the outcome. One state instead of a chain of eventless states, because every
+         * microstep costs a snapshot; the order is the order the checks were specified in.
+         */
+        screening: {
           always: [
-            { guard: 'argumentsAreJsonObject', target: 'resolving' },
+            // The arguments text is not a JSON object of bounded depth: nothing else can be checked.
             {
+              guard: not('argumentsAreJsonObject'),
               target: '#toolCall.writing_result',
-              actions: [
-                'emitToolCallStarted',
-                assign({
-                  result: ({ context }) => ({
-                    status: 'failed',
-                    content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
-                  }),
+              actions: assign({
+                result: ({ context }) => ({
+                  status: 'failed',
+                  content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
                 }),
-              ],
+              }),
             },
-          ],
-        },
-        resolving: {
-          entry: 'emitToolCallStarted',
-          always: [
-            { guard: 'isControlTool', target: 'validating' },
-            { guard: 'isRegistryTool', target: 'validating' },
+            // No control tool and no registry tool has this name.
             {
+              guard: not(or(['isControlTool', 'isRegistryTool'])),
               target: '#toolCall.writing_result',
               actions: assign({
                 result: ({ context }) => ({
@@ -182,17 +197,9 @@ export const toolCallMachine = setup({
                 }),
               }),
             },
-          ],
-        },
-        validating: {
-          entry: 'validateArguments',
-          always: [
+            // The arguments fail the tool's schema.
             {
-              guard: ({ context }) => context.validation?.ok === true,
-              target: 'checking_doom_loop',
-              actions: assign({ args: ({ context }) => (context.validation?.ok ? context.validation.args : context.args) }),
-            },
-            {
+              guard: not('argumentsMatchSchema'),
               target: '#toolCall.writing_result',
               actions: assign({
                 result: ({ context }) => ({
@@ -201,11 +208,7 @@ export const toolCallMachine = setup({
                 }),
               }),
             },
-          ],
-        },
-        checking_doom_loop: {
-          entry: assign({ doom: ({ context }) => countCall(context) }),
-          always: [
+            // RT-14: the same call with the same arguments too many times in a row ends the turn.
             {
               guard: 'reachedDoomLoopThreshold',
               target: '#toolCall.writing_result',
@@ -218,16 +221,15 @@ export const toolCallMachine = setup({
                 }),
               }),
             },
+            // Control tools (e.g. `update_plan`) run without authorization.
             { guard: 'isControlTool', target: '#toolCall.running_control' },
-            { target: 'authorizing' },
-          ],
-        },
-        /** RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's permission mode. */
-        authorizing: {
-          always: [
+            // RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's mode.
             { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
+            // The session's mode rule-denies the call (e.g. a write when read-only).
             { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+            // The session's mode wants the user's approval.
             { guard: 'modeRequiresApproval', target: 'waiting_permission' },
+            // Nothing stands in the way.
             { target: 'executing' },
           ],
         },
@@ -235,19 +237,18 @@ export const toolCallMachine = setup({
           entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'authorize', input: effectInput(context) }) },
           on: {
             'effect.done': [
-              { guard: and(['isPendingEffect', ({ event }) => decisionOf(event).decision === 'allow']), target: 'tool_allowed' },
+              { guard: ({ event }) => decisionOf(event).decision === 'allow', target: 'tool_allowed' },
               {
-                guard: and(['isPendingEffect', ({ event }) => decisionOf(event).decision === 'ask']),
+                guard: ({ event }) => decisionOf(event).decision === 'ask',
                 target: 'tool_asked',
                 actions: assign({ requestedPaths: ({ event }) => askedPaths(decisionOf(event)) }),
               },
               {
-                guard: 'isPendingEffect',
                 target: '#toolCall.writing_result',
                 actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }) }),
               },
             ],
-            'effect.failed': { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
           },
         },
         tool_asked: {
@@ -311,19 +312,19 @@ export const toolCallMachine = setup({
             { type: 'setLiveStatus', params: { status: 'running' } },
             {
               type: 'requestEffect',
-              params: ({ context }) => ({ name: 'executeTool', input: { ...effectInput(context), approvedPaths: context.approvedPaths } }),
+              params: ({ context }) => ({ name: 'executeTool', input: executeInput(context) }),
             },
           ],
           on: {
             'effect.done': [
               {
-                guard: and(['isPendingEffect', ({ event }) => outputOf<ToolResult>(event).status === 'cancelled']),
+                guard: ({ event }) => outputOf<ToolResult>(event).status === 'cancelled',
                 target: '#toolCall.writing_result',
                 actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
               },
-              { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+              { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
             ],
-            'effect.failed': { guard: 'isPendingEffect', target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
           },
         },
       },
@@ -337,8 +338,8 @@ export const toolCallMachine = setup({
       // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
       entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
       on: {
-        'effect.done': { guard: 'isPendingEffect', target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-        'effect.failed': { guard: 'isPendingEffect', target: 'writing_result', actions: 'assignFailedResult' },
+        'effect.done': { target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+        'effect.failed': { target: 'writing_result', actions: 'assignFailedResult' },
       },
     },
     writing_result: {
@@ -355,9 +356,8 @@ export const toolCallMachine = setup({
         }),
       },
       on: {
-        'effect.done': { guard: 'isPendingEffect', target: 'done', actions: 'finishCall' },
+        'effect.done': { target: 'done', actions: 'finishCall' },
         'effect.failed': {
-          guard: 'isPendingEffect',
           target: 'done',
           actions: assign({
             termination: ({ event }) => ({
@@ -379,9 +379,18 @@ export const toolCallMachine = setup({
   }),
 });
 
-/** How the runtime supplies validation: an `assign` of `context.validation`, computed from the context. */
+/**
+ * How the runtime supplies validation: one `assign` that checks parsed arguments against the tool's
+ * schema (`validate`) and, when they pass, keeps the validated arguments and counts the call for
+ * the doom-loop guard. One update rather than three: each `assign` copies the snapshot.
+ */
 export function validationAction(validate: (context: ToolCallContext) => ValidationOutput) {
-  return assign<ToolCallContext, ToolCallEvent, undefined, ToolCallEvent, never>({ validation: ({ context }) => validate(context) });
+  return assign<ToolCallContext, ToolCallEvent, undefined, ToolCallEvent, never>(({ context }) => {
+    if (!context.argumentsParsed) return {};
+    const validation = validate(context);
+    if (!validation.ok) return { validation };
+    return { validation, args: validation.args, doom: countCall(context.call.name, validation.args, context.doom) };
+  });
 }
 
 function effectInput(context: ToolCallContext): ToolEffectInput {
@@ -392,6 +401,12 @@ function effectInput(context: ToolCallContext): ToolEffectInput {
     name: context.call.name,
     args: context.args,
   };
+}
+
+/** Written out rather than spread from `effectInput`: spreading and then adding a field is slow in V8. */
+function executeInput(context: ToolCallContext): ExecuteInput {
+  const { sessionId, turnId, call, args, approvedPaths } = context;
+  return { sessionId, turnId, toolCallId: call.id, name: call.name, args, approvedPaths };
 }
 
 function decisionOf(event: ToolCallEvent): AuthorizationDecision {
@@ -406,9 +421,9 @@ function denialReason(decision: AuthorizationDecision): string {
   return decision.decision === 'deny' ? (decision.reason ?? 'not permitted') : 'not permitted';
 }
 
-function countCall(context: ToolCallContext): DoomCounter {
-  const signature = callSignature(context.call.name, context.args);
-  return { signature, count: signature === context.doom.signature ? context.doom.count + 1 : 1 };
+function countCall(name: string, args: Record<string, unknown>, doom: DoomCounter): DoomCounter {
+  const signature = callSignature(name, args);
+  return { signature, count: signature === doom.signature ? doom.count + 1 : 1 };
 }
 
 function failedResult(error: unknown): ToolResult {

@@ -6,12 +6,13 @@ import type { DoomCounter, ToolCallOutput, TurnTermination } from '../src/protoc
 import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
 import { notProvided } from './not-provided.js';
-import { cancelEffectAction, isPendingEffect, requestEffectAction, type AwaitsEffects, type EffectReply } from './effect-port.js';
+import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
  * starting → running_model { checking → draining_mailbox? → preparing → (compacting → preparing →)
- * calling → writing_response } → completed | running_tools → running_model …
+ * calling → writing_response } → completed | running_tools { tool_call (one actor per call, in
+ * order) } → running_model … ; a call that ends the turn, or an interrupt, → skipping_remaining.
  */
 
 export interface TurnLimits {
@@ -28,7 +29,7 @@ export interface TurnInput {
 /** What ended the turn early: a user cancel, or the session stopping. */
 export type Interrupt = 'cancel' | 'stop' | null;
 
-export interface TurnContext extends TurnInput, AwaitsEffects {
+export interface TurnContext extends TurnInput {
   modelCallIndex: number;
   /** World-state sample of this model call: 1, or 2 right after an in-turn compaction (CW-2). */
   sample: number;
@@ -37,7 +38,7 @@ export interface TurnContext extends TurnInput, AwaitsEffects {
   /** The one compact-and-resubmit after an explicit overflow has been spent (RT-10). */
   overflowRetried: boolean;
   response: ModelResponse | null;
-  toolCalls: ToolCallPart[];
+  /** The next of the response's tool calls to run (`response.toolCalls`, provider order). */
   toolIndex: number;
   doom: DoomCounter;
   interrupt: Interrupt;
@@ -131,6 +132,13 @@ function modelFailure(error: unknown): TurnOutcome {
 
 const STOPPED: TurnOutcome = { status: 'failed', code: 'actor_stopped', message: 'the session stopped during the turn' };
 
+/** After a call: move on, carry its doom-loop count, remember whether it ended the turn. */
+const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context, event }) => ({
+  toolIndex: context.toolIndex + 1,
+  doom: event.output.doom,
+  termination: event.output.termination ?? context.termination,
+}));
+
 export const turnMachine = setup({
   types: {
     input: {} as TurnInput,
@@ -142,13 +150,12 @@ export const turnMachine = setup({
     toolCall: toolCallMachine,
   },
   guards: {
-    isPendingEffect,
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
     mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
     interrupted: ({ context }) => context.interrupt !== null,
     reachedMaxModelCalls: ({ context }) => context.modelCallIndex >= context.limits.maxModelCalls,
     responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
-    allToolCallsDone: ({ context }) => context.toolIndex >= context.toolCalls.length,
+    isLastToolCall: ({ context }) => context.toolIndex + 1 >= toolCallsOf(context).length,
     isPendingPermission: ({ context, event }) =>
       event.type === 'turn.resolve_permission' && context.pendingPermission === event.toolCallId,
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
@@ -194,18 +201,18 @@ export const turnMachine = setup({
   },
 }).createMachine({
   id: 'turn',
+  // Input fields listed one by one, not spread: spreading and then adding fields is slow in V8 (docs/architecture.md).
   context: ({ input }) => ({
-    ...input,
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    limits: input.limits,
     modelCallIndex: 0,
     sample: 1,
     compactedThisCall: false,
     overflowRetried: false,
     response: null,
-    toolCalls: [],
     toolIndex: 0,
     doom: { signature: null, count: 0 },
-    effectSeq: 0,
-    pendingEffect: null,
     interrupt: null,
     termination: null,
     pendingPermission: null,
@@ -219,8 +226,8 @@ export const turnMachine = setup({
         { type: 'requestEffect', params: ({ context }) => ({ name: 'beginTurn', input: effectInput(context) }) },
       ],
       on: {
-        'effect.done': { guard: 'isPendingEffect', target: 'running_model' },
-        'effect.failed': { guard: 'isPendingEffect', target: 'failed', actions: 'assignPersistenceFailure' },
+        'effect.done': { target: 'running_model' },
+        'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
         'turn.cancel': { actions: 'assignInterrupt' },
         'turn.stop': { actions: 'assignInterrupt' },
       },
@@ -250,10 +257,10 @@ export const turnMachine = setup({
           entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'drainMailbox', input: effectInput(context) }) },
           on: {
             'effect.done': [
-              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
-              { guard: 'isPendingEffect', target: 'preparing' },
+              { guard: 'interrupted', target: '#turn.interrupted' },
+              { target: 'preparing' },
             ],
-            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignPersistenceFailure' },
+            'effect.failed': { target: '#turn.failed', actions: 'assignPersistenceFailure' },
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
@@ -264,15 +271,15 @@ export const turnMachine = setup({
             type: 'requestEffect',
             params: ({ context }) => ({
               name: 'prepareRequest',
-              input: { ...effectInput(context), modelCallIndex: context.modelCallIndex, sample: context.sample },
+              input: { sessionId: context.sessionId, turnId: context.turnId, modelCallIndex: context.modelCallIndex, sample: context.sample },
             }),
           },
           on: {
             'effect.done': [
-              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
+              { guard: 'interrupted', target: '#turn.interrupted' },
               {
                 // The loop guard: a compaction that left the conversation over the line is not tried again.
-                guard: and(['isPendingEffect', 'isOverLine', 'compactedThisCall']),
+                guard: and(['isOverLine', 'compactedThisCall']),
                 target: '#turn.failed',
                 actions: assign({
                   outcome: {
@@ -282,11 +289,11 @@ export const turnMachine = setup({
                   },
                 }),
               },
-              { guard: and(['isPendingEffect', 'isOverLine']), target: 'compacting' },
-              { guard: 'isPendingEffect', target: 'calling' },
+              { guard: 'isOverLine', target: 'compacting' },
+              { target: 'calling' },
             ],
             // A world-state source that cannot be read fails with its section's code, before any model call.
-            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignAssemblyFailure' },
+            'effect.failed': { target: '#turn.failed', actions: 'assignAssemblyFailure' },
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
@@ -298,18 +305,18 @@ export const turnMachine = setup({
           ],
           on: {
             'effect.done': [
-              { guard: and(['isPendingEffect', 'interrupted']), target: '#turn.interrupted' },
+              { guard: 'interrupted', target: '#turn.interrupted' },
               // Re-sample right away (sample 2) so the resubmitted request still carries world state.
-              { guard: 'isPendingEffect', target: 'preparing', actions: assign({ compactedThisCall: true, sample: 2 }) },
+              { target: 'preparing', actions: assign({ compactedThisCall: true, sample: 2 }) },
             ],
             'effect.failed': [
               {
                 // CP-4: the checkpoint is stored but not installed; new turns are refused until a reload.
-                guard: and(['isPendingEffect', 'checkpointNotInstalled']),
+                guard: 'checkpointNotInstalled',
                 target: '#turn.failed',
                 actions: ['assignCompactionFailure', sendParent({ type: 'session.require_reload' })],
               },
-              { guard: 'isPendingEffect', target: '#turn.failed', actions: 'assignCompactionFailure' },
+              { target: '#turn.failed', actions: 'assignCompactionFailure' },
             ],
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
@@ -320,24 +327,26 @@ export const turnMachine = setup({
             { type: 'emitPhase', params: { phase: 'running_model' } },
             {
               type: 'requestEffect',
-              params: ({ context }) => ({ name: 'callModel', input: { ...effectInput(context), modelCallIndex: context.modelCallIndex } }),
+              params: ({ context }) => ({
+                name: 'callModel',
+                input: { sessionId: context.sessionId, turnId: context.turnId, modelCallIndex: context.modelCallIndex },
+              }),
             },
           ],
           on: {
             'effect.done': {
-              guard: 'isPendingEffect',
               target: 'writing_response',
-              actions: assign({ response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse }),
+              // The calls are read from the response where they are needed, starting at the first.
+              actions: assign({ response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse, toolIndex: 0 }),
             },
             'effect.failed': [
               {
                 // An explicit overflow before any output: compact and resubmit, once (RT-10, CP-1).
-                guard: and(['isPendingEffect', 'isRetryableOverflow']),
+                guard: 'isRetryableOverflow',
                 target: 'compacting',
                 actions: ['discardDraft', assign({ overflowRetried: true })],
               },
               {
-                guard: 'isPendingEffect',
                 target: '#turn.failed',
                 actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure((event as Extract<EffectReply, { type: 'effect.failed' }>).error) })],
               },
@@ -350,28 +359,26 @@ export const turnMachine = setup({
         writing_response: {
           entry: {
             type: 'requestEffect',
-            params: ({ context }) => ({ name: 'writeAssistant', input: { ...effectInput(context), response: context.response! } }),
+            params: ({ context }) => ({
+              name: 'writeAssistant',
+              input: { sessionId: context.sessionId, turnId: context.turnId, response: context.response! },
+            }),
           },
           on: {
             'effect.done': [
               {
-                guard: and(['isPendingEffect', 'responseHasNoToolCalls']),
+                guard: 'responseHasNoToolCalls',
                 target: '#turn.completed',
                 actions: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '' }) }),
               },
               {
                 // The calls are stored: each still needs exactly one result before the turn ends (RT-12).
-                guard: and(['isPendingEffect', 'interrupted']),
+                guard: 'interrupted',
                 target: '#turn.skipping_remaining',
-                actions: assign({ toolCalls: ({ context }) => context.response?.toolCalls ?? [], toolIndex: 0 }),
               },
-              {
-                guard: 'isPendingEffect',
-                target: '#turn.running_tools',
-                actions: assign({ toolCalls: ({ context }) => context.response?.toolCalls ?? [], toolIndex: 0 }),
-              },
+              { target: '#turn.running_tools' },
             ],
-            'effect.failed': { guard: 'isPendingEffect', target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
+            'effect.failed': { target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
             'turn.cancel': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
@@ -380,15 +387,9 @@ export const turnMachine = setup({
     },
     running_tools: {
       entry: { type: 'emitPhase', params: { phase: 'running_tools' } },
-      initial: 'next',
+      // The response has calls and no interrupt arrived while it was written (both checked on the way in).
+      initial: 'tool_call',
       states: {
-        next: {
-          always: [
-            { guard: 'interrupted', target: '#turn.skipping_remaining' },
-            { guard: 'allToolCallsDone', target: '#turn.running_model' },
-            { target: 'tool_call' },
-          ],
-        },
         tool_call: {
           invoke: {
             id: 'toolCall',
@@ -396,17 +397,20 @@ export const turnMachine = setup({
             input: ({ context }) => ({
               sessionId: context.sessionId,
               turnId: context.turnId,
-              call: context.toolCalls[context.toolIndex]!,
+              call: toolCallsOf(context)[context.toolIndex]!,
               doom: context.doom,
               doomLoopThreshold: context.limits.doomLoopThreshold,
             }),
+            // What comes after a call, decided on its result (guards see the context before it is recorded).
             onDone: [
-              {
-                guard: ({ event }) => event.output.termination !== null,
-                target: '#turn.skipping_remaining',
-                actions: assign(({ context, event }) => recordToolCall(context, event.output)),
-              },
-              { target: 'next', actions: assign(({ context, event }) => recordToolCall(context, event.output)) },
+              // The call ended the turn (a cancel, a stop, a denial, a doom loop, a failed write).
+              { guard: ({ event }) => event.output.termination !== null, target: '#turn.skipping_remaining', actions: recordToolCall },
+              // A cancel or stop arrived while the call ran: the remaining calls still get their results.
+              { guard: 'interrupted', target: '#turn.skipping_remaining', actions: recordToolCall },
+              // That was the response's last call: back to the model.
+              { guard: 'isLastToolCall', target: '#turn.running_model', actions: recordToolCall },
+              // The next call of the same response, in provider order: a new tool-call actor.
+              { target: 'tool_call', reenter: true, actions: recordToolCall },
             ],
             // A tool-call actor that crashed (say, a tool schema that throws) still leaves every call with one result (RT-12).
             onError: {
@@ -427,7 +431,13 @@ export const turnMachine = setup({
                   target: 'waiting_permission',
                   actions: [
                     assign({ pendingPermission: ({ event }) => event.toolCallId }),
-                    sendParent(({ event, context }) => ({ ...event, type: 'turn.permission_requested', turnId: context.turnId })),
+                    sendParent(({ event, context }) => ({
+                      type: 'turn.permission_requested',
+                      turnId: context.turnId,
+                      toolCallId: event.toolCallId,
+                      name: event.name,
+                      paths: event.paths,
+                    })),
                   ],
                 },
               },
@@ -460,15 +470,18 @@ export const turnMachine = setup({
     skipping_remaining: {
       entry: {
         type: 'requestEffect',
-        params: ({ context }) => ({ name: 'skipToolCalls', input: { ...effectInput(context), calls: context.toolCalls.slice(context.toolIndex) } }),
+        params: ({ context }) => ({
+          name: 'skipToolCalls',
+          input: { sessionId: context.sessionId, turnId: context.turnId, calls: toolCallsOf(context).slice(context.toolIndex) },
+        }),
       },
       on: {
         'effect.done': [
-          { guard: and(['isPendingEffect', 'terminationIsCancel']), target: 'cancelled' },
-          { guard: and(['isPendingEffect', 'hasTermination']), target: 'failed', actions: 'assignTerminationOutcome' },
-          { guard: 'isPendingEffect', target: 'interrupted' },
+          { guard: 'terminationIsCancel', target: 'cancelled' },
+          { guard: 'hasTermination', target: 'failed', actions: 'assignTerminationOutcome' },
+          { target: 'interrupted' },
         ],
-        'effect.failed': { guard: 'isPendingEffect', target: 'failed', actions: 'assignPersistenceFailure' },
+        'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
       },
     },
     /** A cancel or stop that arrived outside a tool call: decide which terminal state it means. */
@@ -488,9 +501,9 @@ export const turnMachine = setup({
   output: ({ context }) => context.outcome ?? STOPPED,
 });
 
-/** After a call: move on, carry its doom-loop count, remember whether it ended the turn. */
-function recordToolCall(context: TurnContext, output: ToolCallOutput): Partial<TurnContext> {
-  return { toolIndex: context.toolIndex + 1, doom: output.doom, termination: output.termination ?? context.termination };
+/** The tool calls of the stored response; none before the first response. */
+function toolCallsOf(context: TurnContext): ToolCallPart[] {
+  return context.response?.toolCalls ?? [];
 }
 
 function effectInput(context: TurnContext): TurnEffectInput {

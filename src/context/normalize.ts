@@ -28,11 +28,11 @@ export function normalizeConversation(items: readonly SourcedMessage[], options:
   const provenance: string[] = [];
   for (const { message, source } of items) {
     if (message.role === 'user') {
-      messages.push(rendered(message, () => ({ role: 'user', text: message.text })));
+      messages.push(rendered(message, renderUser));
       provenance.push(source);
     }
     if (message.role !== 'assistant') continue;
-    messages.push(rendered(message, () => ({ role: 'assistant', text: message.text, reasoning: message.reasoning, toolCalls: message.toolCalls })));
+    messages.push(rendered(message, renderAssistant));
     provenance.push(source);
     for (const call of message.toolCalls) {
       const result = results.get(call.id);
@@ -46,36 +46,58 @@ export function normalizeConversation(items: readonly SourcedMessage[], options:
 /**
  * A stored message renders to the same request message every call, so it is built once and shared
  * (frozen, since requests reuse it); a conversation's copy then allocates per call only what changed.
+ * The renderers take the message rather than closing over it, so a cache hit allocates nothing.
  */
 const renders = new WeakMap<ChatMessage, RequestMessage>();
 const rendersWithData = new WeakMap<ChatMessage, RequestMessage>();
 
-function rendered(message: ChatMessage, render: () => RequestMessage, cache = renders): RequestMessage {
+function rendered<M extends ChatMessage>(message: M, render: (message: M) => RequestMessage, cache = renders): RequestMessage {
   let request = cache.get(message);
   if (!request) {
-    request = Object.freeze(render());
+    request = Object.freeze(render(message));
     cache.set(message, request);
   }
   return request;
 }
 
-function toolMessage(result: ToolResultMessage, options: { dataBlocks: boolean }): RequestMessage {
-  return rendered(result, () => renderTool(result, options), options.dataBlocks ? rendersWithData : renders);
+function renderUser(message: Extract<ChatMessage, { role: 'user' }>): RequestMessage {
+  return { role: 'user', text: message.text };
 }
 
-function renderTool(result: ToolResultMessage, options: { dataBlocks: boolean }): RequestMessage {
-  const base = { role: 'tool' as const, toolCallId: result.toolCallId, toolName: result.toolName, status: modelVisibleStatus(result.status), content: result.content };
-  return options.dataBlocks && result.data?.length ? { ...base, data: result.data } : base;
+function renderAssistant(message: Extract<ChatMessage, { role: 'assistant' }>): RequestMessage {
+  return { role: 'assistant', text: message.text, reasoning: message.reasoning, toolCalls: message.toolCalls };
+}
+
+function toolMessage(result: ToolResultMessage, options: { dataBlocks: boolean }): RequestMessage {
+  return options.dataBlocks ? rendered(result, renderToolWithData, rendersWithData) : rendered(result, renderTool);
+}
+
+function renderTool(result: ToolResultMessage): RequestMessage {
+  return { role: 'tool', toolCallId: result.toolCallId, toolName: result.toolName, status: modelVisibleStatus(result.status), content: result.content };
+}
+
+/** For a model that takes data blocks: written out, since spreading into a new field is slow in V8. */
+function renderToolWithData(result: ToolResultMessage): RequestMessage {
+  if (!result.data?.length) return renderTool(result);
+  const { toolCallId, toolName, content, data } = result;
+  return { role: 'tool', toolCallId, toolName, status: modelVisibleStatus(result.status), content, data };
 }
 
 function interrupted(toolCallId: string, toolName: string): RequestMessage {
   return { role: 'tool', toolCallId, toolName, status: 'interrupted', content: INTERRUPTED_RESULT_TEXT };
 }
 
-function firstResultPerCall(items: readonly SourcedMessage[]): Map<string, { message: ToolResultMessage; source: string }> {
-  const results = new Map<string, { message: ToolResultMessage; source: string }>();
-  for (const { message, source } of items) {
-    if (message.role === 'tool' && !results.has(message.toolCallId)) results.set(message.toolCallId, { message, source });
+/** The first result of each call id (the sourced items themselves: nothing is allocated per result). */
+function firstResultPerCall(items: readonly SourcedMessage[]): Map<string, SourcedResult> {
+  const results = new Map<string, SourcedResult>();
+  for (const item of items) {
+    if (isResult(item) && !results.has(item.message.toolCallId)) results.set(item.message.toolCallId, item);
   }
   return results;
+}
+
+type SourcedResult = SourcedMessage & { message: ToolResultMessage };
+
+function isResult(item: SourcedMessage): item is SourcedResult {
+  return item.message.role === 'tool';
 }

@@ -1,5 +1,11 @@
 import { ModelCallError, type ModelPort, type ModelRequest, type ModelResponse } from '../protocol/model.js';
 
+/** The call's cancellation: `aborted` is read per event, the `AbortSignal` only by a port that wants one. */
+export interface StreamCancellation {
+  readonly aborted: boolean;
+  readonly signal: AbortSignal;
+}
+
 export interface DraftSink {
   text(delta: string): void;
   reasoning(delta: string): void;
@@ -16,14 +22,20 @@ export interface DraftSink {
 export async function consumeModelStream(
   port: ModelPort,
   request: ModelRequest,
-  signal: AbortSignal,
+  cancellation: StreamCancellation,
   sink: DraftSink,
 ): Promise<ModelResponse> {
   let completed: ModelResponse | undefined;
   let semantic = false;
+  // A getter, so the signal is made only if the port reads it.
+  const options = {
+    get signal() {
+      return cancellation.signal;
+    },
+  };
   try {
-    for await (const event of port.stream(request, { signal })) {
-      if (signal.aborted) throw new ModelCallError('provider', 'model call aborted', semantic);
+    for await (const event of port.stream(request, options)) {
+      if (cancellation.aborted) throw new ModelCallError('provider', 'model call aborted', semantic);
       if (completed) throw new ModelCallError('protocol', 'the model completed a response twice', true);
       if (event.type === 'response_completed') completed = event.response;
       else {

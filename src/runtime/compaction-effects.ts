@@ -4,6 +4,7 @@ import { lastRealUserRequest } from '../context/conversation.js';
 import { consumeModelStream } from '../model/consume-stream.js';
 import type { SessionEnv, RuntimeDeps } from './session-env.js';
 import { loadConversation } from './load-conversation.js';
+import type { EffectCancellation } from './effect-port.js';
 
 const SILENT = { text: () => undefined, reasoning: () => undefined };
 
@@ -15,12 +16,12 @@ export function compactionEffects(deps: RuntimeDeps) {
   const { storage, env: envOf, now } = deps;
 
   /** Summarize the current view, store the checkpoint, install it. */
-  const compact = async (input: { sessionId: string }, signal: AbortSignal): Promise<{ compactionId: string }> => {
+  const compact = async (input: { sessionId: string }, cancellation: EffectCancellation): Promise<{ compactionId: string }> => {
     const env = envOf(input.sessionId);
     const items = env.chat.view();
     const boundary = [...items].reverse().find((item) => item.provenance.kind === 'real');
     if (!boundary || boundary.provenance.kind !== 'real') throw new CompactionError('there is nothing new to compact', false, 'NothingToCompact');
-    const summary = await summarize(env, signal);
+    const summary = await summarize(env, cancellation);
     let position: number;
     const id = deps.newId('cmp');
     try {
@@ -55,10 +56,10 @@ export function compactionEffects(deps: RuntimeDeps) {
     await install(envOf(input.sessionId));
   };
 
-  async function summarize(env: SessionEnv, signal: AbortSignal): Promise<string> {
+  async function summarize(env: SessionEnv, cancellation: EffectCancellation): Promise<string> {
     const request = summaryRequest(env.agent.systemPrompt, env.chat.view(), deps.model.capabilities);
     try {
-      const response = await consumeModelStream(deps.model, request, signal, SILENT);
+      const response = await consumeModelStream(deps.model, request, cancellation, SILENT);
       const text = response.text.trim();
       if (text === '') throw new Error('the model returned an empty summary');
       return text;

@@ -4,7 +4,7 @@ import { turnMachine } from '../../machines/turn.machine.js';
 import { sessionEffects } from './session-effects.js';
 import { toolCallEffects } from './tool-call-effects.js';
 import { turnEffects, type TurnEffectDeps } from './turn-effects.js';
-import { effectPort } from './effect-port.js';
+import { effectPort, type AnyHandler } from './effect-port.js';
 import { compactionEffects } from './compaction-effects.js';
 
 /** Effects whose signal a cancel or stop aborts: a waiting model call, an authorize hook, a running tool. */
@@ -25,7 +25,7 @@ export function provideMachines(deps: TurnEffectDeps) {
     ...tool.handlers,
     ...session.handlers,
     ...compactionEffects(deps).handlers,
-  } as Record<string, (input: unknown, signal: AbortSignal) => Promise<unknown>>;
+  } as Record<string, AnyHandler>;
   return sessionMachine.provide({
     actors: { turn: providedTurn, effectPort: effectPort(handlers, CANCELLABLE) },
     actions: session.actions,

@@ -42,7 +42,7 @@ export interface SessionEnv {
   /** Inputs of accepted turns whose first write has not happened yet. */
   readonly preparedInputs: Map<string, PreparedInput>;
   /** System context of the running turn, resolved once per turn (RT-10). */
-  turnSystem: SystemPart[];
+  turnSystem: readonly SystemPart[];
   /** Sequence of the running turn's first message: the prune watermark moves up to it (CW-4). */
   turnStartSequence: number;
   /** The request prepared for the next model call, built once per call (CW-1). */

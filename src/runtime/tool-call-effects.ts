@@ -8,7 +8,7 @@ import {
   type ValidationOutput,
   type WriteResultInput,
 } from '../../machines/tool-call.machine.js';
-import type { EffectHandlers } from './effect-port.js';
+import type { EffectCancellation, EffectHandlers } from './effect-port.js';
 import { planSchema } from '../protocol/plan.js';
 import type { SpanStatus } from '../protocol/trace.js';
 import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
@@ -46,17 +46,20 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return authorizationSchema.parse(decision);
   };
 
-  const executeTool = async (input: ExecuteInput, signal: AbortSignal): Promise<ToolResult> => {
+  const executeTool = async (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
     const tool = toolset.registryTool(input.name)!;
     const env = envOf(input.sessionId);
     const returned: unknown = await tool.execute(input.args, {
       sessionId: input.sessionId,
       turnId: input.turnId,
       toolCallId: input.toolCallId,
-      signal,
+      // A getter, so the signal is made only if the tool reads it.
+      get signal() {
+        return cancellation.signal;
+      },
       approvedPaths: input.approvedPaths,
       progress: (progress) => {
-        if (!signal.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
+        if (!cancellation.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
       },
     });
     return isExecutionResult(returned)

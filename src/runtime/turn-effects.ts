@@ -1,6 +1,6 @@
 import type { CallModelInput, SampleInput, SkipCallsInput, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
 import { worldStateSampler } from './world-state-effects.js';
-import type { EffectHandlers } from './effect-port.js';
+import type { EffectCancellation, EffectHandlers } from './effect-port.js';
 import { prepare, type PreparedModelCall } from '../context/engine.js';
 import { contextLimits, reachesCompactionLine } from '../context/limits.js';
 import { systemContext } from '../context/system-context.js';
@@ -86,21 +86,21 @@ export function turnEffects(deps: TurnEffectDeps) {
     }
   };
 
-  const callModel = async (input: CallModelInput, signal: AbortSignal): Promise<ModelResponse> => {
+  const callModel = async (input: CallModelInput, cancellation: EffectCancellation): Promise<ModelResponse> => {
     const env = envOf(input.sessionId);
     const { request } = env.prepared ?? prepareFor(env);
     env.prepared = null;
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
     trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', now()));
     try {
-      const response = await consumeModelStream(deps.model, request, signal, {
-        text: (text) => signal.aborted || emit(env, input.turnId, { type: 'text_delta', text }),
-        reasoning: (text) => signal.aborted || emit(env, input.turnId, { type: 'reasoning_delta', text }),
+      const response = await consumeModelStream(deps.model, request, cancellation, {
+        text: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'text_delta', text }),
+        reasoning: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'reasoning_delta', text }),
       });
       trace.end(spanId, { status: 'succeeded', errorCode: null, endedAtMs: now() });
       return response;
     } catch (error) {
-      trace.end(spanId, { status: signal.aborted ? 'cancelled' : 'failed', errorCode: errorCode(error), endedAtMs: now() });
+      trace.end(spanId, { status: cancellation.aborted ? 'cancelled' : 'failed', errorCode: errorCode(error), endedAtMs: now() });
       throw error;
     }
   };

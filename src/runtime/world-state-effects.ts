@@ -1,5 +1,6 @@
 import type { SampleInput } from '../../machines/turn.machine.js';
 import {
+  capturePolicyOnly,
   captureWorldState,
   nextBaseline,
   renderWorldStateDiff,
@@ -7,6 +8,7 @@ import {
   WorldStateError,
   type WorldStateBaseline,
   type WorldStateCapture,
+  type WorldStateSources,
 } from '../context/world-state/index.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import { persistAndAppend, type RuntimeDeps } from './session-env.js';
@@ -19,11 +21,11 @@ import { persistAndAppend, type RuntimeDeps } from './session-env.js';
 export function worldStateSampler(deps: RuntimeDeps) {
   return async function sampleWorldState(input: SampleInput): Promise<void> {
     const env = deps.env(input.sessionId);
-    const sources = { workspaceDir: env.workspaceDir, skills: deps.skills, permissionMode: env.permissionMode };
-    const { capture, warnings } = await captureWorldState(sources).catch((error: unknown) => {
-      throw error instanceof WorldStateError ? new TurnFailure(error.code, error.message) : error;
-    });
-    for (const warning of warnings) deps.warn(warning);
+    // Without a workspace or skills there is nothing to read: no promise to wait for on every model call.
+    const capture =
+      env.workspaceDir === null && deps.skills === null
+        ? capturePolicyOnly(env.permissionMode)
+        : await readWorldState({ workspaceDir: env.workspaceDir, skills: deps.skills, permissionMode: env.permissionMode }, deps.warn);
     // Nothing changed since the last sampling and the conversation was only appended to since: nothing to send.
     if (env.baselineChat === env.chat && sameBodies(capture, env.baseline)) return;
     const changed = renderWorldStateDiff(capture, env.baseline, scanRetainedSections(env.chat.conversation()));
@@ -36,6 +38,15 @@ export function worldStateSampler(deps: RuntimeDeps) {
     env.baseline = nextBaseline(capture);
     env.baselineChat = env.chat;
   };
+}
+
+/** Reads the four sources; a source that cannot be read fails the turn with its section's code. */
+async function readWorldState(sources: WorldStateSources, warn: (message: string) => void): Promise<WorldStateCapture> {
+  const { capture, warnings } = await captureWorldState(sources).catch((error: unknown) => {
+    throw error instanceof WorldStateError ? new TurnFailure(error.code, error.message) : error;
+  });
+  for (const warning of warnings) warn(warning);
+  return capture;
 }
 
 /** Whether every present section has the body the baseline has, and no other section is present. */

@@ -2,13 +2,16 @@ import { setup, type AnyStateMachine } from 'xstate';
 import { EFFECT_PORT } from '../../machines/effect-port.js';
 import { toolCallMachine, validationAction, type ExecuteInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
 import type { AuthorizationDecision, ToolResult } from '../../src/protocol/tool-result.js';
-import { effectPort } from '../../src/runtime/effect-port.js';
+import { effectPort, type EffectCancellation } from '../../src/runtime/effect-port.js';
 
 type Handler = (input: never, signal: AbortSignal) => Promise<unknown>;
 
-/** An effect port whose effects are the given test functions; cancel aborts all of them. */
+/** An effect port whose effects are the given test functions (handed a real signal); cancel aborts all of them. */
 export function stubPort(handlers: Record<string, Handler>) {
-  return effectPort(handlers as Record<string, (input: unknown, signal: AbortSignal) => Promise<unknown>>, new Set(Object.keys(handlers)));
+  const withSignals = Object.fromEntries(
+    Object.entries(handlers).map(([name, handler]) => [name, (input: unknown, cancellation: EffectCancellation) => handler(input as never, cancellation.signal)]),
+  );
+  return effectPort(withSignals, new Set(Object.keys(handlers)));
 }
 
 /** Effects that never settle: the chart stays in the state that asked. */
@@ -40,7 +43,14 @@ export function hostWithPort<T extends AnyStateMachine>(chart: T, input: unknown
 }
 
 /** The tool-call chart with recording stubs for its guards, actions and effects. */
-export function toolCallStubs(options: { authorize?: AuthorizationDecision; execute?: (input: ExecuteInput, signal: AbortSignal) => Promise<ToolResult> } = {}) {
+export function toolCallStubs(
+  options: {
+    authorize?: AuthorizationDecision;
+    execute?: (input: ExecuteInput, signal: AbortSignal) => Promise<ToolResult>;
+    /** What the session's permission mode says about every call: deny it, ask for it, or allow it (default). */
+    mode?: 'deny' | 'ask';
+  } = {},
+) {
   const written: WriteResultInput[] = [];
   const emitted: string[] = [];
   const machine = toolCallMachine.provide({
@@ -48,8 +58,8 @@ export function toolCallStubs(options: { authorize?: AuthorizationDecision; exec
       isControlTool: ({ context }) => context.call.name === 'update_plan',
       isRegistryTool: ({ context }) => context.call.name === 'read_file',
       hasAuthorizeHook: () => options.authorize !== undefined,
-      modeForbidsCall: () => false,
-      modeRequiresApproval: () => false,
+      modeForbidsCall: () => options.mode === 'deny',
+      modeRequiresApproval: () => options.mode === 'ask',
     },
     actions: {
       validateArguments: validationAction((context) =>

@@ -58,6 +58,25 @@ describe('tool-call chart through .provide() (RT-15)', () => {
     expect(stubs.emitted).not.toContain('live:running');
   });
 
+  it("screens against the session's mode: a rule denial is written, an ask waits for the user", async () => {
+    const denied = toolCallStubs({ mode: 'deny' });
+    const output = await start(denied, input('read_file', '{"path":"a"}')).done;
+    expect(output.result).toEqual({ status: 'denied', content: "denied by rule: the session's permission mode does not allow 'read_file'" });
+    expect(denied.emitted).not.toContain('live:running');
+
+    const asked = toolCallStubs({ mode: 'ask' });
+    const { actor, done } = start(asked, input('read_file', '{"path":"a"}'));
+    await waitFor(actor, (s) => s.matches({ active: 'waiting_permission' }));
+    actor.send({ type: 'permission.resolve', decision: 'allow_once' });
+    expect((await done).result).toEqual({ status: 'succeeded', content: 'ran read_file' });
+  });
+
+  it('counts the call for the doom-loop guard only when its arguments pass the schema', async () => {
+    const doom = { signature: 'read_file:{"path":1}', count: 1 };
+    const output = await start(toolCallStubs(), input('read_file', '{"path":1}', doom)).done;
+    expect(output.doom).toEqual(doom);
+  });
+
   it('runs control tools without authorization', async () => {
     const stubs = toolCallStubs({ authorize: { decision: 'deny' } });
     const output = await start(stubs, input('update_plan', '{"path":"x"}')).done;

@@ -3,6 +3,7 @@ import type { SessionContext } from '../../machines/session.machine.js';
 import type { ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { DONE_TURN, UNKNOWN_TURN, type SessionEnv } from './session-model.js';
 import type { Script, Stage } from './stage.js';
+import { pendingEffectOf } from './recorded-effects.js';
 import { RestLog } from './rest-log.js';
 import type { PathStep } from './tour.js';
 
@@ -65,7 +66,7 @@ export class SessionDirector implements Script {
     this.latest = (event.snapshot as AnyMachineSnapshot).context as SessionContext;
     if (!this.awaiting || event.event.type !== this.awaiting.event.type) return;
     for (const undo of this.undos.get(this.next) ?? []) undo();
-    if (this.awaiting.event.type === 'effect.failed' && this.latest.lastOutcome && (this.awaiting.state.machine.context as SessionContext).pendingEffect === 'finishTurn') {
+    if (this.awaiting.event.type === 'effect.failed' && this.latest.lastOutcome && pendingEffectOf(this.awaiting.state.machine) === 'finishTurn') {
       this.unfinishedWrites.add(this.latest.lastOutcome.turnId);
     }
     const output = (event.event as { output?: { compactionId?: string } }).output;
@@ -142,7 +143,7 @@ export class SessionDirector implements Script {
       this.reply(reply);
       undo(() => void this.replies.splice(0));
     };
-    const effect = (step.state.machine.context as SessionContext).pendingEffect;
+    const effect = pendingEffectOf(step.state.machine);
     switch (step.event.type) {
       case 'turn.permission_requested':
         return this.reply({ text: 'writing', toolCalls: [{ name: 'write_file', args: { path: 'out.txt' } }] });

@@ -1,5 +1,6 @@
-import { assign, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { sessionMachine, type SessionContext } from '../../machines/session.machine.js';
+import { pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel, ModelState } from './tour.js';
 
 /**
@@ -24,10 +25,9 @@ export interface SessionEnv {
   stopped: boolean;
 }
 
-type Params = { name: string };
 export const traversalSessionMachine = sessionMachine.provide({
   actions: {
-    requestEffect: assign(({ context }, params: Params) => ({ pendingEffect: params.name, effectSeq: context.effectSeq + 1 })) as never,
+    requestEffect: recordEffect,
     emitTurnStarted: () => undefined,
     emitPermissionRequested: () => undefined,
     announceTurnFinished: () => undefined,
@@ -82,8 +82,7 @@ function turnEvents({ env }: ModelState<SessionEnv>): EventObject[] {
 }
 
 function effectReplies({ machine, env }: ModelState<SessionEnv>): EventObject[] {
-  const c = ctx(machine);
-  const id = c.pendingEffect;
+  const id = pendingEffectOf(machine);
   const done = { type: 'effect.done', id, output: {} } as EventObject;
   const failed = { type: 'effect.failed', id, error: {} } as EventObject;
   switch (id) {
@@ -125,7 +124,7 @@ function nextTurn(env: SessionEnv, event: EventObject & { turnId?: string }, bef
 }
 
 const compacted = (before: AnyMachineSnapshot, event: EventObject) =>
-  before.matches('maintaining') && ctx(before).pendingEffect === 'compact' && event.type === 'effect.done';
+  before.matches('maintaining') && pendingEffectOf(before) === 'compact' && event.type === 'effect.done';
 
 export const sessionModel: ChartModel<SessionEnv> = {
   machine: traversalSessionMachine,
@@ -141,7 +140,7 @@ export const sessionModel: ChartModel<SessionEnv> = {
   }),
   key: ({ machine, env }) => {
     const c = ctx(machine);
-    const waiting = machine.matches('maintaining') || machine.matches('finishing') ? c.pendingEffect : null;
+    const waiting = machine.matches('maintaining') || machine.matches('finishing') ? pendingEffectOf(machine) : null;
     return JSON.stringify([machine.value, c.reloadRequired, c.activeTurn !== null, c.pendingPermission !== null, waiting, env]);
   },
   // The session has no final state: a path ends when the session is idle with nothing in flight.

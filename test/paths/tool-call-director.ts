@@ -3,6 +3,7 @@ import type { ToolCallContext } from '../../machines/tool-call.machine.js';
 import type { AuthorizationDecision, ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { untilAborted, type Script, type Stage } from './stage.js';
 import type { ToolCallScenario } from './tool-call-model.js';
+import { pendingEffectOf } from './recorded-effects.js';
 import { RestLog } from './rest-log.js';
 import type { PathStep } from './tour.js';
 
@@ -12,7 +13,7 @@ const targetOf = (s: unknown) => {
   const snapshot = s as AnyMachineSnapshot | undefined;
   return snapshot?.machine?.id === 'toolCall' && (snapshot.context as ToolCallContext).call.id === 'target' ? snapshot : null;
 };
-const pendingEffect = (step: Step) => (step.state.machine.context as { pendingEffect?: string | null }).pendingEffect ?? null;
+const pendingEffect = (step: Step) => pendingEffectOf(step.state.machine);
 const COMMANDS = new Set(['tool.cancel', 'tool.stop', 'permission.resolve']);
 
 /**

@@ -1,9 +1,10 @@
-import { assign, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { callSignature } from '../../machines/signature.js';
 import { toolCallMachine, validationAction, type ToolCallContext } from '../../machines/tool-call.machine.js';
 import type { PermissionMode } from '../../src/index.js';
 import { modeForbids, modeRequiresApproval } from '../../src/tools/permission-policy.js';
 import type { ToolEffect } from '../../src/tools/define-tool.js';
+import { forgetEffect, pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel } from './tour.js';
 
 /**
@@ -54,7 +55,6 @@ const effectOf = (context: ToolCallContext): ToolEffect => {
 /** In traversal the session id carries the scenario's mode; the runtime reads the session's. */
 const modeOf = (context: ToolCallContext) => context.sessionId as PermissionMode;
 
-type Params = { name: string };
 export const traversalToolCallMachine = toolCallMachine.provide({
   guards: {
     isControlTool: ({ context }: Ctx) => tool(context) === 'control',
@@ -64,8 +64,8 @@ export const traversalToolCallMachine = toolCallMachine.provide({
     modeRequiresApproval: ({ context }: Ctx) => modeRequiresApproval(modeOf(context), effectOf(context)),
   },
   actions: {
-    requestEffect: assign((_, params: Params) => ({ pendingEffect: params.name })) as never,
-    cancelEffect: assign({ pendingEffect: null }) as never,
+    requestEffect: recordEffect,
+    cancelEffect: forgetEffect,
     validateArguments: validationAction((context) =>
       tool(context) === 'control' || typeof context.args.path === 'string' ? { ok: true, args: context.args } : { ok: false, message: 'path: expected string' },
     ),
@@ -77,17 +77,16 @@ export const traversalToolCallMachine = toolCallMachine.provide({
   },
 });
 
-const pendingEffect = (s: AnyMachineSnapshot) => (s.context as { pendingEffect?: string | null }).pendingEffect ?? null;
 const commands: EventObject[] = [{ type: 'tool.cancel' }, { type: 'tool.stop' }];
 
 function events(machine: AnyMachineSnapshot): EventObject[] {
-  const id = pendingEffect(machine);
+  const id = pendingEffectOf(machine);
   const done = (output: unknown) => ({ type: 'effect.done', id, output }) as EventObject;
   const failed = { type: 'effect.failed', id, error: new Error('it broke') } as EventObject;
   if (machine.matches({ active: 'waiting_permission' })) {
     return [{ type: 'permission.resolve', decision: 'allow_once' } as EventObject, { type: 'permission.resolve', decision: 'deny' } as EventObject, ...commands];
   }
-  switch (pendingEffect(machine)) {
+  switch (pendingEffectOf(machine)) {
     case 'authorize':
       return [done({ decision: 'allow' }), done({ decision: 'ask', paths: ['a.txt'] }), done({ decision: 'deny', reason: 'protected' }), failed, ...commands];
     case 'executeTool':
@@ -116,7 +115,7 @@ export function toolCallModel(scenario: ToolCallScenario): ChartModel<null> {
     nextEnv: () => null,
     key: ({ machine }) => {
       const c = machine.context as ToolCallContext;
-      return JSON.stringify([machine.value, machine.status, pendingEffect(machine), c.result?.status ?? null, c.termination?.kind ?? null]);
+      return JSON.stringify([machine.value, machine.status, pendingEffectOf(machine), c.result?.status ?? null, c.termination?.kind ?? null]);
     },
   };
 }

@@ -5,13 +5,14 @@ import type { TurnContext } from '../../machines/turn.machine.js';
 import type { ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { BIG_TEXT, untilAborted, type Script, type Stage } from './stage.js';
 import { RestLog } from './rest-log.js';
+import { pendingEffectOf } from './recorded-effects.js';
 import type { PathStep } from './tour.js';
 import { DONE_CHILD, ERROR_CHILD, type TurnEnv } from './turn-model.js';
 
 type Step = PathStep<TurnEnv>;
 const value = (s: { value: unknown }) => JSON.stringify(s.value);
 const machineId = (s: unknown) => (s as { machine?: { id: string } } | undefined)?.machine?.id;
-const effectOf = (step: Step) => (step.state.machine.context as TurnContext).pendingEffect;
+const effectOf = (step: Step) => pendingEffectOf(step.state.machine);
 const COMMANDS = new Set(['turn.cancel', 'turn.stop', 'turn.resolve_permission']);
 
 /**
@@ -188,13 +189,7 @@ export class TurnDirector implements Script {
   /** The user's message: big when the very first request must already be over the line. */
   userText(): string {
     const prepare = this.path.find((s) => effectOf(s) === 'prepareRequest');
-    return (prepare?.event as { output?: { overLine?: boolean } } | undefined)?.output?.overLine === true && prepare?.state.env.stickyOver === false && !this.toolsBefore(prepare)
-      ? BIG_TEXT
-      : 'please do the task';
-  }
-
-  private toolsBefore(step: Step): boolean {
-    return (step.state.machine.context as TurnContext).toolCalls.length > 0;
+    return (prepare?.event as { output?: { overLine?: boolean } } | undefined)?.output?.overLine === true ? BIG_TEXT : 'please do the task';
   }
 }
 

@@ -1,5 +1,6 @@
-import { assign, type AnyMachineSnapshot, type EventObject } from 'xstate';
+import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { turnMachine, type TurnContext } from '../../machines/turn.machine.js';
+import { forgetEffect, pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel, ModelState } from './tour.js';
 
 /**
@@ -28,11 +29,10 @@ export interface TurnEnv {
   bigSummary: boolean;
 }
 
-type Params = { name: string };
 export const traversalTurnMachine = turnMachine.provide({
   actions: {
-    requestEffect: assign(({ context }, params: Params) => ({ pendingEffect: params.name, effectSeq: context.effectSeq + 1 })) as never,
-    cancelEffect: assign({ pendingEffect: null }) as never,
+    requestEffect: recordEffect,
+    cancelEffect: forgetEffect,
     emitPhase: () => undefined,
     discardDraft: () => undefined,
   },
@@ -42,6 +42,7 @@ export const traversalTurnMachine = turnMachine.provide({
 });
 
 const ctx = (s: AnyMachineSnapshot) => s.context as TurnContext;
+const callCount = (c: TurnContext) => c.response?.toolCalls.length ?? 0;
 
 export const DONE_CHILD = 'xstate.done.actor.toolCall';
 export const ERROR_CHILD = 'xstate.error.actor.toolCall';
@@ -64,7 +65,7 @@ export function modelResponse(calls: number) {
 
 function effectReplies(state: ModelState<TurnEnv>): EventObject[] {
   const c = ctx(state.machine);
-  const id = c.pendingEffect;
+  const id = pendingEffectOf(state.machine);
   const done = (extra: object = {}) => ({ type: 'effect.done', id, output: undefined, ...extra });
   const failed = (error: object = {}) => ({ type: 'effect.failed', id, error });
   switch (id) {
@@ -75,7 +76,7 @@ function effectReplies(state: ModelState<TurnEnv>): EventObject[] {
       return [done(), failed()];
     case 'skipToolCalls':
       // Only a write can fail, and with no call left to skip nothing is written.
-      return c.toolIndex < c.toolCalls.length ? [done(), failed()] : [done()];
+      return c.toolIndex < callCount(c) ? [done(), failed()] : [done()];
     case 'prepareRequest':
       return [...overLineChoices(state).map((overLine) => done({ output: { overLine } })), failed({ code: 'project_instruction_error' })];
     case 'compact':
@@ -176,11 +177,12 @@ export const turnModel: ChartModel<TurnEnv> = {
   },
   nextEnv: (env, event, before) => {
     const e = event as { type: string; big?: boolean; output?: { overLine?: boolean } };
-    const firstPrepare = ctx(before).pendingEffect === 'prepareRequest' && !ctx(before).compactedThisCall && ctx(before).toolIndex === 0 && ctx(before).toolCalls.length === 0;
+    // Before the first response of the turn only the user's own message can be over the line.
+    const firstPrepare = pendingEffectOf(before) === 'prepareRequest' && !ctx(before).compactedThisCall && ctx(before).response === null;
     return {
       child: nextChild(env.child, event),
       stickyOver: env.stickyOver || (firstPrepare && e.output?.overLine === true),
-      bigSummary: ctx(before).pendingEffect === 'compact' && e.type === 'effect.done' ? e.big === true : env.bigSummary,
+      bigSummary: pendingEffectOf(before) === 'compact' && e.type === 'effect.done' ? e.big === true : env.bigSummary,
     };
   },
   key: ({ machine, env }) => {
@@ -188,15 +190,13 @@ export const turnModel: ChartModel<TurnEnv> = {
     return JSON.stringify([
       machine.value,
       machine.status,
-      c.pendingEffect,
+      pendingEffectOf(machine),
       c.interrupt,
       c.compactedThisCall,
       c.overflowRetried,
       c.modelCallIndex,
       c.toolIndex,
-      c.toolCalls.length,
-      // The response matters only until its calls are taken over.
-      machine.matches({ running_model: 'writing_response' }) ? c.response?.toolCalls.length : null,
+      callCount(c),
       c.termination?.kind ?? null,
       c.pendingPermission !== null,
       c.outcome?.status ?? null,

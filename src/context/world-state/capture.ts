@@ -10,8 +10,7 @@ import { captureUserProjectContext } from './user-project.js';
  */
 export async function captureWorldState(sources: WorldStateSources): Promise<{ capture: WorldStateCapture; warnings: string[] }> {
   const { workspaceDir } = sources;
-  // No workspace and no skills: only the sandbox policy, which needs no I/O (sampled before every model call).
-  if (workspaceDir === null && sources.skills === null) return { capture: policyOnly(renderSandboxPolicy(sources.permissionMode)), warnings: [] };
+  if (workspaceDir === null && sources.skills === null) return { capture: capturePolicyOnly(sources.permissionMode), warnings: [] };
   const reads: Record<WorldStateSection, Promise<{ body: string | null; warnings: string[] }>> = {
     'runtime/user-project-context': bodyOnly(workspaceDir === null ? null : captureUserProjectContext(workspaceDir)),
     'project/AGENTS.md': bodyOnly(workspaceDir === null ? null : captureProjectInstructions(workspaceDir)),
@@ -31,14 +30,18 @@ export async function captureWorldState(sources: WorldStateSources): Promise<{ c
   return { capture, warnings };
 }
 
-const policyCaptures = new Map<string, WorldStateCapture>();
+const policyCaptures = new Map<WorldStateSources['permissionMode'], WorldStateCapture>();
 
-/** The capture of a session with no workspace and no skills: per policy text, built once. */
-function policyOnly(policy: string): WorldStateCapture {
-  let capture = policyCaptures.get(policy);
+/**
+ * The capture of a session with no workspace and no skills: only the sandbox policy, which needs no
+ * I/O. Synchronous and built once per mode, since it is sampled before every model call.
+ */
+export function capturePolicyOnly(mode: WorldStateSources['permissionMode']): WorldStateCapture {
+  let capture = policyCaptures.get(mode);
   if (!capture) {
+    const policy = renderSandboxPolicy(mode);
     capture = new Map<WorldStateSection, string | null>(SECTION_ORDER.map((section) => [section, section === 'runtime/sandbox-policy' ? policy : null]));
-    policyCaptures.set(policy, capture);
+    policyCaptures.set(mode, capture);
   }
   return capture;
 }

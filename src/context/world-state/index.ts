@@ -1,4 +1,4 @@
-export { captureWorldState } from './capture.js';
+export { capturePolicyOnly, captureWorldState } from './capture.js';
 export { invalidationNotice, replacementText } from './notices.js';
 export { captureProjectInstructions, MAX_PROJECT_INSTRUCTIONS_BYTES } from './project-instructions.js';
 export { nextBaseline, renderWorldStateDiff } from './render-diff.js';
