@@ -30,6 +30,7 @@ export interface TurnInput {
 export type Interrupt = 'cancel' | 'stop' | null;
 
 export interface TurnContext extends TurnInput {
+  /** The number of the model call the turn makes next (from 1): it moves on when a response arrives. */
   modelCallIndex: number;
   /** World-state sample of this model call: 1, or 2 right after an in-turn compaction (CW-2). */
   sample: number;
@@ -153,7 +154,7 @@ export const turnMachine = setup({
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
     mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
     interrupted: ({ context }) => context.interrupt !== null,
-    reachedMaxModelCalls: ({ context }) => context.modelCallIndex >= context.limits.maxModelCalls,
+    reachedMaxModelCalls: ({ context }) => context.modelCallIndex > context.limits.maxModelCalls,
     responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
     isLastToolCall: ({ context }) => context.toolIndex + 1 >= toolCallsOf(context).length,
     isPendingPermission: ({ context, event }) =>
@@ -178,7 +179,14 @@ export const turnMachine = setup({
     assignPersistenceFailure: assign({
       outcome: ({ event }) => failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'persistence_error'),
     }),
-    countModelCall: assign({
+    /**
+     * A response ends its model call: keep it, run its tool calls from the first, and number the next
+     * call (whose world-state sample starts at 1, not yet compacted for). Counting here rather than
+     * when the next call starts saves a context update per step: `checking` only reads the count.
+     */
+    recordResponse: assign({
+      response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse,
+      toolIndex: 0,
       modelCallIndex: ({ context }) => context.modelCallIndex + 1,
       sample: 1,
       compactedThisCall: false,
@@ -206,7 +214,7 @@ export const turnMachine = setup({
     sessionId: input.sessionId,
     turnId: input.turnId,
     limits: input.limits,
-    modelCallIndex: 0,
+    modelCallIndex: 1,
     sample: 1,
     compactedThisCall: false,
     overflowRetried: false,
@@ -249,8 +257,8 @@ export const turnMachine = setup({
                 }),
               }),
             },
-            { guard: 'mailboxHasMessages', target: 'draining_mailbox', actions: 'countModelCall' },
-            { target: 'preparing', actions: 'countModelCall' },
+            { guard: 'mailboxHasMessages', target: 'draining_mailbox' },
+            { target: 'preparing' },
           ],
         },
         draining_mailbox: {
@@ -334,11 +342,7 @@ export const turnMachine = setup({
             },
           ],
           on: {
-            'effect.done': {
-              target: 'writing_response',
-              // The calls are read from the response where they are needed, starting at the first.
-              actions: assign({ response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse, toolIndex: 0 }),
-            },
+            'effect.done': { target: 'writing_response', actions: 'recordResponse' },
             'effect.failed': [
               {
                 // An explicit overflow before any output: compact and resubmit, once (RT-10, CP-1).
