@@ -5,6 +5,7 @@ import { untilAborted, type Script, type Stage } from './stage.js';
 import type { ToolCallScenario } from './tool-call-model.js';
 import { pendingEffectOf } from './recorded-effects.js';
 import { RestLog } from './rest-log.js';
+import { StepCursor } from './step-cursor.js';
 import type { PathStep } from './tour.js';
 
 type Step = PathStep<null>;
@@ -23,7 +24,7 @@ const COMMANDS = new Set(['tool.cancel', 'tool.stop', 'permission.resolve']);
  * the step says, a write fails, or the user cancels, stops or answers the approval.
  */
 export class ToolCallDirector implements Script {
-  private next = 0;
+  private readonly cursor: StepCursor<null>;
   private current: Step | null = null;
   private turnId = '';
   readonly rests: RestLog;
@@ -35,10 +36,11 @@ export class ToolCallDirector implements Script {
     readonly scenario: ToolCallScenario,
   ) {
     this.rests = new RestLog(path, () => void this.stage.session.stop());
+    this.cursor = new StepCursor(path, COMMANDS);
   }
 
   get done(): boolean {
-    return this.next === this.path.length;
+    return this.cursor.done;
   }
 
   readonly observe = (event: InspectionEvent): void => {
@@ -54,15 +56,11 @@ export class ToolCallDirector implements Script {
   };
 
   private land(snapshot: AnyMachineSnapshot): void {
-    const step = this.path[this.next];
-    if (!step || value(snapshot) !== value(step.state.machine)) return;
+    if (!this.cursor.startsAt(snapshot)) return;
     this.turnId = (snapshot.context as ToolCallContext).turnId;
-    for (;;) {
-      const applied = this.path[this.next++]!;
-      this.current = applied;
-      this.apply(applied);
-      const following = this.path[this.next];
-      if (!following || !COMMANDS.has(applied.event.type) || value(applied.next.machine) !== value(applied.state.machine)) break;
+    for (const step of this.cursor.take()) {
+      this.current = step;
+      this.apply(step);
     }
   }
 

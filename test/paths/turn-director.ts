@@ -5,6 +5,7 @@ import type { TurnContext } from '../../machines/turn.machine.js';
 import type { ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { BIG_TEXT, untilAborted, type Script, type Stage } from './stage.js';
 import { RestLog } from './rest-log.js';
+import { StepCursor } from './step-cursor.js';
 import { pendingEffectOf } from './recorded-effects.js';
 import type { PathStep } from './tour.js';
 import { DONE_CHILD, ERROR_CHILD, type TurnEnv } from './turn-model.js';
@@ -22,7 +23,7 @@ const COMMANDS = new Set(['turn.cancel', 'turn.stop', 'turn.resolve_permission']
  * and tools read when the runtime calls them. Nothing is sent to the chart directly.
  */
 export class TurnDirector implements Script {
-  private next = 0;
+  private readonly cursor: StepCursor<TurnEnv>;
   private current: Step | null = null;
   private cleanup: Array<() => void> = [];
   private lateCommand: 'turn.cancel' | 'turn.stop' | null = null;
@@ -34,6 +35,7 @@ export class TurnDirector implements Script {
 
   constructor(readonly path: Step[]) {
     this.rests = new RestLog(path, () => void this.stage.session.stop());
+    this.cursor = new StepCursor(path, COMMANDS);
   }
 
   /** Undoes what the last step armed (a fault, a broken file) once the turn has ended. */
@@ -42,7 +44,7 @@ export class TurnDirector implements Script {
   }
 
   get done(): boolean {
-    return this.next === this.path.length;
+    return this.cursor.done;
   }
 
   readonly observe = (event: InspectionEvent): void => {
@@ -67,18 +69,14 @@ export class TurnDirector implements Script {
 
   /** The turn entered a state: if it is where the next step starts, make the step's event happen. */
   private land(snapshot: AnyMachineSnapshot): void {
-    const step = this.path[this.next];
-    if (!step || value(snapshot) !== value(step.state.machine)) return;
+    if (!this.cursor.startsAt(snapshot)) return;
     for (const undo of this.cleanup.splice(0)) undo();
     const context = snapshot.context as TurnContext;
     this.turnId = context.turnId;
     this.pendingPermission = context.pendingPermission;
-    for (;;) {
-      const applied = this.path[this.next++]!;
-      this.current = applied;
-      this.apply(applied);
-      const following = this.path[this.next];
-      if (!following || !COMMANDS.has(applied.event.type) || value(applied.next.machine) !== value(applied.state.machine)) break;
+    for (const step of this.cursor.take()) {
+      this.current = step;
+      this.apply(step);
     }
   }
 
@@ -115,7 +113,7 @@ export class TurnDirector implements Script {
 
   /** A cancel or stop the path wants to arrive while the call's result is being written. */
   private isLate(step: Step): boolean {
-    const following = this.path[this.next];
+    const following = this.cursor.following;
     return step.state.machine.matches({ running_tools: 'tool_call' }) && following?.event.type === DONE_CHILD && terminationOf(following.event) === null;
   }
 
@@ -164,7 +162,7 @@ export class TurnDirector implements Script {
   /** The tools the calls of this response must name, so the calls behave as the steps after it say. */
   private upcomingToolNames(count: number): string[] {
     const names: string[] = [];
-    for (const step of this.path.slice(this.next)) {
+    for (const step of this.cursor.rest()) {
       if (effectOf(step) === 'callModel' || names.length === count) break;
       if (!step.state.machine.matches({ running_tools: 'tool_call' }) || step.state.env.child !== 'fresh') continue;
       names.push(step.event.type === 'tool.permission_requested' ? 'write_file' : step.event.type === ERROR_CHILD ? 'exploding' : 'read_file');
@@ -182,7 +180,7 @@ export class TurnDirector implements Script {
 
   /** Whether the next model call's request must be over the line, so this result must be big. */
   private nextPrepareOver(): boolean {
-    const prepare = this.path.slice(this.next).find((s) => effectOf(s) === 'prepareRequest');
+    const prepare = this.cursor.rest().find((s) => effectOf(s) === 'prepareRequest');
     return (prepare?.event as { output?: { overLine?: boolean } } | undefined)?.output?.overLine === true;
   }
 
