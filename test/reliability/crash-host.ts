@@ -3,6 +3,8 @@
  * of it — printing `POINT <name>` and waiting for `go` on stdin — so the test can SIGKILL it at exactly
  * that point: while the model streams, right after the assistant message is stored, inside the tool
  * (after its side effect), right after the tool result is stored, and while waiting for an approval.
+ * It also prints `CALL <method>` as each storage call starts, without waiting, so the test can kill
+ * it at a moment drawn at random: the host runs on while the signal is on its way.
  *
  *   node --import tsx test/reliability/crash-host.ts '{"sqlite":"/tmp/x.db"}' | '{"postgres":"…","schema":"…"}'
  */
@@ -31,8 +33,14 @@ function pausing(inner: SessionStorage): SessionStorage {
     get(storage, name, receiver) {
       const value: unknown = Reflect.get(storage, name, receiver);
       if (typeof value !== 'function') return value;
-      if (name !== 'appendMessage') return value.bind(storage);
+      // Every storage call is announced (without waiting), so the test can also kill at a call it drew at random.
+      const announced = (...args: unknown[]): unknown => {
+        process.stdout.write(`CALL ${String(name)}\n`);
+        return (value as (...a: unknown[]) => unknown).apply(storage, args);
+      };
+      if (name !== 'appendMessage') return announced;
       return async (...args: Parameters<SessionStorage['appendMessage']>) => {
+        process.stdout.write('CALL appendMessage\n');
         await storage.appendMessage(...args);
         const role = args[0].message.role;
         if (role === 'assistant' && args[0].message.toolCalls.length > 0) await point('after-assistant-write');
