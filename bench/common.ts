@@ -10,6 +10,7 @@ import {
   type SessionStorage,
   type ToolCallPart,
 } from '../src/index.js';
+import { STORAGE_METHODS, type StorageMethod } from '../storage/faulty-storage.js';
 
 export function median(values: readonly number[]): number {
   if (values.length === 0) return Number.NaN;
@@ -76,63 +77,100 @@ function stepOf(request: ModelRequest): number {
   return step;
 }
 
+/** The storage calls a host waits on but that write nothing. */
+const READS: ReadonlySet<StorageMethod> = new Set<StorageMethod>([
+  'migrate',
+  'ping',
+  'getSession',
+  'listSessions',
+  'liveOwnersOn',
+  'unheldSessionsWithQueuedTurns',
+  'listQueuedTurns',
+  'getTurn',
+  'listTurns',
+  'listMessages',
+  'latestPlan',
+  'listSpans',
+  'listCompactions',
+  'activeCompaction',
+  'correctInterrupted',
+  'close',
+]);
+
 /**
- * Delegates to a storage and counts calls in flight, so a measurement can wait until background
+ * Delegates to a storage and counts writes in flight, so a measurement can wait until background
  * writes (the runtime's trace queue) have landed. Used on both sides of a comparison.
  */
-export class TrackedStorage implements SessionStorage {
-  private pending = 0;
-  writes = 0;
+export type TrackedStorage = SessionStorage & {
+  /** Writes made so far. */
+  readonly writes: number;
+  /** Resolves once no write is in flight across a macrotask boundary (queued writes start on microtasks). */
+  idle(): Promise<void>;
+};
 
-  constructor(private readonly inner: SessionStorage) {}
-
-  /** Resolves once no call is in flight across a macrotask boundary (queued writes start on microtasks). */
-  async idle(): Promise<void> {
-    do await nextMacrotask();
-    while (this.pending > 0);
+export function trackedStorage(inner: SessionStorage): TrackedStorage {
+  let pending = 0;
+  let writes = 0;
+  const tracked = {
+    get writes() {
+      return writes;
+    },
+    async idle() {
+      do await nextMacrotask();
+      while (pending > 0);
+    },
+  } as TrackedStorage;
+  for (const method of STORAGE_METHODS) {
+    const call = inner[method] as (...args: unknown[]) => Promise<unknown>;
+    const counted = async (...args: unknown[]) => {
+      pending += 1;
+      writes += 1;
+      try {
+        return await call.apply(inner, args);
+      } finally {
+        pending -= 1;
+      }
+    };
+    Object.defineProperty(tracked, method, { enumerable: true, value: READS.has(method) ? call.bind(inner) : counted });
   }
-
-  private async track<T>(call: Promise<T>): Promise<T> {
-    this.pending += 1;
-    this.writes += 1;
-    try {
-      return await call;
-    } finally {
-      this.pending -= 1;
-    }
-  }
-
-  migrate: SessionStorage['migrate'] = () => this.inner.migrate();
-  createSession: SessionStorage['createSession'] = (row) => this.track(this.inner.createSession(row));
-  getSession: SessionStorage['getSession'] = (id) => this.inner.getSession(id);
-  setPermissionMode: SessionStorage['setPermissionMode'] = (id, mode) => this.track(this.inner.setPermissionMode(id, mode));
-  beginTurn: SessionStorage['beginTurn'] = (turn, messages) => this.track(this.inner.beginTurn(turn, messages));
-  endTurn: SessionStorage['endTurn'] = (turnId, end) => this.track(this.inner.endTurn(turnId, end));
-  getTurn: SessionStorage['getTurn'] = (turnId) => this.inner.getTurn(turnId);
-  listTurns: SessionStorage['listTurns'] = (sessionId) => this.inner.listTurns(sessionId);
-  appendMessage: SessionStorage['appendMessage'] = (message) => this.track(this.inner.appendMessage(message));
-  listMessages: SessionStorage['listMessages'] = (sessionId) => this.inner.listMessages(sessionId);
-  savePlan: SessionStorage['savePlan'] = (row) => this.track(this.inner.savePlan(row));
-  latestPlan: SessionStorage['latestPlan'] = (sessionId) => this.inner.latestPlan(sessionId);
-  writeSpans: SessionStorage['writeSpans'] = (writes) => this.track(this.inner.writeSpans(writes));
-  listSpans: SessionStorage['listSpans'] = (sessionId) => this.inner.listSpans(sessionId);
-  saveCompaction: SessionStorage['saveCompaction'] = (row) => this.track(this.inner.saveCompaction(row));
-  listCompactions: SessionStorage['listCompactions'] = (sessionId) => this.inner.listCompactions(sessionId);
-  activeCompaction: SessionStorage['activeCompaction'] = (sessionId) => this.inner.activeCompaction(sessionId);
-  rewindTo: SessionStorage['rewindTo'] = (sessionId, compactionId, nowMs) => this.track(this.inner.rewindTo(sessionId, compactionId, nowMs));
-  correctInterrupted: SessionStorage['correctInterrupted'] = (nowMs) => this.inner.correctInterrupted(nowMs);
-  close: SessionStorage['close'] = () => this.inner.close();
+  return tracked;
 }
 
 /** A storage that stores nothing: isolates orchestration cost from database cost (profiling only). */
 export class NullStorage implements SessionStorage {
   async migrate(): Promise<void> {}
-  async createSession(): Promise<void> {}
+  async ping(): Promise<void> {}
+  async createSession(): Promise<number> {
+    return 0;
+  }
   async getSession(): Promise<undefined> {
     return undefined;
   }
+  async listSessions(): Promise<[]> {
+    return [];
+  }
   async setPermissionMode(): Promise<void> {}
+  async acquireSession(): Promise<{ ok: false; reason: 'unknown' }> {
+    return { ok: false, reason: 'unknown' };
+  }
+  async renewLeases(_lease: unknown, sessionIds: string[]): Promise<string[]> {
+    return sessionIds;
+  }
+  async releaseSession(): Promise<void> {}
+  async liveOwnersOn(): Promise<[]> {
+    return [];
+  }
+  async expireOwner(): Promise<void> {}
+  async unheldSessionsWithQueuedTurns(): Promise<[]> {
+    return [];
+  }
+  async reserveUpdateSequence(): Promise<void> {}
   async beginTurn(): Promise<void> {}
+  async enqueueTurn(): Promise<void> {}
+  async cancelQueuedTurn(): Promise<void> {}
+  async listQueuedTurns(): Promise<[]> {
+    return [];
+  }
   async endTurn(): Promise<void> {}
   async getTurn(): Promise<undefined> {
     return undefined;

@@ -7,7 +7,7 @@
  */
 import { createRuntime, sqliteStorage, type SessionHandle, type SessionStorage } from '../src/index.js';
 import { BareLoop } from './bare-loop.js';
-import { median, NullStorage, readTool, stepModel, TrackedStorage } from './common.js';
+import { median, NullStorage, readTool, stepModel, trackedStorage, type TrackedStorage } from './common.js';
 
 export interface StepOverheadOptions {
   /** Tool steps per turn; each turn makes `toolSteps + 1` model calls. */
@@ -26,7 +26,7 @@ export type StorageKind = 'sqlite' | 'null';
 
 function makeStorage(kind: StorageKind): TrackedStorage {
   const inner: SessionStorage = kind === 'sqlite' ? sqliteStorage({ filename: ':memory:' }) : new NullStorage();
-  return new TrackedStorage(inner);
+  return trackedStorage(inner);
 }
 
 /**

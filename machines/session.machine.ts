@@ -1,15 +1,20 @@
-import { assign, fromCallback, sendTo, setup } from 'xstate';
+import { assign, enqueueActions, fromCallback, sendTo, setup } from 'xstate';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
-import type { PermissionDecision } from '../src/protocol/updates.js';
+import type { PermissionDecision, QueuedTurnView } from '../src/protocol/updates.js';
 import { turnMachine, type TurnLimits } from './turn.machine.js';
 import { notProvided } from './not-provided.js';
 import { EFFECT_PORT, requestEffectAction, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
- * decide (reload required → duplicate request → busy → accept) and the decision is left in
- * `context.reply` for the caller, so the chart — not the handle — owns the rules (XS-3).
+ * decide (reload required → duplicate request → busy, by the session's busy policy → accept) and
+ * the decision is left in `context.reply` for the caller, so the chart — not the handle — owns the
+ * rules (XS-3). Turns that arrive while one runs are rejected, queued, or queued after cancelling
+ * the running one (RL-2); a queued turn starts when the session would otherwise become idle.
  */
+
+/** RL-2: `reject` answers Busy, `enqueue` runs turns one at a time in arrival order, `interrupt` cancels the running one. */
+export type BusyPolicy = 'reject' | 'enqueue' | 'interrupt';
 
 export interface SessionInput {
   sessionId: string;
@@ -17,10 +22,13 @@ export interface SessionInput {
   /** clientRequestId → turnId for turns already accepted (loaded from storage on open). */
   accepted: Record<string, string>;
   reloadRequired: boolean;
+  busyPolicy: BusyPolicy;
+  /** Turns stored `queued` (loaded on open): they start one by one. */
+  queue: QueuedTurnView[];
 }
 
 export type CommandReply =
-  | { ok: true; turnId?: string; compactionId?: string }
+  | { ok: true; turnId?: string; compactionId?: string; queued?: boolean }
   | { ok: false; error: { code: 'Busy'; turnId: string } }
   | { ok: false; error: { code: 'SessionActive' } }
   | { ok: false; error: { code: string; message: string } }
@@ -29,13 +37,15 @@ export type CommandReply =
   | { ok: false; error: { code: 'PermissionNotPending' } };
 
 export interface SessionContext extends SessionInput {
-  activeTurn: { turnId: string; clientRequestId: string } | null;
+  activeTurn: QueuedTurnView | null;
   pendingPermission: { turnId: string; toolCallId: string } | null;
   lastOutcome: { turnId: string; outcome: TurnOutcome } | null;
   /** The answer to the last command, tagged with the command's id. */
   reply: { commandId: string; result: CommandReply } | null;
   /** A compaction, rewind or reload in progress, and the command waiting for its answer. */
   maintenance: { commandId: string; effect: EffectCall<SessionEffects> } | null;
+  /** The session is being stopped: nothing more starts. */
+  stopping: boolean;
 }
 
 export type SessionEvent =
@@ -51,6 +61,11 @@ export type SessionEvent =
   | { type: 'turn.permission_settled'; turnId: string }
   | EffectReply;
 
+/** What `finishTurn` reports: whether the turn's row was ever written (a turn that never was is forgotten). */
+export interface FinishTurnOutput {
+  stored: boolean;
+}
+
 export interface FinishTurnInput {
   sessionId: string;
   turnId: string;
@@ -60,7 +75,7 @@ export interface FinishTurnInput {
 /** The effects the session asks the runtime for. */
 export type SessionEffects = {
   /** Stores the terminal status (a turn is over only once stored). */
-  finishTurn: { input: FinishTurnInput; output: void };
+  finishTurn: { input: FinishTurnInput; output: FinishTurnOutput };
   /** Manual compaction (RT-6, CP-3): summarize, store a checkpoint, install it. */
   compact: { input: { sessionId: string }; output: { compactionId: string } };
   /** Makes an earlier checkpoint the active one and installs it (CP-3). */
@@ -89,6 +104,12 @@ function reply(event: Commanded, result: CommandReply): SessionContext['reply'] 
   return { commandId: event.commandId, result };
 }
 
+type StartTurn = Extract<SessionEvent, { type: 'session.start_turn' }>;
+
+function queuedTurn(event: StartTurn): QueuedTurnView {
+  return { turnId: event.turnId, clientRequestId: event.clientRequestId };
+}
+
 export const sessionMachine = setup({
   types: {
     input: {} as SessionInput,
@@ -100,11 +121,21 @@ export const sessionMachine = setup({
     /** Runs every effect the session's charts request (see machines/effect-port.ts); supplied by the runtime. */
     effectPort: fromCallback<EffectRequest | EffectCancel>(notProvided('session', 'effectPort')),
   },
+  delays: {
+    /** Only entered when the agent has a run timeout (`hasRunTimeout`). */
+    runTimeout: ({ context }) => context.limits.runTimeoutMs ?? 0,
+  },
   guards: {
     isReloadRequired: ({ context }) => context.reloadRequired,
     isDuplicateRequest: ({ context, event }) =>
       event.type === 'session.start_turn' && Object.hasOwn(context.accepted, event.clientRequestId),
     isActiveTurn: ({ context, event }) => 'turnId' in event && context.activeTurn?.turnId === event.turnId,
+    isQueuedTurn: ({ context, event }) => 'turnId' in event && context.queue.some((q) => q.turnId === event.turnId),
+    /** A queued turn starts unless the session is being stopped (its queue then waits in storage). */
+    startsQueuedTurn: ({ context }) => context.queue.length > 0 && !context.stopping,
+    policyEnqueues: ({ context }) => context.busyPolicy === 'enqueue',
+    policyInterrupts: ({ context }) => context.busyPolicy === 'interrupt',
+    hasRunTimeout: ({ context }) => context.limits.runTimeoutMs !== null,
     isPendingPermission: ({ context, event }) =>
       event.type === 'session.resolve_permission' &&
       context.pendingPermission?.turnId === event.turnId &&
@@ -112,8 +143,8 @@ export const sessionMachine = setup({
   },
   actions: {
     requestEffect: requestEffectAction<SessionContext, SessionEvent, SessionEffects>(),
-    /** Emits `turn_started` once the turn is registered (RT-1). */
-    emitTurnStarted: notProvided('session', 'emitTurnStarted') as (_: unknown, params: { turnId: string; clientRequestId: string }) => void,
+    /** Emits `turn_started` once the turn is the active one (RT-1). */
+    emitTurnStarted: notProvided('session', 'emitTurnStarted'),
     /** Emits `permission_requested` once the session can accept the answer (RT-16). */
     emitPermissionRequested: notProvided('session', 'emitPermissionRequested') as (
       _: unknown,
@@ -121,7 +152,48 @@ export const sessionMachine = setup({
     ) => void,
     /** Emits `turn_finished` and releases waiters once the terminal status is stored. */
     announceTurnFinished: notProvided('session', 'announceTurnFinished'),
+    /** Stores the turn the `session.start_turn` event just queued, with its input and its run (the write the service acknowledges). */
+    storeQueuedTurn: notProvided('session', 'storeQueuedTurn'),
+    /** A queued turn cancelled before it started: it ends `cancelled` (stored, waiters told). */
+    settleCancelledQueuedTurn: notProvided('session', 'settleCancelledQueuedTurn') as (_: unknown, params: { turnId: string }) => void,
+    /** Announces the queue after it changed (`queue_updated`). */
+    emitQueueUpdated: notProvided('session', 'emitQueueUpdated'),
     clearActiveTurn: assign({ activeTurn: null, pendingPermission: null }),
+    /** A finished turn whose row was never written did not happen: its request id may be sent again. */
+    recordFinish: assign({
+      accepted: ({ context, event }) => {
+        const stored = ((event as Extract<EffectReply, { type: 'effect.done' }>).output as FinishTurnOutput | undefined)?.stored !== false;
+        const request = context.activeTurn?.clientRequestId;
+        if (stored || request === undefined) return context.accepted;
+        const { [request]: _forgotten, ...rest } = context.accepted;
+        return rest;
+      },
+    }),
+    /** Queues the turn of a `session.start_turn`, remembering its request as accepted and answering it as queued. */
+    enqueue: assign(({ context, event }) => {
+      const e = event as StartTurn;
+      return {
+        queue: [...context.queue, queuedTurn(e)],
+        accepted: { ...context.accepted, [e.clientRequestId]: e.turnId },
+        reply: reply(e, { ok: true, turnId: e.turnId, queued: true }),
+      };
+    }),
+    /** RL-2's interrupt: the new turn replaces any turn still waiting; those end `cancelled`. */
+    enqueueReplacing: enqueueActions(({ context, enqueue: act }) => {
+      for (const waiting of context.queue) act({ type: 'settleCancelledQueuedTurn', params: { turnId: waiting.turnId } });
+      act.assign({ queue: [] });
+      act('enqueue');
+    }),
+    markStopping: assign({ stopping: true }),
+    /** Makes the head of the queue the active turn. */
+    startQueuedTurn: assign({
+      activeTurn: ({ context }) => context.queue[0] ?? null,
+      queue: ({ context }) => context.queue.slice(1),
+    }),
+    dequeue: assign({
+      queue: ({ context, event }) => context.queue.filter((q) => !('turnId' in event) || q.turnId !== event.turnId),
+      reply: ({ event }) => reply(event as Commanded, { ok: true }),
+    }),
     replyReloadRequired: assign({
       reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'ReloadRequired' } }),
     }),
@@ -177,11 +249,14 @@ export const sessionMachine = setup({
     limits: input.limits,
     accepted: input.accepted,
     reloadRequired: input.reloadRequired,
+    busyPolicy: input.busyPolicy,
+    queue: input.queue,
     activeTurn: null,
     pendingPermission: null,
     lastOutcome: null,
     reply: null,
     maintenance: null,
+    stopping: false,
   }),
   // One effect port serves the session, its turn and the turn's tool calls for the session's lifetime.
   invoke: { id: EFFECT_PORT, systemId: EFFECT_PORT, src: 'effectPort' },
@@ -189,8 +264,12 @@ export const sessionMachine = setup({
   on: {
     'session.require_reload': { actions: assign({ reloadRequired: true }) },
     // Stopping with no turn running has nothing to stop; the answer tells the caller its request was seen.
-    'session.stop': { actions: 'replyOk' },
-    'session.cancel_turn': { actions: 'replyTurnNotActive' },
+    // Queued turns stay stored and queued: they start when the session is opened again.
+    'session.stop': { actions: ['markStopping', 'replyOk'] },
+    'session.cancel_turn': [
+      { guard: 'isQueuedTurn', actions: ['dequeue', { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
+      { actions: 'replyTurnNotActive' },
+    ],
     'session.resolve_permission': { actions: 'replyTurnNotActive' },
     // RT-6: compaction, rewind and reload only while nothing else runs.
     'session.compact': { actions: 'replySessionActive' },
@@ -199,6 +278,8 @@ export const sessionMachine = setup({
   },
   states: {
     idle: {
+      // A queued turn starts as soon as nothing runs: after the turn before it, or when the session opens.
+      always: { guard: 'startsQueuedTurn', target: 'running', actions: ['startQueuedTurn', 'emitTurnStarted', 'emitQueueUpdated'] },
       on: {
         'session.start_turn': [
           { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
@@ -207,14 +288,11 @@ export const sessionMachine = setup({
             target: 'running',
             actions: [
               assign({
-                activeTurn: ({ event }) => ({ turnId: event.turnId, clientRequestId: event.clientRequestId }),
+                activeTurn: ({ event }) => queuedTurn(event),
                 accepted: ({ context, event }) => ({ ...context.accepted, [event.clientRequestId]: event.turnId }),
                 reply: ({ event }) => reply(event, { ok: true, turnId: event.turnId }),
               }),
-              {
-                type: 'emitTurnStarted',
-                params: ({ event }) => ({ turnId: event.turnId, clientRequestId: event.clientRequestId }),
-              },
+              'emitTurnStarted',
             ],
           },
         ],
@@ -252,14 +330,29 @@ export const sessionMachine = setup({
           }),
         },
       },
+      // RL-3: a run with a time limit is cancelled when it passes it, and ends `timed_out`.
+      initial: 'deadline',
+      states: {
+        deadline: {
+          always: [{ guard: 'hasRunTimeout', target: 'within_deadline' }, { target: 'no_deadline' }],
+        },
+        within_deadline: {
+          after: { runTimeout: { target: 'past_deadline', actions: sendTo('turn', { type: 'turn.timeout' }) } },
+        },
+        no_deadline: {},
+        past_deadline: {},
+      },
       on: {
         'session.start_turn': [
           { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
           { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
+          { guard: 'policyEnqueues', actions: ['enqueue', 'storeQueuedTurn', 'emitQueueUpdated'] },
+          { guard: 'policyInterrupts', actions: ['enqueueReplacing', 'storeQueuedTurn', 'emitQueueUpdated', sendTo('turn', { type: 'turn.cancel' })] },
           { actions: 'replyBusy' },
         ],
         'session.cancel_turn': [
           { guard: 'isActiveTurn', actions: [sendTo('turn', { type: 'turn.cancel' }), 'replyOk'] },
+          { guard: 'isQueuedTurn', actions: ['dequeue', { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
           { actions: 'replyTurnNotActive' },
         ],
         'session.resolve_permission': [
@@ -277,7 +370,7 @@ export const sessionMachine = setup({
           { guard: 'isActiveTurn', actions: 'replyPermissionNotPending' },
           { actions: 'replyTurnNotActive' },
         ],
-        'session.stop': { actions: [sendTo('turn', { type: 'turn.stop' }), 'replyOk'] },
+        'session.stop': { actions: ['markStopping', sendTo('turn', { type: 'turn.stop' }), 'replyOk'] },
         'turn.permission_requested': {
           actions: [
             assign({ pendingPermission: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId }) }),
@@ -313,11 +406,14 @@ export const sessionMachine = setup({
       },
       on: {
         // Stored or not, the turn is over; a failed write is retried before the next turn's first write.
-        'effect.done': { target: 'idle', actions: ['clearActiveTurn', 'announceTurnFinished'] },
+        'effect.done': { target: 'idle', actions: ['recordFinish', 'clearActiveTurn', 'announceTurnFinished'] },
         'effect.failed': { target: 'idle', actions: ['clearActiveTurn', 'announceTurnFinished'] },
         'session.start_turn': [
           { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
           { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
+          // The turn is over but not yet announced: a new one waits for it under either policy.
+          { guard: 'policyEnqueues', actions: ['enqueue', 'storeQueuedTurn', 'emitQueueUpdated'] },
+          { guard: 'policyInterrupts', actions: ['enqueueReplacing', 'storeQueuedTurn', 'emitQueueUpdated'] },
           { actions: 'replyBusy' },
         ],
       },

@@ -42,7 +42,8 @@ export interface ToolCallContext extends ToolCallInput {
 
 export type ToolCallEvent =
   | { type: 'permission.resolve'; decision: PermissionDecision }
-  | { type: 'tool.cancel' }
+  /** `reason: 'timeout'` when the run's time limit cancels the call rather than the user. */
+  | { type: 'tool.cancel'; reason?: 'timeout' }
   | { type: 'tool.stop' }
   | EffectReply;
 
@@ -85,6 +86,7 @@ const outputOf = <T>(event: ToolCallEvent) => (event as Done).output as T;
 const errorOf = (event: ToolCallEvent) => (event as Failed).error;
 
 const CANCELLED_BY_USER = 'tool call cancelled by the user';
+const CANCELLED_BY_TIMEOUT = 'tool call cancelled: the run passed its time limit';
 const STOPPED = 'the session stopped before the tool call finished';
 
 export const toolCallMachine = setup({
@@ -132,7 +134,7 @@ export const toolCallMachine = setup({
       }),
     }),
     assignCancelled: assign({
-      result: { status: 'cancelled', content: CANCELLED_BY_USER },
+      result: ({ event }) => ({ status: 'cancelled', content: event.type === 'tool.cancel' && event.reason === 'timeout' ? CANCELLED_BY_TIMEOUT : CANCELLED_BY_USER }),
       termination: { kind: 'cancelled' },
     }),
     assignStopped: assign({

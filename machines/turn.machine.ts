@@ -18,6 +18,8 @@ import { cancelEffectAction, requestEffectAction, type EffectReply } from './eff
 export interface TurnLimits {
   maxModelCalls: number;
   doomLoopThreshold: number;
+  /** RL-3: a run still going after this long is cancelled and ends `timed_out`; null for no limit. */
+  runTimeoutMs: number | null;
 }
 
 export interface TurnInput {
@@ -26,8 +28,8 @@ export interface TurnInput {
   limits: TurnLimits;
 }
 
-/** What ended the turn early: a user cancel, or the session stopping. */
-export type Interrupt = 'cancel' | 'stop' | null;
+/** What ended the turn early: a user cancel, the run's time limit (RL-3), or the session stopping. */
+export type Interrupt = 'cancel' | 'timeout' | 'stop' | null;
 
 export interface TurnContext extends TurnInput {
   /** The number of the model call the turn makes next (from 1): it moves on when a response arrives. */
@@ -50,6 +52,7 @@ export interface TurnContext extends TurnInput {
 
 export type TurnEvent =
   | { type: 'turn.cancel' }
+  | { type: 'turn.timeout' }
   | { type: 'turn.stop' }
   | { type: 'turn.resolve_permission'; toolCallId: string; decision: PermissionDecision }
   | { type: 'tool.permission_requested'; toolCallId: string; name: string; paths: string[] }
@@ -133,6 +136,11 @@ function modelFailure(error: unknown): TurnOutcome {
 
 const STOPPED: TurnOutcome = { status: 'failed', code: 'actor_stopped', message: 'the session stopped during the turn' };
 
+function interruptOf(event: TurnEvent): Exclude<Interrupt, null> {
+  if (event.type === 'turn.stop') return 'stop';
+  return event.type === 'turn.timeout' ? 'timeout' : 'cancel';
+}
+
 /** After a call: move on, carry its doom-loop count, remember whether it ended the turn. */
 const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context, event }) => ({
   toolIndex: context.toolIndex + 1,
@@ -160,7 +168,8 @@ export const turnMachine = setup({
     isPendingPermission: ({ context, event }) =>
       event.type === 'turn.resolve_permission' && context.pendingPermission === event.toolCallId,
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
-    hasTermination: ({ context }) => context.termination !== null,
+    terminationIsFailure: ({ context }) => context.termination?.kind === 'failed',
+    timedOut: ({ context }) => context.interrupt === 'timeout',
     isOverLine: ({ event }) => ((event as Extract<EffectReply, { type: 'effect.done' }>).output as { overLine?: boolean } | undefined)?.overLine === true,
     compactedThisCall: ({ context }) => context.compactedThisCall,
     isRetryableOverflow: ({ context, event }) => {
@@ -203,8 +212,9 @@ export const turnMachine = setup({
           ? { status: 'failed', code: context.termination.code, message: context.termination.message }
           : { status: 'cancelled' },
     }),
+    /** The first interrupt wins: a cancel after the time limit struck does not turn `timed_out` into `cancelled`. */
     assignInterrupt: assign({
-      interrupt: ({ context, event }) => context.interrupt ?? (event.type === 'turn.stop' ? 'stop' : 'cancel'),
+      interrupt: ({ context, event }) => context.interrupt ?? interruptOf(event),
     }),
   },
 }).createMachine({
@@ -237,6 +247,7 @@ export const turnMachine = setup({
         'effect.done': { target: 'running_model' },
         'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
         'turn.cancel': { actions: 'assignInterrupt' },
+        'turn.timeout': { actions: 'assignInterrupt' },
         'turn.stop': { actions: 'assignInterrupt' },
       },
     },
@@ -270,6 +281,7 @@ export const turnMachine = setup({
             ],
             'effect.failed': { target: '#turn.failed', actions: 'assignPersistenceFailure' },
             'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.timeout': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
         },
@@ -303,6 +315,7 @@ export const turnMachine = setup({
             // A world-state source that cannot be read fails with its section's code, before any model call.
             'effect.failed': { target: '#turn.failed', actions: 'assignAssemblyFailure' },
             'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.timeout': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
         },
@@ -327,6 +340,7 @@ export const turnMachine = setup({
               { target: '#turn.failed', actions: 'assignCompactionFailure' },
             ],
             'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.timeout': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
         },
@@ -357,6 +371,7 @@ export const turnMachine = setup({
             ],
             // Cancelling the request aborts the model call's signal: a waiting model call is cancelled.
             'turn.cancel': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
+            'turn.timeout': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
             'turn.stop': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
           },
         },
@@ -384,6 +399,7 @@ export const turnMachine = setup({
             ],
             'effect.failed': { target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
             'turn.cancel': { actions: 'assignInterrupt' },
+            'turn.timeout': { actions: 'assignInterrupt' },
             'turn.stop': { actions: 'assignInterrupt' },
           },
         },
@@ -466,6 +482,7 @@ export const turnMachine = setup({
           },
           on: {
             'turn.cancel': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.cancel' })] },
+            'turn.timeout': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.cancel', reason: 'timeout' })] },
             'turn.stop': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.stop' })] },
           },
         },
@@ -481,17 +498,20 @@ export const turnMachine = setup({
       },
       on: {
         'effect.done': [
+          { guard: 'terminationIsFailure', target: 'failed', actions: 'assignTerminationOutcome' },
+          // The time limit cancelled the running call: the turn timed out rather than being cancelled.
+          { guard: 'timedOut', target: 'timed_out' },
           { guard: 'terminationIsCancel', target: 'cancelled' },
-          { guard: 'hasTermination', target: 'failed', actions: 'assignTerminationOutcome' },
           { target: 'interrupted' },
         ],
         'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
       },
     },
-    /** A cancel or stop that arrived outside a tool call: decide which terminal state it means. */
+    /** A cancel, time limit or stop that arrived outside a tool call: decide which terminal state it means. */
     interrupted: {
       always: [
         { guard: ({ context }) => context.interrupt === 'stop', target: 'failed', actions: assign({ outcome: STOPPED }) },
+        { guard: 'timedOut', target: 'timed_out' },
         { target: 'cancelled' },
       ],
     },
@@ -500,6 +520,15 @@ export const turnMachine = setup({
     cancelled: {
       type: 'final',
       entry: [assign({ outcome: { status: 'cancelled' } }), { type: 'emitPhase', params: { phase: 'cancelled' } }],
+    },
+    timed_out: {
+      type: 'final',
+      entry: [
+        assign({
+          outcome: ({ context }) => ({ status: 'timed_out', message: `the run passed its time limit of ${context.limits.runTimeoutMs ?? 0} ms` }),
+        }),
+        { type: 'emitPhase', params: { phase: 'timed_out' } },
+      ],
     },
   },
   output: ({ context }) => context.outcome ?? STOPPED,

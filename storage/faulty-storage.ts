@@ -31,12 +31,24 @@ export interface FaultyStorage extends SessionStorage {
 
 // Listing the names is what lets the decorator be generic; the check below fails to
 // compile when SessionStorage gains a method that is missing here.
-const METHODS = [
+export const STORAGE_METHODS = [
   'migrate',
+  'ping',
   'createSession',
   'getSession',
+  'listSessions',
   'setPermissionMode',
+  'acquireSession',
+  'renewLeases',
+  'releaseSession',
+  'liveOwnersOn',
+  'expireOwner',
+  'unheldSessionsWithQueuedTurns',
+  'reserveUpdateSequence',
   'beginTurn',
+  'enqueueTurn',
+  'cancelQueuedTurn',
+  'listQueuedTurns',
   'endTurn',
   'getTurn',
   'listTurns',
@@ -53,7 +65,7 @@ const METHODS = [
   'correctInterrupted',
   'close',
 ] as const satisfies readonly StorageMethod[];
-const _allMethodsListed: Exclude<StorageMethod, (typeof METHODS)[number]> extends never ? true : never = true;
+const _allMethodsListed: Exclude<StorageMethod, (typeof STORAGE_METHODS)[number]> extends never ? true : never = true;
 
 interface Faults {
   next: number;
@@ -66,7 +78,7 @@ interface Faults {
 const noFaults = (): Faults => ({ next: 0, always: false, predicates: [] });
 
 export function withFaults(inner: SessionStorage): FaultyStorage {
-  const faults = new Map<StorageMethod, Faults>(METHODS.map((m) => [m, noFaults()]));
+  const faults = new Map<StorageMethod, Faults>(STORAGE_METHODS.map((m) => [m, noFaults()]));
   const calls: StorageCall[] = [];
   const faultsOf = (method: StorageMethod): Faults => faults.get(method) ?? noFaults();
 
@@ -96,11 +108,11 @@ export function withFaults(inner: SessionStorage): FaultyStorage {
       faultsOf(method).predicates.push({ test, error });
     },
     heal(method?: StorageMethod) {
-      for (const m of method ? [method] : METHODS) faults.set(m, noFaults());
+      for (const m of method ? [method] : STORAGE_METHODS) faults.set(m, noFaults());
     },
   } as FaultyStorage;
 
-  for (const method of METHODS) {
+  for (const method of STORAGE_METHODS) {
     const call = inner[method] as (...args: unknown[]) => Promise<unknown>;
     Object.defineProperty(faulty, method, {
       enumerable: true,

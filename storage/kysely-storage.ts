@@ -1,25 +1,37 @@
-import { Migrator, sql, type Kysely, type Selectable } from 'kysely';
-import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
-import type { StoredTurnStatus } from '../src/protocol/outcome.js';
+import { Migrator, sql, type Kysely } from 'kysely';
+import type { StoredMessage } from '../src/protocol/messages.js';
 import type { Plan } from '../src/protocol/plan.js';
-import type { SpanKind, SpanSource, SpanStatus, TraceSpan } from '../src/protocol/trace.js';
+import type { TraceSpan } from '../src/protocol/trace.js';
 import { compactionToRow, rowToCompaction } from './compaction-rows.js';
+import { databaseNowMs, type DialectName } from './dialect.js';
+import { assertFence, fencedInsert, fenceHolds, throwIfFenced } from './fencing.js';
+import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
-import { toMs, type Database, type MessagesTable, type TraceSpansTable, type TurnsTable } from './schema.js';
+import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn, spanToRow } from './rows.js';
+import { toMs, type Database } from './schema.js';
 import type {
+  AcquireResult,
   CompactionRow,
   CorrectionReport,
+  LeaseRequest,
+  MessagePage,
+  OwnerIdentity,
   PermissionMode,
   PlanRow,
+  QueuedTurnRow,
+  SessionPage,
   SessionRow,
   SessionStorage,
   SpanEnd,
   SpanWrite,
   TurnEnd,
   TurnRow,
+  TurnStart,
 } from './session-storage.js';
 
 export interface KyselyStorageOptions {
+  /** Which SQL the few dialect-specific statements speak (database clock, row locks). */
+  dialect: DialectName;
   /** PostgreSQL only: the schema holding the tables and the migration bookkeeping. */
   schema?: string;
   /** PostgreSQL only: migrate under the server-wide advisory lock `MIGRATION_LOCK_KEY`. */
@@ -48,8 +60,12 @@ export async function withMigrationLock(db: Kysely<Database>, work: (connection:
 export class KyselySessionStorage implements SessionStorage {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly options: KyselyStorageOptions = {},
+    private readonly options: KyselyStorageOptions,
   ) {}
+
+  private get dialect(): DialectName {
+    return this.options.dialect;
+  }
 
   async migrate(): Promise<void> {
     if (!this.options.advisoryLock) return this.migrateWith(this.db);
@@ -68,7 +84,12 @@ export class KyselySessionStorage implements SessionStorage {
     if (error) throw error instanceof Error ? error : new Error(`migration failed: ${String(error)}`);
   }
 
-  async createSession(row: SessionRow): Promise<void> {
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  async createSession(row: SessionRow, owner?: LeaseRequest): Promise<number> {
+    const fence = owner ? 1 : 0;
     await this.db
       .insertInto('sessions')
       .values({
@@ -77,54 +98,161 @@ export class KyselySessionStorage implements SessionStorage {
         permission_mode: row.permissionMode,
         workspace_dir: row.workspaceDir,
         created_at_ms: row.createdAtMs,
+        busy_policy: row.busyPolicy ?? 'reject',
+        update_sequence: row.updateSequence ?? 0,
+        fencing_token: fence,
+        ...(owner && {
+          owner_id: owner.ownerId,
+          owner_host: owner.host,
+          owner_pid: owner.pid,
+          lease_expires_at_ms: sql<number>`${databaseNowMs(this.dialect)} + ${owner.ttlMs}`,
+        }),
       })
       .execute();
+    return fence;
   }
 
   async getSession(id: string): Promise<SessionRow | undefined> {
     const row = await this.db.selectFrom('sessions').selectAll().where('id', '=', id).executeTakeFirst();
-    return (
-      row && {
-        id: row.id,
-        agent: row.agent,
-        permissionMode: row.permission_mode as PermissionMode,
-        workspaceDir: row.workspace_dir,
-        createdAtMs: toMs(row.created_at_ms),
-      }
-    );
+    return row && rowToSession(row);
   }
 
-  async setPermissionMode(sessionId: string, mode: PermissionMode): Promise<void> {
-    const result = await this.db.updateTable('sessions').set({ permission_mode: mode }).where('id', '=', sessionId).executeTakeFirst();
+  async listSessions(page: SessionPage): Promise<SessionRow[]> {
+    let query = this.db.selectFrom('sessions').selectAll().orderBy('created_at_ms', 'desc').orderBy('id', 'desc').limit(page.limit);
+    const before = page.before;
+    if (before) {
+      query = query.where((eb) =>
+        eb.or([eb('created_at_ms', '<', before.createdAtMs), eb.and([eb('created_at_ms', '=', before.createdAtMs), eb('id', '<', before.id)])]),
+      );
+    }
+    return (await query.execute()).map(rowToSession);
+  }
+
+  async setPermissionMode(sessionId: string, mode: PermissionMode, fence?: number): Promise<void> {
+    let query = this.db.updateTable('sessions').set({ permission_mode: mode }).where('id', '=', sessionId);
+    if (fence !== undefined) query = query.where('fencing_token', '=', fence);
+    const result = await query.executeTakeFirst();
+    if (result.numUpdatedRows > 0n) return;
+    await throwIfFenced(this.db, sessionId, fence);
     // A silent no-op would let the runtime believe a mode change was persisted.
-    if (result.numUpdatedRows === 0n) throw new Error(`setPermissionMode: no session ${sessionId}`);
+    throw new Error(`setPermissionMode: no session ${sessionId}`);
   }
 
-  async beginTurn(
-    turn: { id: string; sessionId: string; clientRequestId: string; startedAtMs: number },
-    messages: StoredMessage[],
-  ): Promise<void> {
+  acquireSession(sessionId: string, lease: LeaseRequest, reserveSequences = 0): Promise<AcquireResult> {
+    return leases.acquireSession(this.db, this.dialect, sessionId, lease, reserveSequences);
+  }
+
+  renewLeases(lease: LeaseRequest, sessionIds: string[]): Promise<string[]> {
+    return leases.renewLeases(this.db, this.dialect, lease, sessionIds);
+  }
+
+  releaseSession(sessionId: string, ownerId: string, lastUpdateSequence: number): Promise<void> {
+    return leases.releaseSession(this.db, sessionId, ownerId, lastUpdateSequence);
+  }
+
+  liveOwnersOn(host: string): Promise<OwnerIdentity[]> {
+    return leases.liveOwnersOn(this.db, this.dialect, host);
+  }
+
+  expireOwner(ownerId: string): Promise<void> {
+    return leases.expireOwner(this.db, ownerId);
+  }
+
+  unheldSessionsWithQueuedTurns(): Promise<string[]> {
+    return leases.unheldSessionsWithQueuedTurns(this.db, this.dialect);
+  }
+
+  async reserveUpdateSequence(sessionId: string, upTo: number, fence?: number): Promise<void> {
+    let query = this.db
+      .updateTable('sessions')
+      .set({ update_sequence: sql<number>`case when update_sequence < ${upTo} then ${upTo} else update_sequence end` })
+      .where('id', '=', sessionId);
+    if (fence !== undefined) query = query.where('fencing_token', '=', fence);
+    const result = await query.executeTakeFirst();
+    if (result.numUpdatedRows === 0n) await throwIfFenced(this.db, sessionId, fence);
+  }
+
+  async beginTurn(turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
+      await assertFence(trx, this.dialect, turn.sessionId, fence);
+      if (turn.fromQueue) {
+        const started = await trx
+          .updateTable('turns')
+          .set({ status: 'running', started_at_ms: turn.startedAtMs, input: null, queue_position: null })
+          .where('id', '=', turn.id)
+          .where('status', '=', 'queued')
+          .executeTakeFirst();
+        if (started.numUpdatedRows === 0n) throw new Error(`beginTurn: turn ${turn.id} is not queued`);
+      } else {
+        await trx
+          .insertInto('turns')
+          .values({
+            id: turn.id,
+            session_id: turn.sessionId,
+            client_request_id: turn.clientRequestId,
+            status: 'running',
+            error_code: null,
+            error_message: null,
+            final_text: null,
+            started_at_ms: turn.startedAtMs,
+            finished_at_ms: null,
+          })
+          .execute();
+        if (turn.run) await trx.insertInto('runs').values(runRow(turn.sessionId, turn.id, turn.run, turn.startedAtMs)).execute();
+      }
+      if (messages.length > 0) await trx.insertInto('messages').values(messages.map(messageToRow)).execute();
+    });
+  }
+
+  async enqueueTurn(turn: QueuedTurnRow, fence?: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await assertFence(trx, this.dialect, turn.sessionId, fence);
+      const last = await trx
+        .selectFrom('turns')
+        .select((eb) => eb.fn.max('queue_position').as('position'))
+        .where('session_id', '=', turn.sessionId)
+        .executeTakeFirst();
       await trx
         .insertInto('turns')
         .values({
           id: turn.id,
           session_id: turn.sessionId,
           client_request_id: turn.clientRequestId,
-          status: 'running',
+          status: 'queued',
           error_code: null,
           error_message: null,
           final_text: null,
-          started_at_ms: turn.startedAtMs,
+          started_at_ms: turn.queuedAtMs,
           finished_at_ms: null,
+          input: JSON.stringify(turn.input),
+          queue_position: Number(last?.position ?? 0) + 1,
         })
         .execute();
-      if (messages.length > 0) await trx.insertInto('messages').values(messages.map(messageToRow)).execute();
+      await trx.insertInto('runs').values(runRow(turn.sessionId, turn.id, { id: turn.runId, trigger: turn.trigger }, turn.queuedAtMs)).execute();
     });
   }
 
-  async endTurn(turnId: string, end: TurnEnd): Promise<void> {
-    const result = await this.db
+  async cancelQueuedTurn(turnId: string, finishedAtMs: number, fence?: number): Promise<void> {
+    let query = this.db
+      .updateTable('turns')
+      .set({ status: 'cancelled', finished_at_ms: finishedAtMs, input: null, queue_position: null })
+      .where('id', '=', turnId)
+      .where('status', '=', 'queued');
+    if (fence !== undefined) query = query.where(fenceHolds(this.dialect, sql.ref('turns.session_id'), fence));
+    const result = await query.executeTakeFirst();
+    if (result.numUpdatedRows > 0n) return;
+    const row = await this.getTurn(turnId);
+    if (row) await throwIfFenced(this.db, row.sessionId, fence);
+    throw new Error(`cancelQueuedTurn: turn ${turnId} is not queued`);
+  }
+
+  async listQueuedTurns(sessionId: string): Promise<QueuedTurnRow[]> {
+    const rows = await this.turnsWithRuns().where('turns.session_id', '=', sessionId).where('turns.status', '=', 'queued').orderBy('turns.queue_position').execute();
+    return rows.map(rowToQueuedTurn);
+  }
+
+  async endTurn(turnId: string, end: TurnEnd, fence?: number): Promise<void> {
+    let query = this.db
       .updateTable('turns')
       .set({
         status: end.status,
@@ -134,49 +262,61 @@ export class KyselySessionStorage implements SessionStorage {
         finished_at_ms: end.finishedAtMs,
       })
       .where('id', '=', turnId)
-      .where('status', '=', 'running')
-      .executeTakeFirst();
+      .where('status', '=', 'running');
+    if (fence !== undefined) query = query.where(fenceHolds(this.dialect, sql.ref('turns.session_id'), fence));
+    const result = await query.executeTakeFirst();
+    if (result.numUpdatedRows > 0n) return;
+    const row = await this.getTurn(turnId);
+    if (row) await throwIfFenced(this.db, row.sessionId, fence);
     // Only a running turn can end; anything else means the caller's view of the turn is wrong.
-    if (result.numUpdatedRows === 0n) throw new Error(`endTurn: no running turn ${turnId}`);
+    throw new Error(`endTurn: no running turn ${turnId}`);
+  }
+
+  private turnsWithRuns() {
+    return this.db
+      .selectFrom('turns')
+      .leftJoin('runs', 'runs.turn_id', 'turns.id')
+      .selectAll('turns')
+      .select(['runs.id as run_id', 'runs.trigger_type']);
   }
 
   async getTurn(turnId: string): Promise<TurnRow | undefined> {
-    const row = await this.db.selectFrom('turns').selectAll().where('id', '=', turnId).executeTakeFirst();
+    const row = await this.turnsWithRuns().where('turns.id', '=', turnId).executeTakeFirst();
     return row && rowToTurn(row);
   }
 
   async listTurns(sessionId: string): Promise<TurnRow[]> {
-    const rows = await this.db
-      .selectFrom('turns')
-      .selectAll()
-      .where('session_id', '=', sessionId)
-      .orderBy('started_at_ms')
-      .orderBy('id')
-      .execute();
+    const rows = await this.turnsWithRuns().where('turns.session_id', '=', sessionId).orderBy('turns.started_at_ms').orderBy('turns.id').execute();
     return rows.map(rowToTurn);
   }
 
-  async appendMessage(message: StoredMessage): Promise<void> {
+  async appendMessage(message: StoredMessage, fence?: number): Promise<void> {
     // Only an id conflict is absorbed: a different message on a taken sequence still rejects.
-    await this.db
-      .insertInto('messages')
-      .values(messageToRow(message))
-      .onConflict((oc) => oc.column('id').doNothing())
-      .execute();
+    if (fence === undefined) {
+      await this.db.insertInto('messages').values(messageToRow(message)).onConflict((oc) => oc.column('id').doNothing()).execute();
+      return;
+    }
+    const result = await fencedInsert(this.dialect, 'messages', messageToRow(message), message.sessionId, fence, true).execute(this.db);
+    if (!result.numAffectedRows) await throwIfFenced(this.db, message.sessionId, fence);
   }
 
-  async listMessages(sessionId: string): Promise<StoredMessage[]> {
-    const rows = await this.db.selectFrom('messages').selectAll().where('session_id', '=', sessionId).orderBy('sequence').execute();
-    return rows.map(rowToMessage);
+  async listMessages(sessionId: string, page: MessagePage = {}): Promise<StoredMessage[]> {
+    let query = this.db.selectFrom('messages').selectAll().where('session_id', '=', sessionId).orderBy('sequence');
+    if (page.afterSequence !== undefined) query = query.where('sequence', '>', page.afterSequence);
+    if (page.limit !== undefined) query = query.limit(page.limit);
+    return (await query.execute()).map(rowToMessage);
   }
 
-  async savePlan(row: PlanRow): Promise<void> {
+  async savePlan(row: PlanRow, fence?: number): Promise<void> {
     const plan = JSON.stringify(row.plan);
-    await this.db
-      .insertInto('turn_plans')
-      .values({ turn_id: row.turnId, session_id: row.sessionId, plan, updated_at_ms: row.updatedAtMs })
-      .onConflict((oc) => oc.column('turn_id').doUpdateSet({ plan, updated_at_ms: row.updatedAtMs }))
-      .execute();
+    await this.db.transaction().execute(async (trx) => {
+      await assertFence(trx, this.dialect, row.sessionId, fence);
+      await trx
+        .insertInto('turn_plans')
+        .values({ turn_id: row.turnId, session_id: row.sessionId, plan, updated_at_ms: row.updatedAtMs })
+        .onConflict((oc) => oc.column('turn_id').doUpdateSet({ plan, updated_at_ms: row.updatedAtMs }))
+        .execute();
+    });
   }
 
   async latestPlan(sessionId: string): Promise<PlanRow | undefined> {
@@ -224,8 +364,11 @@ export class KyselySessionStorage implements SessionStorage {
     return rows.map(rowToSpan);
   }
 
-  async saveCompaction(row: CompactionRow): Promise<void> {
-    await this.db.insertInto('compactions').values(compactionToRow(row)).execute();
+  async saveCompaction(row: CompactionRow, fence?: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await assertFence(trx, this.dialect, row.sessionId, fence);
+      await trx.insertInto('compactions').values(compactionToRow(row)).execute();
+    });
   }
 
   async listCompactions(sessionId: string): Promise<CompactionRow[]> {
@@ -245,8 +388,9 @@ export class KyselySessionStorage implements SessionStorage {
     return row && rowToCompaction(row);
   }
 
-  async rewindTo(sessionId: string, compactionId: string, nowMs: number): Promise<void> {
+  async rewindTo(sessionId: string, compactionId: string, nowMs: number, fence?: number): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
+      await assertFence(trx, this.dialect, sessionId, fence);
       // Un-rewinding the target first also finds its position and, on PostgreSQL, locks its row.
       const target = await trx
         .updateTable('compactions')
@@ -265,80 +409,13 @@ export class KyselySessionStorage implements SessionStorage {
     });
   }
 
-  async correctInterrupted(nowMs: number): Promise<CorrectionReport> {
-    return this.db.transaction().execute(async (trx) => {
-      const spans = await trx
-        .updateTable('trace_spans')
-        .set({ status: 'outcome_unknown', error_code: 'process_restart', ended_at_ms: nowMs })
-        .where('status', '=', 'running')
-        .executeTakeFirst();
-      const turns = await trx
-        .updateTable('turns')
-        .set({ status: 'interrupted', error_code: 'process_restart', finished_at_ms: nowMs })
-        .where('status', '=', 'running')
-        .executeTakeFirst();
-      return { interruptedTurns: Number(turns.numUpdatedRows), unknownSpans: Number(spans.numUpdatedRows) };
-    });
+  correctInterrupted(nowMs: number): Promise<CorrectionReport> {
+    return leases.correctUnheld(this.db, this.dialect, nowMs);
   }
 
   async close(): Promise<void> {
     await this.db.destroy();
   }
-}
-
-function messageToRow(m: StoredMessage) {
-  return {
-    id: m.id,
-    session_id: m.sessionId,
-    turn_id: m.turnId,
-    sequence: m.sequence,
-    role: m.message.role,
-    // Only user messages carry a kind; the column exists so history can be filtered without parsing JSON.
-    kind: m.message.role === 'user' ? m.message.kind : 'normal',
-    content: JSON.stringify(m.message),
-    created_at_ms: m.createdAtMs,
-  };
-}
-
-function rowToMessage(row: Selectable<MessagesTable>): StoredMessage {
-  return {
-    id: row.id,
-    sessionId: row.session_id,
-    turnId: row.turn_id,
-    sequence: Number(row.sequence),
-    createdAtMs: toMs(row.created_at_ms),
-    message: JSON.parse(row.content) as ChatMessage,
-  };
-}
-
-// The casts below trust that every status in the table was written through this class.
-function rowToTurn(row: Selectable<TurnsTable>): TurnRow {
-  return {
-    id: row.id,
-    sessionId: row.session_id,
-    clientRequestId: row.client_request_id,
-    status: row.status as StoredTurnStatus,
-    errorCode: row.error_code,
-    errorMessage: row.error_message,
-    finalText: row.final_text,
-    startedAtMs: toMs(row.started_at_ms),
-    finishedAtMs: toMs(row.finished_at_ms),
-  };
-}
-
-function rowToSpan(row: Selectable<TraceSpansTable>): TraceSpan {
-  return {
-    id: row.id,
-    sessionId: row.session_id,
-    turnId: row.turn_id,
-    kind: row.kind as SpanKind,
-    name: row.name,
-    source: row.source as SpanSource,
-    status: row.status as SpanStatus,
-    errorCode: row.error_code,
-    startedAtMs: toMs(row.started_at_ms),
-    endedAtMs: toMs(row.ended_at_ms),
-  };
 }
 
 /** Closes a running span; false when there was none (its start was never written). */
@@ -352,17 +429,6 @@ async function endSpan(db: Kysely<Database>, spanId: string, end: SpanEnd): Prom
   return result.numUpdatedRows > 0n;
 }
 
-function spanToRow(span: TraceSpan) {
-  return {
-    id: span.id,
-    session_id: span.sessionId,
-    turn_id: span.turnId,
-    kind: span.kind,
-    name: span.name,
-    source: span.source,
-    status: span.status,
-    error_code: span.errorCode,
-    started_at_ms: span.startedAtMs,
-    ended_at_ms: span.endedAtMs,
-  };
+function runRow(sessionId: string, turnId: string, run: { id: string; trigger: string }, createdAtMs: number) {
+  return { id: run.id, session_id: sessionId, turn_id: turnId, trigger_type: run.trigger, created_at_ms: createdAtMs };
 }

@@ -8,6 +8,8 @@ export interface PostgresOptions {
   connectionString: string;
   /** Isolates the tables (and the migration bookkeeping) in this schema, created by migrate(). */
   schema?: string;
+  /** Told about connection errors the pool absorbed (a terminated backend, a server restart); default: ignored. */
+  onConnectionError?: (error: Error) => void;
 }
 
 // The name goes into a libpq startup option unquoted, where PostgreSQL would fold case;
@@ -20,9 +22,17 @@ export function postgresDatabase(options: PostgresOptions): Kysely<Database> {
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name: ${schema}`);
   // Set at connection startup so every pooled connection sees the same schema, with no per-checkout query.
   const pool = new pg.Pool({ connectionString, ...(schema ? { options: `-c search_path=${schema}` } : {}) });
+  // An idle pooled connection that the server drops (pg_terminate_backend, a restart, an idle timeout)
+  // is reported as an 'error' event on the pool; unheard, Node turns it into a crash of the host.
+  // The pool has already discarded that connection, and the next query opens a new one.
+  pool.on('error', (error) => options.onConnectionError?.(error));
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
 export function postgresStorage(options: PostgresOptions): SessionStorage {
-  return new KyselySessionStorage(postgresDatabase(options), { advisoryLock: true, ...(options.schema ? { schema: options.schema } : {}) });
+  return new KyselySessionStorage(postgresDatabase(options), {
+    dialect: 'postgres',
+    advisoryLock: true,
+    ...(options.schema ? { schema: options.schema } : {}),
+  });
 }

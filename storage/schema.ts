@@ -14,6 +14,13 @@ export interface SessionsTable {
   permission_mode: string;
   workspace_dir: string | null;
   created_at_ms: EpochMs;
+  busy_policy: ColumnType<string, string | undefined, string>;
+  update_sequence: ColumnType<number | string, number | undefined, number>;
+  owner_id: string | null;
+  owner_host: string | null;
+  owner_pid: number | null;
+  lease_expires_at_ms: NullableEpochMs;
+  fencing_token: ColumnType<number | string, number | undefined, number>;
 }
 
 export interface TurnsTable {
@@ -26,6 +33,17 @@ export interface TurnsTable {
   final_text: string | null;
   started_at_ms: EpochMs;
   finished_at_ms: NullableEpochMs;
+  /** JSON of a queued turn's input messages; null once it started (or for turns never queued). */
+  input: string | null;
+  queue_position: number | null;
+}
+
+export interface RunsTable {
+  id: string;
+  session_id: string;
+  turn_id: string;
+  trigger_type: string;
+  created_at_ms: EpochMs;
 }
 
 export interface MessagesTable {
@@ -80,6 +98,7 @@ export interface Database {
   trace_spans: TraceSpansTable;
   turn_plans: TurnPlansTable;
   compactions: CompactionsTable;
+  runs: RunsTable;
 }
 
 export function toMs(value: number | string): number;

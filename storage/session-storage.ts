@@ -1,9 +1,15 @@
-import type { StoredMessage } from '../src/protocol/messages.js';
+import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { Plan } from '../src/protocol/plan.js';
 import type { SpanStatus, TraceSpan } from '../src/protocol/trace.js';
 
 export type PermissionMode = 'ask' | 'auto' | 'read_only';
+
+/** What a session does with a turn that arrives while another runs (RL-2). */
+export type BusyPolicy = 'reject' | 'enqueue' | 'interrupt';
+
+/** What started a run (RL-1). */
+export type TriggerType = 'message' | 'manual_action' | 'api_action' | 'hook' | 'system';
 
 export interface SessionRow {
   id: string;
@@ -11,6 +17,74 @@ export interface SessionRow {
   permissionMode: PermissionMode;
   workspaceDir: string | null;
   createdAtMs: number;
+  /** Default `reject`. */
+  busyPolicy?: BusyPolicy;
+  /** Read back only: every update sequence up to this one may have been issued (a new owner starts above it). */
+  updateSequence?: number;
+}
+
+/** Who holds a session: one runtime, in one process on one host. */
+export interface OwnerIdentity {
+  ownerId: string;
+  host: string;
+  pid: number;
+}
+
+export interface LeaseRequest extends OwnerIdentity {
+  ttlMs: number;
+}
+
+/** The holder of a live lease, as another runtime sees it. */
+export interface LeaseHolder extends OwnerIdentity {
+  expiresAtMs: number;
+}
+
+export type AcquireResult =
+  | { ok: true; session: SessionRow; fence: number; corrected: CorrectionReport }
+  | { ok: false; reason: 'unknown' }
+  | { ok: false; reason: 'owned'; holder: LeaseHolder };
+
+/** A turn accepted while another ran, waiting in the session's queue with its input (RL-2). */
+export interface QueuedTurnRow {
+  id: string;
+  sessionId: string;
+  clientRequestId: string;
+  runId: string;
+  trigger: TriggerType;
+  /** The messages the turn writes when it starts: skill snapshots, then the user's text. */
+  input: ChatMessage[];
+  queuedAtMs: number;
+}
+
+export interface TurnStart {
+  id: string;
+  sessionId: string;
+  clientRequestId: string;
+  startedAtMs: number;
+  /** The run record written with the turn (RL-1); none for turns started by older callers. */
+  run?: { id: string; trigger: TriggerType };
+  /** The turn was stored `queued` by `enqueueTurn`: its row exists and moves to `running`. */
+  fromQueue?: boolean;
+}
+
+export interface SessionPage {
+  limit: number;
+  /** The last session of the previous page (sessions come newest first). */
+  before?: { createdAtMs: number; id: string };
+}
+
+export interface MessagePage {
+  afterSequence?: number;
+  limit?: number;
+}
+
+/** A write carried a fencing token that is no longer the session's: another owner has taken it over. */
+export class FencedWriteError extends Error {
+  readonly code = 'SessionOwnedElsewhere';
+  constructor(readonly sessionId: string) {
+    super(`session ${sessionId} has a new owner: this write carries a stale fencing token`);
+    this.name = 'FencedWriteError';
+  }
 }
 
 export interface TurnRow {
@@ -18,6 +92,8 @@ export interface TurnRow {
   sessionId: string;
   clientRequestId: string;
   status: StoredTurnStatus;
+  runId: string | null;
+  trigger: TriggerType | null;
   errorCode: string | null;
   errorMessage: string | null;
   finalText: string | null;
@@ -26,7 +102,7 @@ export interface TurnRow {
 }
 
 export interface TurnEnd {
-  status: Exclude<StoredTurnStatus, 'running' | 'interrupted'>;
+  status: Exclude<StoredTurnStatus, 'running' | 'interrupted' | 'queued'>;
   errorCode: string | null;
   errorMessage: string | null;
   finalText: string | null;
@@ -73,39 +149,75 @@ export interface CorrectionReport {
 /**
  * The durable side of a session (RT-23). Every method either completes or rejects;
  * the runtime decides what a rejection means (RT-26), the storage never retries.
+ *
+ * Writes of a session take the fencing token its owner holds (`fence`): a write whose token is no
+ * longer the session's is refused with `FencedWriteError` and changes nothing. A write without a
+ * token is not checked (tools and tests that own the database outright).
  */
 export interface SessionStorage {
   /** Creates or upgrades the schema. Idempotent. */
   migrate(): Promise<void>;
+  /** Answers once the database does: the health check. */
+  ping(): Promise<void>;
 
-  createSession(row: SessionRow): Promise<void>;
+  /** Creates the session (with `updateSequence` reserved), held by `owner` when given; resolves with the fencing token to write with. */
+  createSession(row: SessionRow, owner?: LeaseRequest): Promise<number>;
   getSession(id: string): Promise<SessionRow | undefined>;
-  setPermissionMode(sessionId: string, mode: PermissionMode): Promise<void>;
+  /** Newest first. */
+  listSessions(page: SessionPage): Promise<SessionRow[]>;
+  setPermissionMode(sessionId: string, mode: PermissionMode, fence?: number): Promise<void>;
 
-  /** The first step of a turn (RT-10): the turn row and its opening messages, in one transaction. */
-  beginTurn(turn: { id: string; sessionId: string; clientRequestId: string; startedAtMs: number }, messages: StoredMessage[]): Promise<void>;
-  endTurn(turnId: string, end: TurnEnd): Promise<void>;
+  /**
+   * Takes the session for `lease` when nobody else holds a live lease on it, in one transaction:
+   * the token is raised, and when the session changes hands whatever its last owner left running
+   * is corrected as a restart corrects it (RT-24). The owner's own session is simply renewed.
+   * `reserveSequences` more update sequences are reserved; the row returned has the old `updateSequence`.
+   */
+  acquireSession(sessionId: string, lease: LeaseRequest, reserveSequences?: number): Promise<AcquireResult>;
+  /** Extends the leases `lease.ownerId` still holds among `sessionIds`; resolves with those it renewed. */
+  renewLeases(lease: LeaseRequest, sessionIds: string[]): Promise<string[]>;
+  /** Gives the session up (a clean close), recording the last update sequence issued. */
+  releaseSession(sessionId: string, ownerId: string, lastUpdateSequence: number, fence?: number): Promise<void>;
+  /** Owners on `host` holding live leases: a runtime checks whether their processes still exist. */
+  liveOwnersOn(host: string): Promise<OwnerIdentity[]>;
+  /** Ends every lease of an owner known to be gone (its process no longer exists). */
+  expireOwner(ownerId: string): Promise<void>;
+  /** Sessions with queued turns that nobody holds: a starting runtime takes them and runs their queues. */
+  unheldSessionsWithQueuedTurns(): Promise<string[]>;
+  /** Records that update sequences up to `upTo` may be issued (never lowers it). */
+  reserveUpdateSequence(sessionId: string, upTo: number, fence?: number): Promise<void>;
+
+  /** The first step of a turn (RT-10): the turn row (or its queued row, moved to running), its run and its opening messages, in one transaction. */
+  beginTurn(turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void>;
+  /** Stores a turn that waits behind the running one, with its input and its run (RL-2). */
+  enqueueTurn(turn: QueuedTurnRow, fence?: number): Promise<void>;
+  /** A queued turn cancelled before it started; rejects when it is no longer queued. */
+  cancelQueuedTurn(turnId: string, finishedAtMs: number, fence?: number): Promise<void>;
+  /** The session's queued turns in the order they were queued. */
+  listQueuedTurns(sessionId: string): Promise<QueuedTurnRow[]>;
+  endTurn(turnId: string, end: TurnEnd, fence?: number): Promise<void>;
   getTurn(turnId: string): Promise<TurnRow | undefined>;
   listTurns(sessionId: string): Promise<TurnRow[]>;
 
   /** Idempotent by message id: writing an id that exists already changes nothing (CW-2's retried world-state writes). */
-  appendMessage(message: StoredMessage): Promise<void>;
-  /** The session's messages ordered by sequence. */
-  listMessages(sessionId: string): Promise<StoredMessage[]>;
+  appendMessage(message: StoredMessage, fence?: number): Promise<void>;
+  /** The session's messages ordered by sequence; a page when given. */
+  listMessages(sessionId: string, page?: MessagePage): Promise<StoredMessage[]>;
 
-  savePlan(row: PlanRow): Promise<void>;
+  savePlan(row: PlanRow, fence?: number): Promise<void>;
   /** The most recently written plan of the session, if any. */
   latestPlan(sessionId: string): Promise<PlanRow | undefined>;
 
   /**
    * Trace signals in order, in one transaction: a `start` inserts the span, an `end` closes a running
-   * one. Ends that find no running span (its start was dropped) are counted, not raised.
+   * one. Ends that find no running span (its start was dropped) are counted, not raised. Not fenced:
+   * spans are signals that never decide a branch (RT-12), and a restart corrects the running ones.
    */
   writeSpans(writes: SpanWrite[]): Promise<{ unmatchedEnds: number }>;
   listSpans(sessionId: string): Promise<TraceSpan[]>;
 
   /** CP-3: stores a compaction checkpoint. */
-  saveCompaction(row: CompactionRow): Promise<void>;
+  saveCompaction(row: CompactionRow, fence?: number): Promise<void>;
   /** The session's checkpoints by `position`, rewound ones included. */
   listCompactions(sessionId: string): Promise<CompactionRow[]>;
   /** The checkpoint the conversation is built from: the highest `position` not rewound. */
@@ -115,9 +227,12 @@ export interface SessionStorage {
    * checkpoint of the session with a higher position is marked rewound at `nowMs`. Rejects when the
    * id is not a checkpoint of that session.
    */
-  rewindTo(sessionId: string, compactionId: string, nowMs: number): Promise<void>;
+  rewindTo(sessionId: string, compactionId: string, nowMs: number, fence?: number): Promise<void>;
 
-  /** RT-24: running spans → outcome_unknown, running turns → interrupted, in one transaction. */
+  /**
+   * RT-24, for sessions nobody holds a live lease on: running spans → outcome_unknown, running turns →
+   * interrupted, in one transaction; such a session's token is raised so its last owner can no longer write.
+   */
   correctInterrupted(nowMs: number): Promise<CorrectionReport>;
 
   close(): Promise<void>;

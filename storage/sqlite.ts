@@ -26,5 +26,5 @@ export function sqliteDatabase(options: SqliteOptions): Kysely<Database> {
 }
 
 export function sqliteStorage(options: SqliteOptions): SessionStorage {
-  return new KyselySessionStorage(sqliteDatabase(options));
+  return new KyselySessionStorage(sqliteDatabase(options), { dialect: 'sqlite' });
 }

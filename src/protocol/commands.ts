@@ -2,7 +2,12 @@ import { z } from 'zod';
 
 /** Validation of everything a host hands a session: one schema per command. */
 
-const id = z.string().min(1).max(200);
+// NUL cannot be stored in PostgreSQL text and has no business in an id.
+const id = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((value) => !value.includes('\0'), 'must not contain NUL');
 
 /** A single text part may be large, but not unbounded: 1 MB of text is refused, not truncated. */
 export const MAX_TEXT_CHARS = 1_000_000;
@@ -12,9 +17,13 @@ export const inputPartSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('skill'), name: z.string().min(1).max(200) }),
 ]);
 
+export const triggerTypeSchema = z.enum(['message', 'manual_action', 'api_action', 'hook', 'system']);
+
 export const startTurnSchema = z.object({
   clientRequestId: id,
   input: z.array(inputPartSchema).max(100),
+  /** What started the run (RL-1); `message` by default. */
+  trigger: triggerTypeSchema.default('message'),
 });
 
 export const turnIdSchema = id;
@@ -31,10 +40,13 @@ export const agentMessageSchema = z.object({ from: id, text: z.string().min(1) }
 
 export const afterSequenceSchema = z.number().int().min(0);
 
+export const busyPolicySchema = z.enum(['reject', 'enqueue', 'interrupt']);
+
 export const createSessionSchema = z.object({
-  agent: z.string().min(1).max(200).default('default'),
+  agent: id.default('default'),
   permissionMode: permissionModeSchema.default('ask'),
-  workspaceDir: z.string().min(1).optional(),
+  workspaceDir: z.string().min(1).max(4_096).optional(),
+  busyPolicy: busyPolicySchema.default('reject'),
 });
 
 export type StartTurnCommand = z.infer<typeof startTurnSchema>;

@@ -17,10 +17,12 @@ export type FailureCode =
 export type TurnOutcome =
   | { status: 'completed'; finalText: string }
   | { status: 'failed'; code: FailureCode; message: string }
-  | { status: 'cancelled' };
+  | { status: 'cancelled' }
+  /** The run went past its agent's `runTimeoutMs` (RL-3): cancelled the way a cancel does. */
+  | { status: 'timed_out'; message: string };
 
 /** Stored turn status (RT-8): phases are never stored, only these. */
-export type StoredTurnStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+export type StoredTurnStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';
 
 export function failed(code: FailureCode, message: string): TurnOutcome {
   return { status: 'failed', code, message };

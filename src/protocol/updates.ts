@@ -11,7 +11,14 @@ export type TurnPhase =
   | 'waiting_permission'
   | 'completed'
   | 'failed'
-  | 'cancelled';
+  | 'cancelled'
+  | 'timed_out';
+
+/** A turn waiting behind the running one (RL-2), in the order it will start. */
+export interface QueuedTurnView {
+  turnId: string;
+  clientRequestId: string;
+}
 
 /** Live status of a tool call as the UI sees it. */
 export type LiveToolCallStatus = 'validating' | 'waiting_permission' | 'running' | ToolResultStatus;
@@ -28,6 +35,8 @@ export type SessionUpdate =
   | { type: 'permission_requested'; toolCallId: string; name: string; paths: string[] }
   | { type: 'permission_resolved'; toolCallId: string; decision: PermissionDecision | 'cancelled' | 'actor_stopped' }
   | { type: 'plan_updated'; plan: Plan }
+  /** The session's queue of waiting turns changed (a turn was queued, started or cancelled); carries the whole queue. */
+  | { type: 'queue_updated'; queue: QueuedTurnView[] }
   | { type: 'turn_finished'; outcome: TurnOutcome };
 
 export type PermissionDecision = 'allow_once' | 'deny';

@@ -8,12 +8,15 @@ export interface AgentDefinition {
   systemPrompt: string;
   maxModelCalls: number;
   doomLoopThreshold: number;
+  /** RL-3: a run still going after this many milliseconds ends `timed_out`; null for no limit. */
+  runTimeoutMs: number | null;
 }
 
 export const agentConfigSchema = z.object({
   systemPrompt: z.string().min(1).optional(),
   maxModelCalls: z.number().int().min(1).max(1_000).optional(),
   doomLoopThreshold: z.number().int().min(2).max(100).optional(),
+  runTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
 });
 
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
@@ -23,32 +26,40 @@ const DEFAULT_PROMPT =
 
 /** RT-11: the default agent allows 20 model calls, the explorer 15; both stop a loop at 3 repeats. */
 export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
-  default: { systemPrompt: DEFAULT_PROMPT, maxModelCalls: 20, doomLoopThreshold: 3 },
+  default: { systemPrompt: DEFAULT_PROMPT, maxModelCalls: 20, doomLoopThreshold: 3, runTimeoutMs: null },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
     maxModelCalls: 15,
     doomLoopThreshold: 3,
+    runTimeoutMs: null,
   },
 };
 
 export function resolveAgents(config: Record<string, AgentConfig> | undefined): Record<string, AgentDefinition> {
-  const agents: Record<string, AgentDefinition> = { ...DEFAULT_AGENTS };
+  // A null-prototype record, so no inherited name can ever resolve to an agent.
+  const agents: Record<string, AgentDefinition> = Object.assign(Object.create(null) as Record<string, AgentDefinition>, DEFAULT_AGENTS);
   for (const [name, given] of Object.entries(config ?? {})) {
     const parsed = agentConfigSchema.parse(given);
     // CW-8: an author-controlled system part over its limit is refused, never trimmed.
     if (parsed.systemPrompt && estimateTokens(parsed.systemPrompt) >= SYSTEM_PART_TOKEN_LIMIT) {
       throw new Error(`the system prompt of agent '${name}' estimates ${estimateTokens(parsed.systemPrompt)} tokens (limit ${SYSTEM_PART_TOKEN_LIMIT})`);
     }
-    const base = agents[name] ?? DEFAULT_AGENTS.default!;
+    const base = agentNamed(agents, name) ?? DEFAULT_AGENTS.default!;
     agents[name] = {
       systemPrompt: parsed.systemPrompt ?? base.systemPrompt,
       maxModelCalls: parsed.maxModelCalls ?? base.maxModelCalls,
       doomLoopThreshold: parsed.doomLoopThreshold ?? base.doomLoopThreshold,
+      runTimeoutMs: parsed.runTimeoutMs ?? base.runTimeoutMs,
     };
   }
   return agents;
 }
 
 export function limitsOf(agent: AgentDefinition): TurnLimits {
-  return { maxModelCalls: agent.maxModelCalls, doomLoopThreshold: agent.doomLoopThreshold };
+  return { maxModelCalls: agent.maxModelCalls, doomLoopThreshold: agent.doomLoopThreshold, runTimeoutMs: agent.runTimeoutMs };
+}
+
+/** An agent by name, through own properties only: `__proto__` or `toString` is no agent. */
+export function agentNamed(agents: Record<string, AgentDefinition>, name: string): AgentDefinition | undefined {
+  return Object.hasOwn(agents, name) ? agents[name] : undefined;
 }

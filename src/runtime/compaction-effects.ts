@@ -36,7 +36,7 @@ export function compactionEffects(deps: RuntimeDeps) {
         replayText: lastRealUserRequest(items),
         createdAtMs: now(),
         rewoundAtMs: null,
-      });
+      }, env.fence);
     } catch (error) {
       throw new CompactionError(`the checkpoint could not be stored: ${messageOf(error)}`);
     }
@@ -48,7 +48,7 @@ export function compactionEffects(deps: RuntimeDeps) {
     const env = envOf(input.sessionId);
     const known = (await storage.listCompactions(env.id)).some((row) => row.id === input.compactionId);
     if (!known) throw new CompactionError(`no checkpoint '${input.compactionId}' in this session`, false, 'UnknownCompaction');
-    await storage.rewindTo(env.id, input.compactionId, now());
+    await storage.rewindTo(env.id, input.compactionId, now(), env.fence);
     await install(env);
   };
 

@@ -1,6 +1,6 @@
 import type { Plan } from '../protocol/plan.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
-import type { LiveToolCallStatus, TurnPhase, UpdateEnvelope } from '../protocol/updates.js';
+import type { LiveToolCallStatus, QueuedTurnView, TurnPhase, UpdateEnvelope } from '../protocol/updates.js';
 
 export interface LiveToolCall {
   toolCallId: string;
@@ -36,13 +36,20 @@ export type RuntimeView =
 export class LiveView {
   runtime: RuntimeView = { kind: 'idle' };
   plan: Plan | null = null;
+  /** Turns waiting behind the running one (RL-2). */
+  queue: QueuedTurnView[];
 
-  constructor(plan: Plan | null = null) {
+  constructor(plan: Plan | null = null, queue: QueuedTurnView[] = []) {
     this.plan = plan;
+    this.queue = queue;
   }
 
   fold(envelope: UpdateEnvelope): void {
     const update = envelope.update;
+    if (update.type === 'queue_updated') {
+      this.queue = update.queue;
+      return;
+    }
     if (update.type === 'turn_started') {
       this.runtime = {
         kind: 'running',

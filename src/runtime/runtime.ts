@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
-import { createActor, type InspectionEvent } from 'xstate';
+import { createActor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
-import type { CorrectionReport, SessionRow, SessionStorage } from '../../storage/session-storage.js';
+import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
 import { createSessionSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
@@ -12,17 +12,23 @@ import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { Toolset } from '../tools/toolset.js';
 import type { SkillsConfig } from '../skills/types.js';
-import { limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
+import { agentNamed, limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
 import { ChatState, ChatStateError } from './chat-state.js';
+import { IdleReaper } from './idle-reaper.js';
+import { isolated } from './isolated-observable.js';
 import { loadConversation } from './load-conversation.js';
 import { LiveView } from './live-view.js';
+import { DEFAULT_LEASE_TTL_MS, Ownership } from './ownership.js';
 import { provideMachines, type ProvidedSessionMachine } from './provided-machines.js';
-import { SessionHandle } from './session-handle.js';
-import type { RuntimeServices, SessionEnv } from './session-env.js';
+import { SessionHandle, type SessionLifecycle } from './session-handle.js';
+import { DurableSignals, type RuntimeServices, type SessionEnv } from './session-env.js';
 import { TraceRecorder } from './trace-recorder.js';
-import { UpdateStream } from './update-stream.js';
+import { SEQUENCE_BLOCK, UpdateStream } from './update-stream.js';
 
 export type { ContextWindowPreview };
+
+/** The clock XState schedules delayed transitions on (e.g. `SimulatedClock`). */
+export type ChartClock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
 
 export interface RuntimeOptions {
   storage: SessionStorage;
@@ -33,12 +39,23 @@ export interface RuntimeOptions {
   inspect?: (event: InspectionEvent) => void;
   /** Clock for stored and streamed timestamps; tests may fix it. */
   now?: () => number;
+  /** The clock the charts' timers run on (a run's time limit); XState's `SimulatedClock` in tests. */
+  clock?: ChartClock;
   /** Capacity of the trace queue before signals are dropped (RT-26). */
   traceQueueCapacity?: number;
   /** A skills directory: its catalog is world state, its skills can be picked as turn input (RT-1, CW-2). */
   skills?: SkillsConfig;
-  /** Where non-fatal notes go (e.g. a skill folder without SKILL.md); default `console.warn`. */
+  /** Where non-fatal notes go (e.g. a skill folder without SKILL.md, a subscriber that threw); default `console.warn`. */
   warn?: (message: string) => void;
+  /**
+   * Close a session after this long (ms) with no turn running or queued and no update subscriber;
+   * it reopens from storage on its next use. Default: sessions stay open until closed.
+   */
+  idleTtlMs?: number;
+  /** Ownership of sessions across runtimes on one database: lease length and identity. */
+  ownership?: { leaseTtlMs?: number; ownerId?: string; host?: string };
+  /** Update sequences reserved in storage at a time (see `SequenceReservation`); for tests. */
+  sequenceBlock?: number;
 }
 
 const sessionIdSchema = z.string().min(1).max(200);
@@ -50,35 +67,79 @@ const optionsSchema = z.object({
   agents: z.record(z.string(), z.unknown()).optional(),
   inspect: z.function().optional(),
   now: z.function().optional(),
+  clock: z.custom<ChartClock>((v) => typeof (v as ChartClock | null)?.setTimeout === 'function', 'an XState Clock').optional(),
   traceQueueCapacity: z.number().int().min(1).optional(),
   skills: z.object({ dir: z.string().min(1), disabled: z.array(z.string()).optional() }).optional(),
   warn: z.function().optional(),
+  idleTtlMs: z.number().int().min(0).max(2_147_483_647).optional(),
+  ownership: z
+    .object({
+      leaseTtlMs: z.number().int().min(100).max(86_400_000).optional(),
+      ownerId: z.string().min(1).max(200).optional(),
+      host: z.string().min(1).max(255).optional(),
+    })
+    .optional(),
+  sequenceBlock: z.number().int().min(2).max(1_000_000_000).optional(),
 });
 
+interface OpenSession {
+  handle: SessionHandle;
+  env: SessionEnv;
+}
+
+/** What opening a session reads from storage before its actor starts. */
+interface Loaded {
+  row: SessionRow;
+  fence: number;
+  chat: ChatState;
+  plan: SessionEnv['live']['plan'];
+  accepted: Record<string, string>;
+  runs: Map<string, string>;
+  queued: QueuedTurnRow[];
+}
+
 /**
- * The runtime (000 §1): owns the sessions of one process. Creating it migrates the storage and
- * runs the startup correction (RT-24) before any session can start a turn.
+ * The runtime (000 §1): owns the open sessions of one process. Creating it migrates the storage
+ * and runs the startup correction (RT-24) before any session can start a turn; each open session
+ * is held under a lease, so one session has one owner even when several processes share a database.
  */
 export class Runtime {
-  private readonly sessions = new Map<string, { handle: SessionHandle; env: SessionEnv }>();
+  private readonly sessions = new Map<string, OpenSession>();
+  private readonly opening = new Map<string, Promise<SessionHandle>>();
   private readonly runtimeSubject = new Subject<UpdateEnvelope>();
-  readonly updates$: Observable<UpdateEnvelope> = this.runtimeSubject.asObservable();
+  private readonly closedSubject = new Subject<string>();
+  readonly updates$: Observable<UpdateEnvelope>;
+  /** The id of each session as it closes (stopped, evicted when idle, lost to another owner, shut down). */
+  readonly sessionClosed$: Observable<string> = this.closedSubject.asObservable();
   private readonly machine: ProvidedSessionMachine;
   private readonly services: RuntimeServices;
   private stopping: Promise<void> | null = null;
   private readonly skills: SkillsConfig | null;
+  private readonly reaper: IdleReaper;
+  private readonly warn: (message: string) => void;
+  private readonly sequenceBlock: number;
+  private readonly lifecycle: SessionLifecycle = {
+    closed: (handle) => this.release(handle),
+    stopping: () => this.stopping !== null,
+    changed: (handle) => this.checkIdle(handle.id),
+  };
 
   constructor(
     private readonly options: RuntimeOptions,
     private readonly agents: Record<string, AgentDefinition>,
     private readonly trace: TraceRecorder,
     private readonly toolset: Toolset,
+    readonly ownership: Ownership,
     /** What the startup correction changed. */
     readonly correction: CorrectionReport,
   ) {
     const now = options.now ?? Date.now;
+    this.warn = options.warn ?? ((message) => console.warn(`turnchart: ${message}`));
+    this.sequenceBlock = options.sequenceBlock ?? SEQUENCE_BLOCK;
     this.skills = options.skills ? { dir: resolve(options.skills.dir), disabled: options.skills.disabled ?? [] } : null;
     this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${randomUUID()}` };
+    this.updates$ = isolated(this.runtimeSubject, { onError: (error) => this.warn(`an update subscriber threw: ${describe(error)}`) });
+    this.reaper = new IdleReaper(options.idleTtlMs ?? null, (id) => void this.evict(id));
     this.machine = provideMachines({
       ...this.services,
       env: (id) => this.envOf(id),
@@ -86,13 +147,33 @@ export class Runtime {
       toolset,
       trace,
       skills: this.skills,
-      warn: options.warn ?? ((message) => console.warn(`turnchart: ${message}`)),
+      warn: this.warn,
     });
+    ownership.startRenewing(
+      () => [...this.sessions.keys()],
+      (id) => this.lose(id),
+      (error) => this.warn(`could not renew session leases: ${describe(error)}`),
+    );
   }
 
   /** Trace signals lost to a full queue or a failing write (RT-26). */
   get droppedSignals(): number {
     return this.trace.droppedSignals;
+  }
+
+  /** Sessions open in this runtime right now. */
+  get openSessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Whether the session is open in this runtime (not closed, not evicted). */
+  isOpen(sessionId: string): boolean {
+    return this.sessions.has(sessionId);
+  }
+
+  /** The open session's handle without touching storage; undefined when it is not open here. */
+  openHandle(sessionId: string): SessionHandle | undefined {
+    return this.sessions.get(sessionId)?.handle;
   }
 
   /**
@@ -113,61 +194,115 @@ export class Runtime {
     this.assertRunning();
     const parsed = createSessionSchema.safeParse(options);
     if (!parsed.success) throw new TurnchartError('InvalidInput', z.prettifyError(parsed.error));
-    if (!this.agents[parsed.data.agent]) throw new TurnchartError('UnknownAgent', `no agent named '${parsed.data.agent}'`);
+    if (!agentNamed(this.agents, parsed.data.agent)) throw new TurnchartError('UnknownAgent', `no agent named '${parsed.data.agent}'`);
     const row: SessionRow = {
       id: this.services.newId('ses'),
       agent: parsed.data.agent,
       permissionMode: parsed.data.permissionMode,
       workspaceDir: parsed.data.workspaceDir === undefined ? null : resolve(parsed.data.workspaceDir),
       createdAtMs: this.services.now(),
+      busyPolicy: parsed.data.busyPolicy,
+      updateSequence: this.sequenceBlock,
     };
-    await this.options.storage.createSession(row);
-    return this.start(row, new ChatState(), {}, null);
+    const fence = await this.options.storage.createSession(row, this.ownership.lease);
+    return this.start({ row: { ...row, updateSequence: 0 }, fence, chat: new ChatState(), plan: null, accepted: {}, runs: new Map(), queued: [] });
   }
 
-  /** Opens a stored session: its conversation is loaded from storage; nothing is resumed (RT-24). */
+  /**
+   * Opens a stored session: takes its lease (`SessionOwnedElsewhere` while another runtime holds
+   * it), corrects what a departed owner left running, loads the conversation and starts its queued
+   * turns; nothing that ran is resumed (RT-24). An open session is returned as it is.
+   */
   async openSession(sessionId: string): Promise<SessionHandle> {
     this.assertRunning();
     const id = sessionIdSchema.safeParse(sessionId);
     if (!id.success) throw new TurnchartError('InvalidInput', z.prettifyError(id.error));
     const open = this.sessions.get(id.data);
     if (open) return open.handle;
-    const storage = this.options.storage;
-    const row = await storage.getSession(id.data);
-    if (!row) throw new TurnchartError('UnknownSession', `no session '${id.data}'`);
-    const [{ chat, plan }, turns] = await Promise.all([
-      loadConversation(storage, row.id).catch((error: unknown) => {
-        throw error instanceof ChatStateError ? new TurnchartError(error.reason, error.message) : error;
-      }),
-      storage.listTurns(row.id),
-    ]);
-    const accepted = Object.fromEntries(turns.map((t) => [t.clientRequestId, t.id]));
-    return this.sessions.get(sessionId)?.handle ?? this.start(row, chat, accepted, plan);
+    // Two requests opening one session share one opening: a second lease would fence off the first.
+    let opening = this.opening.get(id.data);
+    if (!opening) {
+      opening = this.load(id.data).then((loaded) => this.start(loaded));
+      this.opening.set(id.data, opening);
+      void opening.finally(() => this.opening.delete(id.data)).catch(() => undefined);
+    }
+    return opening;
   }
 
   /** Stops every session (running turns end `actor_stopped`), flushes the trace, closes storage. */
   async shutdown(): Promise<void> {
     this.stopping ??= (async () => {
-      await Promise.all([...this.sessions.values()].map(({ handle }) => handle.stop()));
+      await Promise.allSettled([...this.opening.values()]);
+      await Promise.all([...this.sessions.values()].map(({ handle }) => handle.close()));
+      this.ownership.stop();
+      this.reaper.stop();
       await this.trace.flush();
       this.runtimeSubject.complete();
+      this.closedSubject.complete();
       await this.options.storage.close();
     })();
     return this.stopping;
   }
 
-  private start(row: SessionRow, chat: ChatState, accepted: Record<string, string>, plan: SessionEnv['live']['plan']): SessionHandle {
-    const agent = this.agents[row.agent] ?? this.agents.default!;
-    const live = new LiveView(plan);
+  /** Opens the sessions whose queued turns nobody is running (after a restart, or their owner left). */
+  async startQueuedSessions(): Promise<void> {
+    for (const id of await this.options.storage.unheldSessionsWithQueuedTurns()) {
+      await this.openSession(id).catch((error: unknown) => this.warn(`could not resume the queue of session ${id}: ${describe(error)}`));
+    }
+  }
+
+  private async load(sessionId: string): Promise<Loaded> {
+    const storage = this.options.storage;
+    const acquired = await this.ownership.acquire(sessionId, this.sequenceBlock);
+    if (!acquired.ok) {
+      if (acquired.reason === 'unknown') throw new TurnchartError('UnknownSession', `no session '${sessionId}'`);
+      const { holder } = acquired;
+      throw new TurnchartError('SessionOwnedElsewhere', `session '${sessionId}' is held by ${holder.ownerId} (pid ${holder.pid} on ${holder.host})`);
+    }
+    const [{ chat, plan }, turns, queued] = await Promise.all([
+      loadConversation(storage, sessionId).catch((error: unknown) => {
+        throw error instanceof ChatStateError ? new TurnchartError(error.reason, error.message) : error;
+      }),
+      storage.listTurns(sessionId),
+      storage.listQueuedTurns(sessionId),
+    ]).catch(async (error: unknown) => {
+      await storage.releaseSession(sessionId, this.ownership.identity.ownerId, acquired.session.updateSequence ?? 0).catch(() => undefined);
+      throw error;
+    });
+    const accepted: Record<string, string> = Object.create(null) as Record<string, string>;
+    const runs = new Map<string, string>();
+    for (const turn of turns) {
+      accepted[turn.clientRequestId] = turn.id;
+      if (turn.runId) runs.set(turn.id, turn.runId);
+    }
+    return { row: acquired.session, fence: acquired.fence, chat, plan, accepted, runs, queued };
+  }
+
+  private start(loaded: Loaded): SessionHandle {
+    const { row, fence, queued } = loaded;
+    const agent = agentNamed(this.agents, row.agent) ?? this.agents.default!;
+    const live = new LiveView(loaded.plan, queued.map((q) => ({ turnId: q.id, clientRequestId: q.clientRequestId })));
+    const start = row.updateSequence ?? 0;
     const env: SessionEnv = {
       id: row.id,
       agentName: row.agent,
       agent,
       permissionMode: row.permissionMode,
       workspaceDir: row.workspaceDir,
-      chat,
+      busyPolicy: row.busyPolicy ?? 'reject',
+      fence,
+      chat: loaded.chat,
       live,
-      updates: new UpdateStream(row.id, live, this.runtimeSubject, this.services.now),
+      updates: new UpdateStream(row.id, live, this.runtimeSubject, this.services.now, {
+        sequences: {
+          start,
+          reserved: start + this.sequenceBlock,
+          block: this.sequenceBlock,
+          reserve: (upTo) => this.options.storage.reserveUpdateSequence(row.id, upTo, fence),
+        },
+        onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${describe(error)}`),
+        onSubscribers: () => this.checkIdle(row.id),
+      }),
       mailbox: [],
       preparedInputs: new Map(),
       turnSystem: [],
@@ -179,17 +314,78 @@ export class Runtime {
       unclosedTurn: null,
       outcomes: new Map(),
       waiters: new Map(),
+      stored: new DurableSignals(),
+      runs: loaded.runs,
+      cancelWrites: new Map(),
     };
+    for (const q of queued) {
+      env.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true });
+      env.stored.settle(q.id);
+    }
     const actor = createActor(this.machine, {
-      input: { sessionId: row.id, limits: limitsOf(agent), accepted, reloadRequired: false },
+      input: {
+        sessionId: row.id,
+        limits: limitsOf(agent),
+        accepted: loaded.accepted,
+        reloadRequired: false,
+        busyPolicy: env.busyPolicy,
+        queue: live.queue,
+      },
       inspect: this.options.inspect,
+      ...(this.options.clock && { clock: this.options.clock }),
     });
     // An error inside a chart is a defect; observing it keeps it from becoming an unhandled crash.
     actor.subscribe({ error: (error) => console.error(`turnchart session ${row.id} failed:`, error) });
-    const handle = new SessionHandle(row.id, actor, env, this.services, this.skills);
+    const handle = new SessionHandle(row.id, actor, env, this.services, this.skills, this.lifecycle);
     this.sessions.set(row.id, { handle, env });
+    actor.subscribe(() => this.checkIdle(row.id));
     actor.start();
+    this.checkIdle(row.id);
     return handle;
+  }
+
+  /** Arms or disarms the session's idle timer from what it is doing now. */
+  private checkIdle(sessionId: string): void {
+    const open = this.sessions.get(sessionId);
+    if (!open) return;
+    const snapshot = open.handle.actor.getSnapshot();
+    const idle =
+      snapshot.status === 'active' &&
+      snapshot.matches('idle') &&
+      snapshot.context.queue.length === 0 &&
+      open.env.updates.subscriberCount === 0 &&
+      !open.handle.busy;
+    this.reaper.update(sessionId, idle);
+  }
+
+  private async evict(sessionId: string): Promise<void> {
+    const open = this.sessions.get(sessionId);
+    if (!open || this.stopping) return;
+    await open.handle.close();
+  }
+
+  /** Another owner took the session (our lease lapsed): stop it here without writing anything more. */
+  private lose(sessionId: string): void {
+    const open = this.sessions.get(sessionId);
+    if (!open) return;
+    this.warn(`session ${sessionId} is now held by another owner; closing it here`);
+    this.sessions.delete(sessionId);
+    void open.handle.close();
+  }
+
+  /** The session's actor has stopped: it leaves the runtime and its lease is given up. */
+  private async release(handle: SessionHandle): Promise<void> {
+    const open = this.sessions.get(handle.id);
+    this.reaper.forget(handle.id);
+    if (open?.handle !== handle) return this.closedSubject.next(handle.id);
+    this.sessions.delete(handle.id);
+    try {
+      await this.options.storage.releaseSession(handle.id, this.ownership.identity.ownerId, open.env.updates.lastSequence, open.env.fence);
+    } catch (error) {
+      // The lease then simply runs out; nothing is lost.
+      this.warn(`could not release session ${handle.id}: ${describe(error)}`);
+    }
+    this.closedSubject.next(handle.id);
   }
 
   private envOf(sessionId: string): SessionEnv {
@@ -201,6 +397,10 @@ export class Runtime {
   private assertRunning(): void {
     if (this.stopping) throw new TurnchartError('RuntimeStopped', 'the runtime has been shut down');
   }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
@@ -215,7 +415,21 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const toolset = new Toolset(options.tools ?? []);
   const now = options.now ?? Date.now;
   await options.storage.migrate();
-  const correction = await options.storage.correctInterrupted(now());
+  const ownership = new Ownership(options.storage, {
+    ttlMs: options.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
+    ...(options.ownership?.ownerId && { ownerId: options.ownership.ownerId }),
+    ...(options.ownership?.host && { host: options.ownership.host }),
+  });
+  let correction: CorrectionReport;
+  try {
+    await ownership.reapGoneOwners();
+    correction = await options.storage.correctInterrupted(now());
+  } catch (error) {
+    ownership.stop();
+    throw error;
+  }
   const trace = new TraceRecorder(options.storage, options.traceQueueCapacity);
-  return new Runtime(options, agents, trace, toolset, correction);
+  const runtime = new Runtime(options, agents, trace, toolset, ownership, correction);
+  await runtime.startQueuedSessions();
+  return runtime;
 }

@@ -1,58 +1,110 @@
-import type { FinishTurnInput, SessionContext, SessionEffects } from '../../machines/session.machine.js';
+import type { FinishTurnInput, FinishTurnOutput, SessionContext, SessionEffects, SessionEvent } from '../../machines/session.machine.js';
 import type { EffectHandlers } from './effect-port.js';
 import type { TurnEnd } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
-import { emit } from './session-env.js';
+import { emit, type SessionEnv } from './session-env.js';
 import type { TurnEffectDeps } from './turn-effects.js';
 
-/** The session chart's effects: announcing a turn and closing it (RT-1, RT-9). */
+type Args = { context: SessionContext; event: SessionEvent };
+
+/** The session chart's effects: announcing a turn, queueing and closing it (RT-1, RT-9, RL-2). */
 export function sessionEffects(deps: TurnEffectDeps) {
   const { env: envOf, storage, trace, now } = deps;
 
-  const finishTurn = async (input: FinishTurnInput): Promise<void> => {
+  const finishTurn = async (input: FinishTurnInput): Promise<FinishTurnOutput> => {
     const env = envOf(input.sessionId);
     const end = turnEnd(input.outcome, now());
     env.preparedInputs.delete(input.turnId);
-    if (env.openTurnRow !== input.turnId) return; // the first write never happened: nothing to close
+    env.stored.forget(input.turnId);
+    if (env.openTurnRow !== input.turnId) return { stored: false }; // the first write never happened: nothing to close
     env.openTurnRow = null;
     trace.end(`turn:${input.turnId}`, { status: spanStatusOf(input.outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs });
     try {
-      await storage.endTurn(input.turnId, end);
+      await storage.endTurn(input.turnId, end, env.fence);
     } catch (error) {
       // The row may still say `running`: the next turn closes it before its own first write.
       env.unclosedTurn = { turnId: input.turnId, end };
       throw error;
     }
+    return { stored: true };
+  };
+
+  /** The queued row is written at once; the turn's durability follows it, and starting the turn waits for it. */
+  const storeQueuedTurn = ({ context, event }: Args) => {
+    if (event.type !== 'session.start_turn') return;
+    const env = envOf(context.sessionId);
+    const prepared = env.preparedInputs.get(event.turnId);
+    if (!prepared) return;
+    prepared.fromQueue = true;
+    const write = storage.enqueueTurn(
+      {
+        id: event.turnId,
+        sessionId: env.id,
+        clientRequestId: prepared.clientRequestId,
+        runId: prepared.runId,
+        trigger: prepared.trigger,
+        input: prepared.messages,
+        queuedAtMs: now(),
+      },
+      env.fence,
+    );
+    env.stored.follow(event.turnId, write);
+  };
+
+  const settleCancelledQueuedTurn = ({ context }: Args, params: { turnId: string }) => {
+    const env = envOf(context.sessionId);
+    const { turnId } = params;
+    const queuedInput = env.stored.wait(turnId);
+    env.preparedInputs.delete(turnId);
+    env.stored.forget(turnId);
+    // Only a queued row that was written needs its cancel written; one whose write failed never existed.
+    const cancel = queuedInput.then(
+      () => storage.cancelQueuedTurn(turnId, now(), env.fence),
+      () => undefined,
+    );
+    cancel.catch(() => undefined);
+    env.cancelWrites.set(turnId, cancel);
+    settle(env, turnId, { status: 'cancelled' });
   };
 
   return {
     handlers: { finishTurn } satisfies Pick<EffectHandlers<SessionEffects>, 'finishTurn'>,
     actions: {
-      emitTurnStarted: ({ context }: { context: SessionContext }, params: { turnId: string; clientRequestId: string }) =>
-        emit(envOf(context.sessionId), params.turnId, { type: 'turn_started', clientRequestId: params.clientRequestId }),
-      emitPermissionRequested: (
-        { context }: { context: SessionContext },
-        params: { turnId: string; toolCallId: string; name: string; paths: string[] },
-      ) =>
+      emitTurnStarted: ({ context }: Args) => {
+        const turn = context.activeTurn;
+        if (turn) emit(envOf(context.sessionId), turn.turnId, { type: 'turn_started', clientRequestId: turn.clientRequestId });
+      },
+      emitPermissionRequested: ({ context }: Args, params: { turnId: string; toolCallId: string; name: string; paths: string[] }) =>
         emit(envOf(context.sessionId), params.turnId, {
           type: 'permission_requested',
           toolCallId: params.toolCallId,
           name: params.name,
           paths: params.paths,
         }),
+      emitQueueUpdated: ({ context, event }: Args) => {
+        const turnId = 'turnId' in event ? event.turnId : (context.activeTurn?.turnId ?? '');
+        emit(envOf(context.sessionId), turnId, { type: 'queue_updated', queue: context.queue.map((q) => ({ turnId: q.turnId, clientRequestId: q.clientRequestId })) });
+      },
+      storeQueuedTurn,
+      settleCancelledQueuedTurn,
       /** Runs as the session becomes idle, so a waiter that starts the next turn is not told Busy. */
-      announceTurnFinished: ({ context }: { context: SessionContext }) => {
+      announceTurnFinished: ({ context }: Args) => {
         const last = context.lastOutcome;
         if (!last) return;
         const env = envOf(context.sessionId);
-        env.outcomes.set(last.turnId, last.outcome);
         emit(env, last.turnId, { type: 'turn_finished', outcome: last.outcome });
-        const waiters = env.waiters.get(last.turnId) ?? [];
-        env.waiters.delete(last.turnId);
-        for (const resolve of waiters) resolve(last.outcome);
+        settle(env, last.turnId, last.outcome);
       },
     },
   };
+}
+
+/** Records a turn's outcome and tells everyone waiting for it. */
+function settle(env: SessionEnv, turnId: string, outcome: TurnOutcome): void {
+  env.outcomes.set(turnId, outcome);
+  const waiters = env.waiters.get(turnId) ?? [];
+  env.waiters.delete(turnId);
+  for (const resolve of waiters) resolve(outcome);
 }
 
 function turnEnd(outcome: TurnOutcome, finishedAtMs: number): TurnEnd {
@@ -63,9 +115,12 @@ function turnEnd(outcome: TurnOutcome, finishedAtMs: number): TurnEnd {
       return { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message, finalText: null, finishedAtMs };
     case 'cancelled':
       return { status: 'cancelled', errorCode: null, errorMessage: null, finalText: null, finishedAtMs };
+    case 'timed_out':
+      return { status: 'timed_out', errorCode: 'run_timeout', errorMessage: outcome.message, finalText: null, finishedAtMs };
   }
 }
 
 function spanStatusOf(outcome: TurnOutcome) {
-  return outcome.status === 'completed' ? 'succeeded' : outcome.status;
+  if (outcome.status === 'completed') return 'succeeded';
+  return outcome.status === 'timed_out' ? 'cancelled' : outcome.status;
 }

@@ -1,4 +1,4 @@
-import type { PermissionMode, SessionStorage, TurnEnd } from '../../storage/session-storage.js';
+import type { BusyPolicy, PermissionMode, SessionStorage, TriggerType, TurnEnd } from '../../storage/session-storage.js';
 import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
 import type { SystemPart } from '../protocol/model.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
@@ -16,6 +16,11 @@ import type { UpdateStream } from './update-stream.js';
 export interface PreparedInput {
   clientRequestId: string;
   messages: ChatMessage[];
+  /** The run record written with the turn (RL-1). */
+  runId: string;
+  trigger: TriggerType;
+  /** Stored `queued` first (RL-2): starting it moves that row to running. */
+  fromQueue: boolean;
 }
 
 export interface AgentMessage {
@@ -33,6 +38,9 @@ export interface SessionEnv {
   readonly agent: AgentDefinition;
   permissionMode: PermissionMode;
   readonly workspaceDir: string | null;
+  readonly busyPolicy: BusyPolicy;
+  /** The fencing token this runtime holds for the session: every write carries it. */
+  readonly fence: number;
   /** Replaced whole when a compaction or rewind installs a new conversation. */
   chat: ChatState;
   readonly live: LiveView;
@@ -57,6 +65,56 @@ export interface SessionEnv {
   unclosedTurn: { turnId: string; end: TurnEnd } | null;
   readonly outcomes: Map<string, TurnOutcome>;
   readonly waiters: Map<string, ((outcome: TurnOutcome) => void)[]>;
+  /** Per accepted turn: settles once its input is durable (turn row and user message, or its queued row). */
+  readonly stored: DurableSignals;
+  /** The run id of each turn this session accepted or loaded (RL-1). */
+  readonly runs: Map<string, string>;
+  /** The storage write cancelling a queued turn, awaited by the command that cancelled it. */
+  readonly cancelWrites: Map<string, Promise<void>>;
+}
+
+/**
+ * When an accepted turn's input became durable: the service acknowledges a turn only then (RL-1),
+ * while the in-process `startTurn` answers before anything is written (RT-1).
+ */
+export class DurableSignals {
+  private readonly signals = new Map<string, { promise: Promise<void>; settle: (error?: unknown) => void }>();
+
+  /** Settles when the turn's input is stored; rejects with the write's error. */
+  wait(turnId: string): Promise<void> {
+    return this.entry(turnId).promise;
+  }
+
+  /** Ties the turn's durability to a write already under way. */
+  follow(turnId: string, write: Promise<void>): void {
+    write.then(
+      () => this.settle(turnId),
+      (error: unknown) => this.settle(turnId, error),
+    );
+  }
+
+  settle(turnId: string, error?: unknown): void {
+    this.entry(turnId).settle(error);
+  }
+
+  forget(turnId: string): void {
+    this.signals.delete(turnId);
+  }
+
+  private entry(turnId: string) {
+    let entry = this.signals.get(turnId);
+    if (!entry) {
+      let settle!: (error?: unknown) => void;
+      const promise = new Promise<void>((resolve, reject) => {
+        settle = (error) => (error === undefined ? resolve() : reject(error instanceof Error ? error : new Error(String(error))));
+      });
+      // Nobody may ever wait (the in-process startTurn does not): a failed write is the turn's outcome, not an unhandled rejection.
+      promise.catch(() => undefined);
+      entry = { promise, settle };
+      this.signals.set(turnId, entry);
+    }
+    return entry;
+  }
 }
 
 export interface RuntimeServices {
@@ -91,7 +149,7 @@ export async function persistAndAppend(
     createdAtMs: services.now(),
     message,
   };
-  await services.storage.appendMessage(stored);
+  await services.storage.appendMessage(stored, env.fence);
   env.chat.append(stored, true);
   return stored;
 }

@@ -1,7 +1,7 @@
 import type { Observable } from 'rxjs';
 import type { Actor } from 'xstate';
 import type { CommandReply, SessionEvent } from '../../machines/session.machine.js';
-import type { PermissionMode } from '../../storage/session-storage.js';
+import type { BusyPolicy, PermissionMode, TurnRow } from '../../storage/session-storage.js';
 import {
   afterSequenceSchema,
   agentMessageSchema,
@@ -15,7 +15,7 @@ import {
 } from '../protocol/commands.js';
 import type { ChatMessage } from '../protocol/messages.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
-import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
 import type { RuntimeView } from './live-view.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
@@ -26,10 +26,13 @@ import type { SkillsConfig } from '../skills/types.js';
 
 export { AGENT_MESSAGE_TOKEN_LIMIT };
 
-type Stopped = { code: 'RuntimeStopped' };
+/** The session was closed (stopped, evicted when idle, or its runtime shut down): open it again for a live handle. */
+type Stopped = { code: 'RuntimeStopped' } | { code: 'SessionClosed' };
+
+type Persistence = { code: 'PersistenceError'; message: string };
 
 export type StartTurnResult =
-  | { ok: true; turnId: string }
+  | { ok: true; turnId: string; queued?: true }
   | {
       ok: false;
       error:
@@ -43,7 +46,20 @@ export type StartTurnResult =
         | Stopped;
     };
 
-export type CancelTurnResult = { ok: true } | { ok: false; error: { code: 'TurnNotActive' } | InvalidInput | Stopped };
+/**
+ * The service's answer to a turn (RL-1): given only once the turn's input is durable — its row and
+ * user message for a turn that starts at once, its queued row for one that waits.
+ */
+export type SubmitTurnResult =
+  | { ok: true; turnId: string; runId: string; status: TurnStatus }
+  | { ok: false; error: Exclude<StartTurnResult, { ok: true }>['error'] | Persistence };
+
+/** Where a turn stands: waiting, running, or its stored terminal status. */
+export type TurnStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';
+
+export type TurnStatusResult = { ok: true; turnId: string; status: TurnStatus; outcome?: TurnOutcome } | { ok: false; error: { code: 'UnknownTurn' } };
+
+export type CancelTurnResult = { ok: true } | { ok: false; error: { code: 'TurnNotActive' } | InvalidInput | Stopped | Persistence };
 export type ResolvePermissionResult =
   | { ok: true }
   | { ok: false; error: { code: 'TurnNotActive' } | { code: 'PermissionNotPending' } | InvalidInput | Stopped };
@@ -62,17 +78,32 @@ export interface SessionSnapshot {
   sessionId: string;
   lastUpdateSequence: number;
   permissionMode: PermissionMode;
+  busyPolicy: BusyPolicy;
+  /** Turns waiting behind the running one, in the order they will start (RL-2). */
+  queue: QueuedTurnView[];
   /** turnchart runs tools in the host process; any sandbox is the tool's own business. */
   sandbox: 'none';
   runtime: RuntimeView;
+}
+
+/** What the runtime does when a session closes: forget it and release its lease. */
+export interface SessionLifecycle {
+  /** Called once the session's actor has stopped; resolves when the session is released. */
+  closed(handle: SessionHandle): Promise<void>;
+  /** Whether the whole runtime is shutting down (a closed handle then answers `RuntimeStopped`). */
+  stopping(): boolean;
+  /** A command started or finished: the session may have become idle or stopped being so. */
+  changed(handle: SessionHandle): void;
 }
 
 /** The host's handle on one session: every command is validated and answers with a value. */
 export class SessionHandle {
   readonly updates$: Observable<UpdateEnvelope>;
   private commandCount = 0;
+  /** Commands under way: a session in use is never closed for being idle. */
+  private inUse = 0;
   private stopped = false;
-  private stopping: Promise<void> | null = null;
+  private closing: Promise<void> | null = null;
 
   constructor(
     readonly id: string,
@@ -81,6 +112,7 @@ export class SessionHandle {
     private readonly env: SessionEnv,
     private readonly services: RuntimeServices,
     private readonly skills: SkillsConfig | null = null,
+    private readonly lifecycle: SessionLifecycle | null = null,
   ) {
     this.updates$ = env.updates.updates$;
   }
@@ -89,16 +121,72 @@ export class SessionHandle {
     return this.env.agentName;
   }
 
+  /** A command is under way. */
+  get busy(): boolean {
+    return this.inUse > 0;
+  }
+
+  /** Runs `work` with the session marked in use, so it cannot be closed as idle meanwhile. */
+  private async using<T>(work: () => Promise<T>): Promise<T> {
+    this.inUse += 1;
+    try {
+      return await work();
+    } finally {
+      this.inUse -= 1;
+      this.lifecycle?.changed(this);
+    }
+  }
+
+  /** False once the session has been closed: a closed handle answers `SessionClosed`; open the session again. */
+  get isOpen(): boolean {
+    return !this.stopped;
+  }
+
+  /**
+   * RT-1: accepts the turn and answers before anything is written; the turn's first step writes the
+   * user message. Under the `enqueue` and `interrupt` policies a busy session answers `queued: true`.
+   */
   async startTurn(command: unknown): Promise<StartTurnResult> {
-    if (this.stopped) return stoppedError();
+    const accepted = await this.using(() => this.accept(command));
+    if (!accepted.ok) return accepted;
+    return accepted.queued ? { ok: true, turnId: accepted.turnId, queued: true } : { ok: true, turnId: accepted.turnId };
+  }
+
+  /**
+   * The service's way in (RL-1): like `startTurn`, but answers only once the turn's input is durable,
+   * with its run id and whether it runs or waits. A write that fails answers `PersistenceError`, and
+   * the request id may then be sent again.
+   */
+  async submitTurn(command: unknown): Promise<SubmitTurnResult> {
+    return this.using(() => this.submit(command));
+  }
+
+  private async submit(command: unknown): Promise<SubmitTurnResult> {
+    const accepted = await this.accept(command);
+    if (!accepted.ok) return accepted;
+    const { turnId } = accepted;
+    if (accepted.isNew) {
+      try {
+        await this.env.stored.wait(turnId);
+      } catch (error) {
+        return { ok: false, error: { code: 'PersistenceError', message: error instanceof Error ? error.message : String(error) } };
+      }
+    }
+    const status = await this.turnStatus(turnId);
+    const runId = this.env.runs.get(turnId) ?? (await this.services.storage.getTurn(turnId))?.runId ?? '';
+    return { ok: true, turnId, runId, status: status.ok ? status.status : 'running' };
+  }
+
+  private async accept(command: unknown): Promise<{ ok: true; turnId: string; queued: boolean; isNew: boolean } | StartTurnFailure> {
+    if (this.stopped) return this.closedError();
     const parsed = startTurnSchema.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
-    const { clientRequestId, input } = parsed.data;
+    const { clientRequestId, input, trigger } = parsed.data;
     const known = this.actor.getSnapshot().context;
     if (known.reloadRequired || Object.hasOwn(known.accepted, clientRequestId)) {
       // The chart answers a retried request (or a session that needs a reload) without this input: no files are read.
       const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId: this.services.newId('turn'), clientRequestId });
-      return reply.ok ? { ok: true, turnId: reply.turnId ?? '' } : (reply as StartTurnResult);
+      return reply.ok ? { ok: true, turnId: reply.turnId ?? '', queued: reply.queued === true, isNew: false } : (reply as StartTurnFailure);
     }
     const texts = input.flatMap((part) => (part.type === 'text' && part.text.trim() !== '' ? [part.text] : []));
     if (texts.length === 0) return { ok: false, error: { code: 'EmptyInput' } };
@@ -111,11 +199,14 @@ export class SessionHandle {
     }
     const messages: ChatMessage[] = [...skills, { role: 'user', kind: 'normal', text: texts.join('\n\n') }];
     const turnId = this.services.newId('turn');
-    this.env.preparedInputs.set(turnId, { clientRequestId, messages });
+    const runId = this.services.newId('run');
+    this.env.preparedInputs.set(turnId, { clientRequestId, messages, runId, trigger, fromQueue: false });
     const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId, clientRequestId });
-    if (!reply.ok || reply.turnId !== turnId) this.env.preparedInputs.delete(turnId);
-    if (reply.ok) return { ok: true, turnId: reply.turnId ?? turnId };
-    return reply as StartTurnResult;
+    const isNew = reply.ok && reply.turnId === turnId;
+    if (!isNew) this.env.preparedInputs.delete(turnId);
+    else this.env.runs.set(turnId, runId);
+    if (!reply.ok) return reply as StartTurnFailure;
+    return { ok: true, turnId: reply.turnId ?? turnId, queued: reply.queued === true, isNew };
   }
 
   /** Resolves with the turn's outcome; at once for a turn that already ended. */
@@ -133,15 +224,40 @@ export class SessionHandle {
     return this.storedOutcome(turnId);
   }
 
+  /** Where a turn stands now — queued, running, or how it ended — without waiting. */
+  async turnStatus(turnId: string): Promise<TurnStatusResult> {
+    if (!turnIdSchema.safeParse(turnId).success) return { ok: false, error: { code: 'UnknownTurn' } };
+    const context = this.actor.getSnapshot().context;
+    if (context.activeTurn?.turnId === turnId) return { ok: true, turnId, status: 'running' };
+    if (context.queue.some((q) => q.turnId === turnId)) return { ok: true, turnId, status: 'queued' };
+    const known = this.env.outcomes.get(turnId);
+    if (known) return { ok: true, turnId, status: known.status, outcome: known };
+    const row = await this.services.storage.getTurn(turnId);
+    if (!row || row.sessionId !== this.id) return { ok: false, error: { code: 'UnknownTurn' } };
+    const outcome = row.status === 'queued' || row.status === 'running' ? undefined : outcomeOf(row);
+    return { ok: true, turnId, status: row.status, ...(outcome && { outcome }) };
+  }
+
+  /** Cancels the running turn (its model call or tool is aborted) or a queued one (it never starts). */
   async cancelTurn(turnId: unknown): Promise<CancelTurnResult> {
-    if (this.stopped) return stoppedError();
+    if (this.stopped) return this.closedError();
     const parsed = turnIdSchema.safeParse(turnId);
     if (!parsed.success) return invalidInput(parsed.error);
-    return (await this.command({ type: 'session.cancel_turn', commandId: '', turnId: parsed.data })) as CancelTurnResult;
+    const reply = (await this.command({ type: 'session.cancel_turn', commandId: '', turnId: parsed.data })) as CancelTurnResult;
+    const write = this.env.cancelWrites.get(parsed.data);
+    if (!reply.ok || !write) return reply;
+    this.env.cancelWrites.delete(parsed.data);
+    try {
+      await write;
+      return reply;
+    } catch (error) {
+      // The turn will not run in this process, but its row still says queued: say so rather than claim a durable cancel.
+      return { ok: false, error: { code: 'PersistenceError', message: error instanceof Error ? error.message : String(error) } };
+    }
   }
 
   async resolvePermission(command: unknown): Promise<ResolvePermissionResult> {
-    if (this.stopped) return stoppedError();
+    if (this.stopped) return this.closedError();
     const parsed = resolvePermissionSchema.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
     return (await this.command({ type: 'session.resolve_permission', commandId: '', ...parsed.data })) as ResolvePermissionResult;
@@ -149,14 +265,14 @@ export class SessionHandle {
 
   /** RT-6: summarizes the conversation into a checkpoint; `SessionActive` while a turn runs. */
   async compactConversation(): Promise<CompactResult> {
-    if (this.stopped) return stoppedError();
+    if (this.stopped) return this.closedError();
     const reply = await this.command({ type: 'session.compact', commandId: '' });
     return reply.ok ? { ok: true, compactionId: reply.compactionId ?? '' } : (reply as CompactResult);
   }
 
   /** RT-6, CP-3: makes an earlier checkpoint the active one; `SessionActive` while a turn runs. */
   async rewindConversation(compactionId: unknown): Promise<RewindResult> {
-    if (this.stopped) return stoppedError();
+    if (this.stopped) return this.closedError();
     const parsed = turnIdSchema.safeParse(compactionId);
     if (!parsed.success) return invalidInput(parsed.error);
     const reply = await this.command({ type: 'session.rewind', commandId: '', compactionId: parsed.data });
@@ -165,14 +281,14 @@ export class SessionHandle {
 
   /** CP-4: reloads the conversation from storage; clears `ReloadRequired` when it succeeds. */
   async reload(): Promise<RewindResult> {
-    if (this.stopped) return stoppedError();
+    if (this.stopped) return this.closedError();
     const reply = await this.command({ type: 'session.reload', commandId: '' });
     return reply.ok ? { ok: true } : (reply as RewindResult);
   }
 
   /** RT-4: only enqueues; the next model call of a user turn drains the mailbox. */
   async deliverAgentMessage(message: unknown): Promise<DeliverResult> {
-    if (this.stopped) return stoppedError();
+    if (this.stopped) return this.closedError();
     const parsed = agentMessageSchema.safeParse(message);
     if (!parsed.success) return invalidInput(parsed.error);
     const tokens = estimateTokens(parsed.data.text);
@@ -183,11 +299,11 @@ export class SessionHandle {
 
   /** RT-5: stored, then in force from the next tool call's authorization. */
   async setPermissionMode(mode: unknown): Promise<SetModeResult> {
-    if (this.stopped) return stoppedError();
+    if (this.stopped) return this.closedError();
     const parsed = permissionModeSchema.safeParse(mode);
     if (!parsed.success) return invalidInput(parsed.error);
     try {
-      await this.services.storage.setPermissionMode(this.id, parsed.data);
+      await this.services.storage.setPermissionMode(this.id, parsed.data, this.env.fence);
     } catch (error) {
       return { ok: false, error: { code: 'PersistenceError', message: error instanceof Error ? error.message : String(error) } };
     }
@@ -201,6 +317,8 @@ export class SessionHandle {
       sessionId: this.id,
       lastUpdateSequence: this.env.updates.lastSequence,
       permissionMode: this.env.permissionMode,
+      busyPolicy: this.env.busyPolicy,
+      queue: this.env.live.queue.map((q) => ({ turnId: q.turnId, clientRequestId: q.clientRequestId })),
       sandbox: 'none',
       runtime: structuredClone(this.env.live.runtime),
     };
@@ -214,17 +332,27 @@ export class SessionHandle {
 
   /** RT-7: the turn a client request id was accepted as, if any. */
   async acceptedTurn(clientRequestId: string): Promise<{ ok: true; turnId: string } | { ok: false; error: { code: 'NotAccepted' } }> {
-    const turnId = this.actor.getSnapshot().context.accepted[clientRequestId];
+    const accepted = this.actor.getSnapshot().context.accepted;
+    const turnId = typeof clientRequestId === 'string' && Object.hasOwn(accepted, clientRequestId) ? accepted[clientRequestId] : undefined;
     return turnId ? { ok: true, turnId } : { ok: false, error: { code: 'NotAccepted' } };
   }
 
-  /** Stops the running turn (it fails `actor_stopped`) and waits until the session is idle; a second call waits for the first. */
-  stop(): Promise<void> {
-    this.stopping ??= this.stopOnce();
-    return this.stopping;
+  /**
+   * Closes the session: a running turn ends `actor_stopped`, queued turns stay stored (they start
+   * when the session is opened again), the session leaves the runtime and its lease is released.
+   * Calling it again waits for the first call.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.closeOnce();
+    return this.closing;
   }
 
-  private async stopOnce(): Promise<void> {
+  /** The same as `close()`. */
+  stop(): Promise<void> {
+    return this.close();
+  }
+
+  private async closeOnce(): Promise<void> {
     this.stopped = true;
     const commandId = `c${++this.commandCount}`;
     // Idle only counts once the chart has taken the stop: called from an update subscriber, the
@@ -243,6 +371,11 @@ export class SessionHandle {
     });
     this.actor.stop();
     this.env.updates.complete();
+    await this.lifecycle?.closed(this);
+  }
+
+  private closedError(): { ok: false; error: Stopped } {
+    return { ok: false, error: { code: this.lifecycle?.stopping() === false ? 'SessionClosed' : 'RuntimeStopped' } };
   }
 
   /**
@@ -271,26 +404,33 @@ export class SessionHandle {
   }
 
   private isLive(turnId: string): boolean {
-    return this.actor.getSnapshot().context.activeTurn?.turnId === turnId;
+    const context = this.actor.getSnapshot().context;
+    return context.activeTurn?.turnId === turnId || context.queue.some((q) => q.turnId === turnId);
   }
 
   private async storedOutcome(turnId: string): Promise<WaitResult> {
     const row = await this.services.storage.getTurn(turnId);
     if (!row || row.sessionId !== this.id) return { status: 'unknown_turn' };
-    switch (row.status) {
-      case 'completed':
-        return { status: 'completed', finalText: row.finalText ?? '' };
-      case 'cancelled':
-        return { status: 'cancelled' };
-      case 'failed':
-        return { status: 'failed', code: (row.errorCode ?? 'model_error') as never, message: row.errorMessage ?? '' };
-      case 'interrupted':
-      case 'running':
-        return { status: 'failed', code: 'actor_stopped', message: 'the turn was interrupted by a process restart' };
-    }
+    return outcomeOf(row);
   }
 }
 
-function stoppedError(): { ok: false; error: Stopped } {
-  return { ok: false, error: { code: 'RuntimeStopped' } };
+type StartTurnFailure = Exclude<StartTurnResult, { ok: true }>;
+
+/** The outcome a stored turn row stands for; a turn a restart interrupted reads as stopped. */
+function outcomeOf(row: TurnRow): TurnOutcome {
+  switch (row.status) {
+    case 'completed':
+      return { status: 'completed', finalText: row.finalText ?? '' };
+    case 'cancelled':
+      return { status: 'cancelled' };
+    case 'timed_out':
+      return { status: 'timed_out', message: row.errorMessage ?? '' };
+    case 'failed':
+      return { status: 'failed', code: (row.errorCode ?? 'model_error') as never, message: row.errorMessage ?? '' };
+    case 'interrupted':
+    case 'running':
+    case 'queued':
+      return { status: 'failed', code: 'actor_stopped', message: 'the turn was interrupted by a process restart' };
+  }
 }

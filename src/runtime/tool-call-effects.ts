@@ -71,7 +71,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     if (input.name !== UPDATE_PLAN) return { status: 'failed', content: `unknown control tool '${input.name}'` };
     const env = envOf(input.sessionId);
     const plan = planSchema.parse(input.args);
-    await deps.storage.savePlan({ turnId: input.turnId, sessionId: input.sessionId, plan, updatedAtMs: now() });
+    await deps.storage.savePlan({ turnId: input.turnId, sessionId: input.sessionId, plan, updatedAtMs: now() }, env.fence);
     emit(env, input.turnId, { type: 'plan_updated', plan });
     return { status: 'succeeded', content: 'Plan updated.' };
   };

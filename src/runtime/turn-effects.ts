@@ -5,7 +5,7 @@ import { prepare, type PreparedModelCall } from '../context/engine.js';
 import { contextLimits, reachesCompactionLine } from '../context/limits.js';
 import { systemContext } from '../context/system-context.js';
 import { consumeModelStream } from '../model/consume-stream.js';
-import { NOT_EXECUTED_RESULT_TEXT } from '../protocol/messages.js';
+import { NOT_EXECUTED_RESULT_TEXT, type StoredMessage } from '../protocol/messages.js';
 import type { ModelResponse } from '../protocol/model.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import type { TurnPhase } from '../protocol/updates.js';
@@ -37,22 +37,42 @@ export function turnEffects(deps: TurnEffectDeps) {
     const env = envOf(input.sessionId);
     const prepared = env.preparedInputs.get(input.turnId);
     if (!prepared) throw new TurnFailure('chat_state_error', 'the accepted input of this turn is missing');
-    if (env.unclosedTurn) {
-      await storage.endTurn(env.unclosedTurn.turnId, env.unclosedTurn.end);
-      env.unclosedTurn = null;
+    try {
+      // A queued turn's row must exist before it can move to running: its write may still be under way.
+      if (prepared.fromQueue) await env.stored.wait(input.turnId);
+      if (env.unclosedTurn) {
+        await storage.endTurn(env.unclosedTurn.turnId, env.unclosedTurn.end, env.fence);
+        env.unclosedTurn = null;
+      }
+      const messages = prepared.messages.map((message, i) => ({
+        id: deps.newId('msg'),
+        sessionId: env.id,
+        turnId: input.turnId,
+        sequence: env.chat.nextSequence + i,
+        createdAtMs: now(),
+        message,
+      }));
+      await storage.beginTurn(
+        {
+          id: input.turnId,
+          sessionId: env.id,
+          clientRequestId: prepared.clientRequestId,
+          startedAtMs: now(),
+          run: { id: prepared.runId, trigger: prepared.trigger },
+          fromQueue: prepared.fromQueue,
+        },
+        messages,
+        env.fence,
+      );
+      openTurn(env, input, messages);
+    } catch (error) {
+      env.stored.settle(input.turnId, error);
+      throw error;
     }
-    const messages = prepared.messages.map((message, i) => ({
-      id: deps.newId('msg'),
-      sessionId: env.id,
-      turnId: input.turnId,
-      sequence: env.chat.nextSequence + i,
-      createdAtMs: now(),
-      message,
-    }));
-    await storage.beginTurn(
-      { id: input.turnId, sessionId: env.id, clientRequestId: prepared.clientRequestId, startedAtMs: now() },
-      messages,
-    );
+  };
+
+  const openTurn = (env: SessionEnv, input: TurnEffectInput, messages: StoredMessage[]): void => {
+    env.stored.settle(input.turnId);
     env.preparedInputs.delete(input.turnId);
     env.openTurnRow = input.turnId;
     env.turnStartSequence = messages[0]?.sequence ?? env.chat.nextSequence;

@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import { initial } from './001_initial.js';
 import { compactions } from './002_compactions.js';
+import { service } from './003_service.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -10,6 +11,7 @@ import { compactions } from './002_compactions.js';
 export const migrations: Record<string, Migration> = {
   '001_initial': initial,
   '002_compactions': compactions,
+  '003_service': service,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -128,7 +128,7 @@ const compacted = (before: AnyMachineSnapshot, event: EventObject) =>
 
 export const sessionModel: ChartModel<SessionEnv> = {
   machine: traversalSessionMachine,
-  input: { sessionId: 's', limits: { maxModelCalls: 5, doomLoopThreshold: 3 }, accepted: {}, reloadRequired: false },
+  input: { sessionId: 's', limits: { maxModelCalls: 5, doomLoopThreshold: 3, runTimeoutMs: null }, accepted: {}, reloadRequired: false, busyPolicy: 'reject', queue: [] },
   env: { turn: 'none', turns: 0, checkpoint: false, compactable: false, stopped: false },
   events: (state) => [...commands(state), ...turnEvents(state), ...effectReplies(state)],
   nextEnv: (env, event, before, after) => ({

@@ -248,8 +248,10 @@ describe.each(durableTargets)('checkpoints after a restart on $name (CP-3)', ({ 
     expect(view).toContain('q2');
     expect(preview.provenance.slice(0, 3)).toEqual(['synthetic', 'synthetic', 'synthetic']);
     const reopened = await second.openSession(session.id);
+    // Numbering continues above what the first runtime issued; the ring holds this opening's updates.
+    const opened = reopened.snapshot().lastUpdateSequence;
     expect((await runTurn(reopened, 'q3')).outcome).toEqual({ status: 'completed', finalText: 'a3' });
-    const replay = reopened.replayUpdates(0);
+    const replay = reopened.replayUpdates(opened);
     expect(replay.ok && types(replay.updates)).toContain('turn_finished');
   });
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRuntime, defineTool, INTERRUPTED_RESULT_TEXT, scriptedModel, type Runtime } from '../../src/index.js';
 import { durableTargets, type DurableDatabase } from '../support/databases.js';
-import { readFileTool, runTurn, startTurn, withoutWorldState } from '../support/harness.js';
+import { crash, readFileTool, runTurn, startTurn, withoutWorldState } from '../support/harness.js';
 
 /** A tool whose side effect happens and which then never returns: the process "crashes" inside it. */
 function hangingSideEffect(effects: string[]) {
@@ -46,6 +46,7 @@ describe.each(durableTargets)('restart correction on $name (RT-24, RT-25)', ({ s
     await hanging.ran;
     await first.flushTrace();
     // The first process is never shut down: the next runtime starts on the same database, as after a crash.
+    crash(first);
 
     const secondStorage = db.open();
     const model = scriptedModel([{ text: 'the deploy result was lost; I will not retry it' }]);

@@ -4,7 +4,7 @@ import { StorageFaultError, withFaults, type FaultyStorage } from '../../storage
 import type { SessionRow } from '../../storage/session-storage.js';
 import { sqliteStorage } from '../../storage/sqlite.js';
 
-const session = (id: string): SessionRow => ({ id, agent: 'coder', permissionMode: 'ask', workspaceDir: null, createdAtMs: 1 });
+const session = (id: string): SessionRow => ({ id, agent: 'coder', permissionMode: 'ask', workspaceDir: null, createdAtMs: 1, busyPolicy: 'reject', updateSequence: 0 });
 const message = (sequence: number): StoredMessage => ({
   id: `m${sequence}`,
   sessionId: 's1',

@@ -28,6 +28,8 @@ const session = (id: string, overrides: Partial<SessionRow> = {}): SessionRow =>
   permissionMode: 'ask',
   workspaceDir: null,
   createdAtMs: T0,
+  busyPolicy: 'reject',
+  updateSequence: 0,
   ...overrides,
 });
 
@@ -138,6 +140,8 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         finalText: null,
         startedAtMs: T0,
         finishedAtMs: null,
+        runId: null,
+        trigger: null,
       });
       expect((await storage.listMessages('s1')).map((m) => m.sequence)).toEqual([0, 1]);
       expect(await storage.getTurn('missing')).toBeUndefined();
@@ -488,7 +492,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await storage.migrate();
       expect(await storage.getSession('s1')).toEqual(session('s1'));
       expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
-      expect(await migrationNames()).toEqual(['001_initial', '002_compactions']);
+      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service']);
     });
 
     it('migrate() upgrades a database made by 001_initial alone, keeping its data', async () => {
@@ -498,14 +502,18 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       try {
         await migrateOnlyTo(oldConn, '001_initial');
         expect(await migrationNames(oldConn)).toEqual(['001_initial']);
-        await s.createSession(session('s1'));
-        await s.beginTurn(turn('t1', 's1'), [stored('t1', 's1', 0, user('from before'))]);
-        await s.endTurn('t1', completed());
+        // Written as the old release wrote them: its tables have none of the later columns.
+        await sql`insert into sessions (id, agent, permission_mode, workspace_dir, created_at_ms) values ('s1', 'coder', 'ask', null, ${T0})`.execute(oldConn.db);
+        await sql`insert into turns (id, session_id, client_request_id, status, error_code, error_message, final_text, started_at_ms, finished_at_ms)
+                  values ('t1', 's1', 'req-t1', 'completed', null, null, 'done', ${T0}, ${T0 + 1})`.execute(oldConn.db);
+        const old0 = stored('t1', 's1', 0, user('from before'));
+        await sql`insert into messages (id, session_id, turn_id, sequence, role, kind, content, created_at_ms)
+                  values (${old0.id}, 's1', 't1', 0, 'user', 'normal', ${JSON.stringify(old0.message)}, ${old0.createdAtMs})`.execute(oldConn.db);
         // The simulated old release really has no compactions table.
         await expect(s.listCompactions('s1')).rejects.toThrow();
 
         await s.migrate();
-        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions']);
+        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service']);
         expect(await s.getSession('s1')).toEqual(session('s1'));
         expect(await s.getTurn('t1')).toMatchObject({ status: 'completed', finalText: 'done' });
         expect(await s.listMessages('s1')).toEqual([stored('t1', 's1', 0, user('from before'))]);

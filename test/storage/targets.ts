@@ -41,7 +41,7 @@ export const sqliteMemoryTarget: ContractTarget = {
     return {
       connect() {
         const db = sqliteDatabase({ filename: ':memory:' });
-        return { db, storage: new KyselySessionStorage(db) };
+        return { db, storage: new KyselySessionStorage(db, { dialect: 'sqlite' }) };
       },
       async drop() {},
     };
@@ -58,7 +58,7 @@ export const sqliteFileTarget: ContractTarget = {
     return {
       connect() {
         const db = sqliteDatabase({ filename });
-        return { db, storage: new KyselySessionStorage(db) };
+        return { db, storage: new KyselySessionStorage(db, { dialect: 'sqlite' }) };
       },
       drop: () => rm(dir, { recursive: true, force: true }),
     };
@@ -74,7 +74,7 @@ export function postgresTarget(connectionString: string): ContractTarget {
       return {
         connect() {
           const db = postgresDatabase({ connectionString, schema });
-          return { db, schema, storage: new KyselySessionStorage(db, { schema, advisoryLock: true }) };
+          return { db, schema, storage: new KyselySessionStorage(db, { dialect: 'postgres', schema, advisoryLock: true }) };
         },
         drop: () => dropPostgresSchema(connectionString, schema),
       };

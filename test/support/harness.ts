@@ -143,3 +143,12 @@ export function withoutWorldState<M extends { role: string; text?: string }>(mes
 export function withoutWorldStateMessages(messages: readonly StoredMessage[]): StoredMessage[] {
   return messages.filter((m) => !(m.message.role === 'user' && m.message.kind === 'world_state'));
 }
+
+/**
+ * Makes a runtime look like a process that died: it stops renewing its leases and no longer counts
+ * as alive in this process, so the next runtime on the same database takes its sessions over and
+ * corrects them, as it would after a real crash (test/reliability/ kills real processes).
+ */
+export function crash(runtime: Runtime): void {
+  runtime.ownership.stop();
+}

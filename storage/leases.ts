@@ -1,0 +1,158 @@
+import { sql, type Kysely } from 'kysely';
+import { databaseNowMs, type DialectName } from './dialect.js';
+import { rowToSession } from './rows.js';
+import { toMs, type Database } from './schema.js';
+import type { AcquireResult, CorrectionReport, LeaseRequest, OwnerIdentity } from './session-storage.js';
+
+/**
+ * One owner per session: a lease (owner, expiry on the database's clock) and a fencing token raised
+ * whenever the session changes hands. What a departed owner left running is corrected by whoever
+ * takes the session next, exactly as a restart corrects it (RT-24).
+ */
+
+const RESTART = 'process_restart';
+
+/** A lease nobody holds any more: none was taken, it was released, or it ran out. */
+function unheld(dialect: DialectName) {
+  return sql<boolean>`(sessions.owner_id is null or sessions.lease_expires_at_ms <= ${databaseNowMs(dialect)})`;
+}
+
+export async function acquireSession(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  sessionId: string,
+  lease: LeaseRequest,
+  reserveSequences: number,
+): Promise<AcquireResult> {
+  return db.transaction().execute(async (trx) => {
+    let query = trx.selectFrom('sessions').selectAll().select(databaseNowMs(dialect).as('now_ms')).where('id', '=', sessionId);
+    if (dialect === 'postgres') query = query.forUpdate();
+    const row = await query.executeTakeFirst();
+    if (!row) return { ok: false, reason: 'unknown' };
+    const nowMs = Number(row.now_ms);
+    const expiresAtMs = toMs(row.lease_expires_at_ms);
+    const live = row.owner_id !== null && expiresAtMs !== null && expiresAtMs > nowMs;
+    if (live && row.owner_id !== lease.ownerId) {
+      return { ok: false, reason: 'owned', holder: { ownerId: row.owner_id!, host: row.owner_host ?? '', pid: row.owner_pid ?? 0, expiresAtMs: expiresAtMs! } };
+    }
+    const claimed = await trx
+      .updateTable('sessions')
+      .set(() => ({
+        owner_id: lease.ownerId,
+        owner_host: lease.host,
+        owner_pid: lease.pid,
+        lease_expires_at_ms: nowMs + lease.ttlMs,
+        fencing_token: sql<number>`fencing_token + 1`,
+        update_sequence: sql<number>`update_sequence + ${reserveSequences}`,
+      }))
+      .where('id', '=', sessionId)
+      .returning('fencing_token')
+      .executeTakeFirstOrThrow();
+    const corrected = row.owner_id === lease.ownerId ? { interruptedTurns: 0, unknownSpans: 0 } : await correctSession(trx, sessionId, nowMs);
+    return { ok: true, session: rowToSession(row), fence: Number(claimed.fencing_token), corrected };
+  });
+}
+
+/** What a departed owner left running in one session becomes `interrupted` / `outcome_unknown`. */
+async function correctSession(db: Kysely<Database>, sessionId: string, nowMs: number): Promise<CorrectionReport> {
+  const spans = await db
+    .updateTable('trace_spans')
+    .set({ status: 'outcome_unknown', error_code: RESTART, ended_at_ms: nowMs })
+    .where('session_id', '=', sessionId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  const turns = await db
+    .updateTable('turns')
+    .set({ status: 'interrupted', error_code: RESTART, finished_at_ms: nowMs })
+    .where('session_id', '=', sessionId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return { interruptedTurns: Number(turns.numUpdatedRows), unknownSpans: Number(spans.numUpdatedRows) };
+}
+
+/** RT-24 for every session nobody holds: the startup correction, in one transaction. */
+export async function correctUnheld(db: Kysely<Database>, dialect: DialectName, nowMs: number): Promise<CorrectionReport> {
+  return db.transaction().execute(async (trx) => {
+    const unheldIds = trx.selectFrom('sessions').select('id').where(unheld(dialect));
+    // The last owner may only have stalled past its lease: a new token makes sure it writes nothing more.
+    await trx
+      .updateTable('sessions')
+      .set({ fencing_token: sql<number>`fencing_token + 1`, owner_id: null, owner_host: null, owner_pid: null, lease_expires_at_ms: null })
+      .where(unheld(dialect))
+      .where((eb) => eb.exists(eb.selectFrom('turns').select('turns.id').whereRef('turns.session_id', '=', 'sessions.id').where('turns.status', '=', 'running')))
+      .execute();
+    const spans = await trx
+      .updateTable('trace_spans')
+      .set({ status: 'outcome_unknown', error_code: RESTART, ended_at_ms: nowMs })
+      .where('status', '=', 'running')
+      .where('session_id', 'in', unheldIds)
+      .executeTakeFirst();
+    const turns = await trx
+      .updateTable('turns')
+      .set({ status: 'interrupted', error_code: RESTART, finished_at_ms: nowMs })
+      .where('status', '=', 'running')
+      .where('session_id', 'in', unheldIds)
+      .executeTakeFirst();
+    return { interruptedTurns: Number(turns.numUpdatedRows), unknownSpans: Number(spans.numUpdatedRows) };
+  });
+}
+
+const RENEW_CHUNK = 500;
+
+export async function renewLeases(db: Kysely<Database>, dialect: DialectName, lease: LeaseRequest, sessionIds: string[]): Promise<string[]> {
+  const renewed: string[] = [];
+  for (let i = 0; i < sessionIds.length; i += RENEW_CHUNK) {
+    const rows = await db
+      .updateTable('sessions')
+      .set({ lease_expires_at_ms: sql<number>`${databaseNowMs(dialect)} + ${lease.ttlMs}` })
+      .where('owner_id', '=', lease.ownerId)
+      .where('id', 'in', sessionIds.slice(i, i + RENEW_CHUNK))
+      .returning('id')
+      .execute();
+    renewed.push(...rows.map((r) => r.id));
+  }
+  return renewed;
+}
+
+export async function releaseSession(db: Kysely<Database>, sessionId: string, ownerId: string, lastUpdateSequence: number): Promise<void> {
+  await db
+    .updateTable('sessions')
+    .set({
+      owner_id: null,
+      owner_host: null,
+      owner_pid: null,
+      lease_expires_at_ms: null,
+      // Exactly what was issued, not the block reserved: every number this owner issued is at most this, and
+      // the owner before it issued only numbers below where this one started. The next owner continues from here.
+      update_sequence: lastUpdateSequence,
+    })
+    .where('id', '=', sessionId)
+    .where('owner_id', '=', ownerId)
+    .execute();
+}
+
+export async function liveOwnersOn(db: Kysely<Database>, dialect: DialectName, host: string): Promise<OwnerIdentity[]> {
+  const rows = await db
+    .selectFrom('sessions')
+    .select(['owner_id', 'owner_pid'])
+    .distinct()
+    .where('owner_host', '=', host)
+    .where('owner_id', 'is not', null)
+    .where(sql<boolean>`lease_expires_at_ms > ${databaseNowMs(dialect)}`)
+    .execute();
+  return rows.map((r) => ({ ownerId: r.owner_id!, host, pid: r.owner_pid ?? 0 }));
+}
+
+export async function expireOwner(db: Kysely<Database>, ownerId: string): Promise<void> {
+  await db.updateTable('sessions').set({ lease_expires_at_ms: 0 }).where('owner_id', '=', ownerId).execute();
+}
+
+export async function unheldSessionsWithQueuedTurns(db: Kysely<Database>, dialect: DialectName): Promise<string[]> {
+  const rows = await db
+    .selectFrom('sessions')
+    .select('id')
+    .where(unheld(dialect))
+    .where((eb) => eb.exists(eb.selectFrom('turns').select('turns.id').whereRef('turns.session_id', '=', 'sessions.id').where('turns.status', '=', 'queued')))
+    .execute();
+  return rows.map((r) => r.id);
+}

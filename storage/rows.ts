@@ -1,0 +1,105 @@
+import type { Selectable } from 'kysely';
+import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
+import type { StoredTurnStatus } from '../src/protocol/outcome.js';
+import type { SpanKind, SpanSource, SpanStatus, TraceSpan } from '../src/protocol/trace.js';
+import { toMs, type MessagesTable, type SessionsTable, type TraceSpansTable, type TurnsTable } from './schema.js';
+import type { BusyPolicy, PermissionMode, QueuedTurnRow, SessionRow, TriggerType, TurnRow } from './session-storage.js';
+
+/** Rows to and from the tables; the casts trust that every value was written through this storage. */
+
+export function rowToSession(row: Selectable<SessionsTable>): SessionRow {
+  return {
+    id: row.id,
+    agent: row.agent,
+    permissionMode: row.permission_mode as PermissionMode,
+    workspaceDir: row.workspace_dir,
+    createdAtMs: toMs(row.created_at_ms),
+    busyPolicy: row.busy_policy as BusyPolicy,
+    updateSequence: Number(row.update_sequence),
+  };
+}
+
+export function messageToRow(m: StoredMessage) {
+  return {
+    id: m.id,
+    session_id: m.sessionId,
+    turn_id: m.turnId,
+    sequence: m.sequence,
+    role: m.message.role,
+    // Only user messages carry a kind; the column exists so history can be filtered without parsing JSON.
+    kind: m.message.role === 'user' ? m.message.kind : 'normal',
+    content: JSON.stringify(m.message),
+    created_at_ms: m.createdAtMs,
+  };
+}
+
+export function rowToMessage(row: Selectable<MessagesTable>): StoredMessage {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    turnId: row.turn_id,
+    sequence: Number(row.sequence),
+    createdAtMs: toMs(row.created_at_ms),
+    message: JSON.parse(row.content) as ChatMessage,
+  };
+}
+
+export type TurnWithRun = Selectable<TurnsTable> & { run_id: string | null; trigger_type: string | null };
+
+export function rowToTurn(row: TurnWithRun): TurnRow {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    clientRequestId: row.client_request_id,
+    status: row.status as StoredTurnStatus,
+    runId: row.run_id,
+    trigger: row.trigger_type as TriggerType | null,
+    errorCode: row.error_code,
+    errorMessage: row.error_message,
+    finalText: row.final_text,
+    startedAtMs: toMs(row.started_at_ms),
+    finishedAtMs: toMs(row.finished_at_ms),
+  };
+}
+
+export function rowToQueuedTurn(row: TurnWithRun): QueuedTurnRow {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    clientRequestId: row.client_request_id,
+    runId: row.run_id ?? '',
+    trigger: (row.trigger_type ?? 'message') as TriggerType,
+    input: JSON.parse(row.input ?? '[]') as ChatMessage[],
+    queuedAtMs: toMs(row.started_at_ms),
+  };
+}
+
+export function rowToSpan(row: Selectable<TraceSpansTable>): TraceSpan {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    turnId: row.turn_id,
+    kind: row.kind as SpanKind,
+    name: row.name,
+    source: row.source as SpanSource,
+    status: row.status as SpanStatus,
+    errorCode: row.error_code,
+    startedAtMs: toMs(row.started_at_ms),
+    endedAtMs: toMs(row.ended_at_ms),
+  };
+}
+
+export function spanToRow(span: TraceSpan) {
+  return {
+    id: span.id,
+    session_id: span.sessionId,
+    turn_id: span.turnId,
+    kind: span.kind,
+    name: span.name,
+    source: span.source,
+    status: span.status,
+    error_code: span.errorCode,
+    started_at_ms: span.startedAtMs,
+    ended_at_ms: span.endedAtMs,
+  };
+}
