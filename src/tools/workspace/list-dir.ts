@@ -1,0 +1,42 @@
+import type { Dirent } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { z } from 'zod';
+import { defineTool, type AnyTool } from '../define-tool.js';
+import { authorizePath, mustConfine } from './confine.js';
+import { withFsErrors } from './fs-errors.js';
+import type { Workspace } from './workspace.js';
+import { capOutput } from './output-cap.js';
+import { pathField } from './schemas.js';
+
+const input = z.object({ path: pathField.optional().describe('directory to list; the workspace root when omitted') });
+
+export function listDirTool(ws: Workspace): AnyTool {
+  return defineTool({
+    name: 'list_dir',
+    description:
+      'List a directory in the workspace, sorted by name. Directories end with `/`, symbolic links with `@`.',
+    effect: 'read',
+    input,
+    authorize: (args) => authorizePath(ws.root, args.path ?? '.'),
+    execute: (args) =>
+      withFsErrors(args.path ?? '.', async () => {
+        const target = await mustConfine(ws.root, args.path ?? '.');
+        const entries = await readdir(target.real, { withFileTypes: true });
+        if (entries.length === 0) return { status: 'succeeded', content: `(${target.relative} is empty)` };
+        const listing = entries.sort((a, b) => byCodePoint(a.name, b.name)).map(label).join('\n');
+        return { status: 'succeeded', content: capOutput(listing, ws.limits.maxOutputChars) };
+      }),
+  });
+}
+
+/** `ls -F` marks: a link is marked as a link, not as what it points to, so listing never follows it. */
+function label(entry: Dirent): string {
+  if (entry.isDirectory()) return `${entry.name}/`;
+  if (entry.isSymbolicLink()) return `${entry.name}@`;
+  return entry.name;
+}
+
+/** Locale-independent, so the same directory always lists the same way. */
+function byCodePoint(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

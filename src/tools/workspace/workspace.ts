@@ -1,0 +1,51 @@
+import path from 'node:path';
+import { z } from 'zod';
+import { TurnchartError } from '../../protocol/errors.js';
+
+const positiveInt = z.number().int().positive();
+
+// Strict, so a misspelt limit is an error rather than a default silently kept.
+const limitsSchema = z.strictObject({
+  /** Characters of output a tool returns before it is cut; the note saying what was cut comes on top. */
+  maxOutputChars: positiveInt.default(50_000),
+  /** Bytes read from one file: read_file reads no more, edit_file and grep skip larger files. */
+  maxFileBytes: positiveInt.default(5 * 1024 * 1024),
+  /** Characters of one line shown (read_file, grep) and searched (grep). */
+  maxLineChars: positiveInt.default(2_000),
+  /** Files grep searches before it stops. */
+  maxGrepFiles: positiveInt.default(5_000),
+  /** Matching lines grep reports before it stops. */
+  maxGrepMatches: positiveInt.default(500),
+  /** Wall time for one grep: bounds a pattern that backtracks catastrophically. */
+  grepTimeoutMs: positiveInt.default(10_000),
+  /** run_command's timeout when the call gives none. */
+  defaultTimeoutMs: positiveInt.default(120_000),
+  /** The largest timeout a call may ask for. */
+  maxTimeoutMs: positiveInt.default(600_000),
+  /** Between SIGTERM and SIGKILL when a command is stopped. */
+  killGraceMs: z.number().int().nonnegative().default(2_000),
+});
+
+export type WorkspaceLimits = z.output<typeof limitsSchema>;
+
+export type WorkspaceToolsOptions = { root: string } & Partial<WorkspaceLimits>;
+
+/** What every workspace tool is built from: the root (absolute, not yet real) and the limits. */
+export interface Workspace {
+  root: string;
+  limits: WorkspaceLimits;
+}
+
+/** Checks the options once, when the tools are built, so a bad limit is a startup error and not a tool failure. */
+export function workspaceFrom(options: WorkspaceToolsOptions): Workspace {
+  const { root, ...rest } = options;
+  if (typeof root !== 'string' || root.length === 0 || root.includes('\0')) {
+    throw new TurnchartError('InvalidWorkspaceOptions', 'workspaceTools needs a root directory path');
+  }
+  const parsed = limitsSchema.safeParse(rest);
+  if (!parsed.success) throw new TurnchartError('InvalidWorkspaceOptions', z.prettifyError(parsed.error));
+  if (parsed.data.defaultTimeoutMs > parsed.data.maxTimeoutMs) {
+    throw new TurnchartError('InvalidWorkspaceOptions', 'defaultTimeoutMs is larger than maxTimeoutMs');
+  }
+  return { root: path.resolve(root), limits: parsed.data };
+}
