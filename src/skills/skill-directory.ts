@@ -1,8 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
+import { readdir } from 'node:fs/promises';
 import { estimateTokens } from '../protocol/commands.js';
 import { WorldStateError } from '../context/world-state/types.js';
-import { parseSkillFile, type ParsedSkillFile } from './frontmatter.js';
+import { loadSkillFile } from './skill-file.js';
 import { SKILL_TOKEN_LIMIT, type SkillResolution, type SkillSnapshot, type SkillsConfig, type SkillSummary } from './types.js';
 
 /** Every enabled skill, by name. A broken skill folder is a warning for the log, never a failed turn. */
@@ -10,7 +9,8 @@ export async function listSkills(config: SkillsConfig): Promise<{ skills: SkillS
   let names: string[];
   try {
     const entries = await readdir(config.dir, { withFileTypes: true });
-    names = entries.filter((e) => e.isDirectory()).map((e) => e.name);
+    // Links are kept so they are reported: a linked skill folder is refused, never silently lost.
+    names = entries.filter((e) => e.isDirectory() || e.isSymbolicLink()).map((e) => e.name);
   } catch (error) {
     // No skills directory simply means no skills; one that exists but cannot be listed is a fault.
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { skills: [], warnings: [] };
@@ -22,10 +22,9 @@ export async function listSkills(config: SkillsConfig): Promise<{ skills: SkillS
   const skills: SkillSummary[] = [];
   const warnings: string[] = [];
   for (const name of names.filter((n) => !disabled.has(n)).sort(byCodeUnits)) {
-    const file = skillFile(config, name);
-    const read = await readSkillFile(file);
+    const read = await loadSkillFile(config.dir, name);
     if ('warning' in read) warnings.push(`skill ${name}: ${read.warning}`);
-    else skills.push({ name, description: read.parsed.description, path: file });
+    else skills.push({ name, description: read.parsed.description, path: read.file });
   }
   return { skills, warnings };
 }
@@ -35,12 +34,12 @@ export async function resolveSkill(config: SkillsConfig | null, name: string): P
   const unknown: SkillResolution = { ok: false, error: { code: 'UnknownSkill', name } };
   // A name is one folder name, never a path: `../x` must not reach outside the skills directory.
   if (config === null || !isFolderName(name) || (config.disabled ?? []).includes(name)) return unknown;
-  const file = skillFile(config, name);
-  const read = await readSkillFile(file);
+  // The catalog's rules apply here too: a skill the catalog would refuse cannot be selected either.
+  const read = await loadSkillFile(config.dir, name);
   if ('warning' in read) return unknown;
   const tokens = estimateTokens(read.parsed.body);
   if (tokens >= SKILL_TOKEN_LIMIT) return { ok: false, error: { code: 'SkillTooLarge', name, tokens } };
-  return { ok: true, skill: { name, path: file, body: read.parsed.body } };
+  return { ok: true, skill: { name, path: read.file, body: read.parsed.body } };
 }
 
 /** The text of the `skill_instruction` message that carries a snapshot into the conversation. */
@@ -48,22 +47,8 @@ export function skillInstructionText(snapshot: SkillSnapshot): string {
   return `<skill name="${snapshot.name}" path="${snapshot.path}">\n${snapshot.body}\n</skill>`;
 }
 
-function skillFile(config: SkillsConfig, name: string): string {
-  return path.resolve(config.dir, name, 'SKILL.md');
-}
-
 function isFolderName(name: string): boolean {
   return name !== '' && name !== '.' && name !== '..' && !/[/\\\0]/.test(name);
-}
-
-async function readSkillFile(file: string): Promise<{ parsed: ParsedSkillFile } | { warning: string }> {
-  try {
-    const text = new TextDecoder('utf-8', { fatal: true }).decode(await readFile(file));
-    return { parsed: parseSkillFile(text) };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { warning: 'no SKILL.md' };
-    return { warning: error instanceof Error ? error.message : String(error) };
-  }
 }
 
 function byCodeUnits(a: string, b: string): number {

@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /** Writes `<dir>/<name>/SKILL.md`. */
@@ -6,5 +6,13 @@ export async function writeSkill(dir: string, name: string, text: string | Buffe
   await mkdir(path.join(dir, name), { recursive: true });
   const file = path.join(dir, name, 'SKILL.md');
   await writeFile(file, text);
+  return file;
+}
+
+/** Makes `<dir>/<name>/SKILL.md` a symbolic link to `target`. */
+export async function linkSkillFile(dir: string, name: string, target: string): Promise<string> {
+  await mkdir(path.join(dir, name), { recursive: true });
+  const file = path.join(dir, name, 'SKILL.md');
+  await symlink(target, file);
   return file;
 }
