@@ -3,7 +3,7 @@ import { z } from 'zod';
 /** Validation of everything a host hands a session: one schema per command. */
 
 // NUL cannot be stored in PostgreSQL text and has no business in an id.
-const id = z
+export const idSchema = z
   .string()
   .min(1)
   .max(200)
@@ -20,30 +20,30 @@ export const inputPartSchema = z.discriminatedUnion('type', [
 export const triggerTypeSchema = z.enum(['message', 'manual_action', 'api_action', 'hook', 'system']);
 
 export const startTurnSchema = z.object({
-  clientRequestId: id,
+  clientRequestId: idSchema,
   input: z.array(inputPartSchema).max(100),
   /** What started the run (RL-1); `message` by default. */
   trigger: triggerTypeSchema.default('message'),
 });
 
-export const turnIdSchema = id;
+export const turnIdSchema = idSchema;
 
 export const resolvePermissionSchema = z.object({
-  turnId: id,
-  toolCallId: id,
+  turnId: idSchema,
+  toolCallId: idSchema,
   decision: z.enum(['allow_once', 'deny']),
 });
 
 export const permissionModeSchema = z.enum(['ask', 'auto', 'read_only']);
 
-export const agentMessageSchema = z.object({ from: id, text: z.string().min(1) });
+export const agentMessageSchema = z.object({ from: idSchema, text: z.string().min(1) });
 
 export const afterSequenceSchema = z.number().int().min(0);
 
 export const busyPolicySchema = z.enum(['reject', 'enqueue', 'interrupt']);
 
 export const createSessionSchema = z.object({
-  agent: id.default('default'),
+  agent: idSchema.default('default'),
   permissionMode: permissionModeSchema.default('ask'),
   workspaceDir: z.string().min(1).max(4_096).optional(),
   busyPolicy: busyPolicySchema.default('reject'),

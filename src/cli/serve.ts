@@ -1,0 +1,68 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { startHost, type RunningHost } from '../host/host.js';
+import { modelFromSpec } from '../model/model-spec.js';
+
+/** `turnchart serve`: each flag also read from its environment variable, flags winning. */
+const FLAGS = {
+  host: { env: 'TURNCHART_HOST', help: 'interface to bind (default 127.0.0.1; anything else needs --token)' },
+  port: { env: 'TURNCHART_PORT', help: 'port (default 4477; 0 picks a free one)' },
+  db: { env: 'TURNCHART_DB', help: 'SQLite file (default .turnchart/turnchart.db)' },
+  'database-url': { env: 'DATABASE_URL', help: 'PostgreSQL URL (instead of SQLite)' },
+  workspace: { env: 'TURNCHART_WORKSPACE', help: 'directory the sessions work in (default: the current directory)' },
+  model: { env: 'TURNCHART_MODEL', help: 'scripted:FILE (default: the demo model)' },
+  token: { env: 'TURNCHART_TOKEN', help: 'bearer token every route but /healthz requires' },
+  'idle-ttl': { env: 'TURNCHART_IDLE_TTL', help: 'seconds before an unused session is closed (default 300)' },
+  'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
+} as const;
+
+type Flag = keyof typeof FLAGS;
+
+const settingsSchema = z.object({
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65_535).default(4477),
+  db: z.string().min(1).optional(),
+  'database-url': z.string().min(1).optional(),
+  workspace: z.string().min(1).default('.'),
+  model: z.string().optional(),
+  token: z.string().min(1).optional(),
+  'idle-ttl': z.coerce.number().int().min(0).max(2_000_000).default(300),
+  'cors-origin': z.string().min(1).optional(),
+});
+
+export type ServeSettings = z.infer<typeof settingsSchema>;
+
+export function serveUsage(): string {
+  const lines = Object.entries(FLAGS).map(([name, { env, help }]) => `  --${name.padEnd(13)} ${help} [${env}]`);
+  return ['Usage: turnchart serve [options]', '', ...lines].join('\n');
+}
+
+/** Flags over environment variables, validated; throws a message fit for the terminal. */
+export function serveSettings(args: string[], env: NodeJS.ProcessEnv): ServeSettings {
+  const options = Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const }]));
+  const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
+  const merged: Record<string, string | undefined> = {};
+  for (const name of Object.keys(FLAGS) as Flag[]) merged[name] = (values[name] as string | undefined) ?? env[FLAGS[name].env] ?? undefined;
+  const parsed = settingsSchema.safeParse(merged);
+  if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
+  return parsed.data;
+}
+
+/** Starts the host from settings and reports on the terminal. */
+export async function serve(settings: ServeSettings, log: (line: string) => void): Promise<RunningHost> {
+  const choice = await modelFromSpec(settings.model);
+  log(`turnchart: model: ${choice.description}`);
+  log(`turnchart: storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
+  return startHost({
+    host: settings.host,
+    port: settings.port,
+    ...(settings.db && { db: settings.db }),
+    ...(settings['database-url'] && { databaseUrl: settings['database-url'] }),
+    workspace: settings.workspace,
+    model: choice.model,
+    token: settings.token ?? null,
+    idleTtlSeconds: settings['idle-ttl'],
+    corsOrigin: settings['cors-origin'] ?? null,
+    warn: (message) => log(`turnchart: ${message}`),
+  });
+}

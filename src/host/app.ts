@@ -1,0 +1,63 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { bodyLimit } from 'hono/body-limit';
+import { cors } from 'hono/cors';
+import { HTTPException } from 'hono/http-exception';
+import { z } from 'zod';
+import { bearerAuth } from './auth.js';
+import { commandError, errorResponse } from './errors.js';
+import type { HostContext } from './host-context.js';
+import { eventRoutes } from './routes/events.js';
+import { healthRoutes } from './routes/health.js';
+import { sessionCommandRoutes } from './routes/session-commands.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { turnRoutes } from './routes/turns.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface AppSecurity {
+  /** Required as `Authorization: Bearer …` on every route but `/healthz`; null for none. */
+  token: string | null;
+  /** The one origin CORS allows; null leaves CORS off. */
+  corsOrigin: string | null;
+}
+
+/**
+ * The HTTP API (RL-1): routes translate HTTP to session commands and their results to status codes;
+ * no session logic lives here. Every body and parameter is validated, every error is
+ * `{ error: { code, message } }`, and the OpenAPI document is built from the same schemas.
+ */
+export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono {
+  const app = new OpenAPIHono({
+    defaultHook: (result, c) => {
+      if (!result.success) return commandError(c, { code: 'InvalidInput', message: z.prettifyError(result.error) });
+    },
+  });
+  if (security.corsOrigin) app.use('*', cors({ origin: security.corsOrigin, allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
+  app.use('*', bearerAuth(security.token, new Set(['/healthz'])));
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) => commandError(c, { code: 'PayloadTooLarge', message: `request bodies are limited to ${MAX_BODY_BYTES} bytes` }),
+    }),
+  );
+  healthRoutes(app, host);
+  sessionRoutes(app, host);
+  turnRoutes(app, host);
+  sessionCommandRoutes(app, host);
+  eventRoutes(app, host);
+  app.doc31('/openapi.json', {
+    openapi: '3.1.0',
+    info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE.' },
+    ...(security.token && { security: [{ bearer: [] }] }),
+  });
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
+  app.notFound((c) => commandError(c, { code: 'NotFound', message: `no route ${c.req.method} ${c.req.path}` }));
+  app.onError((error, c) => {
+    if (error instanceof HTTPException && error.status < 500) {
+      return commandError(c, { code: error.status === 413 ? 'PayloadTooLarge' : 'InvalidInput', message: error.message || 'malformed request' });
+    }
+    return errorResponse(c, error, host.warn);
+  });
+  return app;
+}

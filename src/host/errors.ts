@@ -1,0 +1,98 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { FencedWriteError } from '../../storage/session-storage.js';
+import { TurnchartError } from '../protocol/errors.js';
+
+/** What every error response carries: `{ error: { code, message, … } }`, never a stack trace. */
+export interface ApiErrorBody {
+  error: { code: string; message: string } & Record<string, unknown>;
+}
+
+/** An error a route answers with: the code picks the status. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+/** Every command error code the runtime answers with, and the status it means over HTTP. */
+const STATUS: Record<string, ContentfulStatusCode> = {
+  InvalidInput: 400,
+  EmptyInput: 400,
+  UnknownSkill: 400,
+  SkillTooLarge: 400,
+  MessageTooLarge: 400,
+  UnknownAgent: 400,
+  InvalidCursor: 400,
+  Unauthorized: 401,
+  UnknownSession: 404,
+  UnknownTurn: 404,
+  UnknownCompaction: 404,
+  NotFound: 404,
+  Busy: 409,
+  TurnNotActive: 409,
+  PermissionNotPending: 409,
+  SessionOwnedElsewhere: 409,
+  SessionActive: 409,
+  ReloadRequired: 409,
+  NothingToCompact: 409,
+  CompactionFailed: 409,
+  PayloadTooLarge: 413,
+  UnsupportedMediaType: 415,
+  InternalError: 500,
+  PersistenceError: 503,
+  StorageUnavailable: 503,
+  RuntimeStopped: 503,
+  SessionClosed: 503,
+};
+
+export function statusOf(code: string): ContentfulStatusCode {
+  return Object.hasOwn(STATUS, code) ? STATUS[code]! : 409;
+}
+
+/** A command's `{ ok: false, error }` as a response. */
+export function commandError(c: Context, error: { code: string } & Record<string, unknown>): Response {
+  const { code, message, ...details } = error;
+  const text = typeof message === 'string' ? message : defaultMessage(code);
+  return c.json({ error: { ...details, code, message: text } } satisfies ApiErrorBody, statusOf(code));
+}
+
+/** Anything a route threw, as a typed error: storage failures are 503, defects 500 without detail. */
+export function errorResponse(c: Context, error: unknown, report: (message: string) => void): Response {
+  if (error instanceof ApiError) return commandError(c, { ...error.details, code: error.code, message: error.message });
+  if (error instanceof TurnchartError) return commandError(c, { code: error.code, message: error.message });
+  if (error instanceof FencedWriteError) return commandError(c, { code: error.code, message: error.message });
+  if (error instanceof StorageUnavailable) return commandError(c, { code: 'StorageUnavailable', message: error.message });
+  report(`request ${c.req.method} ${c.req.path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  return commandError(c, { code: 'InternalError', message: 'the host could not answer this request' });
+}
+
+/** A storage call that failed: the database is away or refused (503). */
+export class StorageUnavailable extends Error {
+  constructor(cause: unknown) {
+    super(`storage failure: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'StorageUnavailable';
+  }
+}
+
+/**
+ * Runs a call that reads or writes storage: a typed runtime error passes through as it is, and
+ * anything else it throws is the database failing.
+ */
+export async function viaStorage<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof TurnchartError || error instanceof FencedWriteError || error instanceof ApiError) throw error;
+    throw new StorageUnavailable(error);
+  }
+}
+
+function defaultMessage(code: string): string {
+  return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+}

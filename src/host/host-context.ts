@@ -1,0 +1,32 @@
+import type { SessionStorage } from '../../storage/session-storage.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { SessionHandle } from '../runtime/session-handle.js';
+import { ApiError, viaStorage } from './errors.js';
+import type { SseOptions } from './sse-stream.js';
+
+/** What every route reaches: the runtime, its storage, and the host's settings. */
+export interface HostContext {
+  runtime: Runtime;
+  storage: SessionStorage;
+  /** Every session the service creates works in this directory. */
+  workspaceDir: string;
+  sse: SseOptions;
+  warn: (message: string) => void;
+  /** Whether the last storage check failed (read by `/healthz`). */
+  storageDown: boolean;
+}
+
+/** The session, opened again from storage when it was closed for being idle. */
+export async function sessionOf(host: HostContext, sessionId: string): Promise<SessionHandle> {
+  const open = host.runtime.openHandle(sessionId);
+  if (open?.isOpen) return open;
+  return viaStorage(() => host.runtime.openSession(sessionId));
+}
+
+/** A command's answer: its value, or the typed error it carried, thrown for the app's error handler. */
+export function unwrap<T extends { ok: boolean }>(result: T): Extract<T, { ok: true }> {
+  if (result.ok) return result as Extract<T, { ok: true }>;
+  const { error } = result as unknown as { error: { code: string; message?: string } & Record<string, unknown> };
+  const { code, message, ...details } = error;
+  throw new ApiError(code, message ?? code, details);
+}

@@ -1,0 +1,63 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { sessionOf, unwrap, type HostContext } from '../host-context.js';
+import { AgentMessageBody, Compacted, errors, ModeBody, Ok, RewindBody, SessionParams } from '../schemas.js';
+
+const json = <T>(schema: T) => ({ 'application/json': { schema } });
+
+const mode = createRoute({
+  method: 'put',
+  path: '/sessions/{sessionId}/permission-mode',
+  summary: 'Set the permission mode (from the next tool call on)',
+  request: { params: SessionParams, body: { content: json(ModeBody), required: true } },
+  responses: { 200: { description: 'stored', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+});
+
+const agentMessage = createRoute({
+  method: 'post',
+  path: '/sessions/{sessionId}/agent-messages',
+  summary: 'Deliver an agent message to the mailbox (drained before the next model call of a user turn)',
+  request: { params: SessionParams, body: { content: json(AgentMessageBody), required: true } },
+  responses: { 200: { description: 'enqueued', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+});
+
+const compact = createRoute({
+  method: 'post',
+  path: '/sessions/{sessionId}/compact',
+  summary: 'Compact the conversation into a checkpoint (only while no turn runs)',
+  request: { params: SessionParams },
+  responses: { 200: { description: 'compacted', content: json(Compacted) }, ...errors(400, 401, 404, 409, 503) },
+});
+
+const rewind = createRoute({
+  method: 'post',
+  path: '/sessions/{sessionId}/rewind',
+  summary: 'Make an earlier checkpoint the active one again (only while no turn runs)',
+  request: { params: SessionParams, body: { content: json(RewindBody), required: true } },
+  responses: { 200: { description: 'rewound', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+});
+
+export function sessionCommandRoutes(app: OpenAPIHono, host: HostContext): void {
+  app.openapi(mode, async (c) => {
+    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    unwrap(await session.setPermissionMode(c.req.valid('json').mode));
+    return c.json({ ok: true as const }, 200);
+  });
+
+  app.openapi(agentMessage, async (c) => {
+    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    unwrap(await session.deliverAgentMessage(c.req.valid('json')));
+    return c.json({ ok: true as const }, 200);
+  });
+
+  app.openapi(compact, async (c) => {
+    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const { compactionId } = unwrap(await session.compactConversation());
+    return c.json({ ok: true as const, compactionId }, 200);
+  });
+
+  app.openapi(rewind, async (c) => {
+    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    unwrap(await session.rewindConversation(c.req.valid('json').compactionId));
+    return c.json({ ok: true as const }, 200);
+  });
+}

@@ -1,0 +1,97 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import type { SessionHandle, TurnStatusResult } from '../../runtime/session-handle.js';
+import { viaStorage } from '../errors.js';
+import { sessionOf, unwrap, type HostContext } from '../host-context.js';
+import { AcceptedTurn, DecisionBody, errors, Ok, PermissionParams, SessionParams, StartTurnBody, TurnParams, TurnState, WaitQuery } from '../schemas.js';
+
+const json = <T>(schema: T) => ({ 'application/json': { schema } });
+
+const start = createRoute({
+  method: 'post',
+  path: '/sessions/{sessionId}/turns',
+  summary: 'Start a turn; answered 202 once the user message (or the queued turn) is durably stored',
+  description:
+    'Unlike the in-process `startTurn`, which answers before anything is written, this answers only after the durable write. ' +
+    'The same `clientRequestId` answers with the same turn. Under the `reject` policy a busy session answers 409 Busy; ' +
+    'under `enqueue` and `interrupt` the turn is queued (`status: "queued"`).',
+  request: { params: SessionParams, body: { content: json(StartTurnBody), required: true } },
+  responses: { 202: { description: 'accepted', content: json(AcceptedTurn) }, ...errors(400, 401, 404, 409, 413, 503) },
+});
+
+const get = createRoute({
+  method: 'get',
+  path: '/sessions/{sessionId}/turns/{turnId}',
+  summary: 'Where a turn stands; `?wait=SECONDS` (at most 60) holds the request until it ends',
+  request: { params: TurnParams, query: WaitQuery },
+  responses: { 200: { description: 'the turn', content: json(TurnState) }, ...errors(400, 401, 404, 503) },
+});
+
+const cancel = createRoute({
+  method: 'post',
+  path: '/sessions/{sessionId}/turns/{turnId}/cancel',
+  summary: 'Cancel the running turn (its model call and tool are aborted) or a queued one (it never starts)',
+  request: { params: TurnParams },
+  responses: { 200: { description: 'cancelled', content: json(Ok) }, ...errors(400, 401, 404, 409, 503) },
+});
+
+const decide = createRoute({
+  method: 'post',
+  path: '/sessions/{sessionId}/turns/{turnId}/permissions/{toolCallId}',
+  summary: 'Answer a pending approval',
+  request: { params: PermissionParams, body: { content: json(DecisionBody), required: true } },
+  responses: { 200: { description: 'resolved', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+});
+
+export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
+  app.openapi(start, async (c) => {
+    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const accepted = unwrap(await session.submitTurn({ ...c.req.valid('json'), trigger: 'message' }));
+    return c.json({ turnId: accepted.turnId, runId: accepted.runId, status: accepted.status }, 202);
+  });
+
+  app.openapi(get, async (c) => {
+    const { sessionId, turnId } = c.req.valid('param');
+    const session = await sessionOf(host, sessionId);
+    const waitS = c.req.valid('query').wait ?? 0;
+    let state = unwrap(await viaStorage(() => session.turnStatus(turnId)));
+    if (waitS > 0 && (state.status === 'running' || state.status === 'queued')) {
+      await untilEnded(session, turnId, waitS * 1000, c.req.raw.signal);
+      state = unwrap(await viaStorage(() => session.turnStatus(turnId)));
+    }
+    return c.json(stateBody(state), 200);
+  });
+
+  app.openapi(cancel, async (c) => {
+    const { sessionId, turnId } = c.req.valid('param');
+    const session = await sessionOf(host, sessionId);
+    unwrap(await session.cancelTurn(turnId));
+    return c.json({ ok: true as const }, 200);
+  });
+
+  app.openapi(decide, async (c) => {
+    const { sessionId, turnId, toolCallId } = c.req.valid('param');
+    const session = await sessionOf(host, sessionId);
+    unwrap(await session.resolvePermission({ turnId, toolCallId, decision: c.req.valid('json').decision }));
+    return c.json({ ok: true as const }, 200);
+  });
+}
+
+function stateBody(state: Extract<TurnStatusResult, { ok: true }>) {
+  return { turnId: state.turnId, status: state.status, ...(state.outcome && { outcome: state.outcome }) };
+}
+
+/** Resolves when the turn ends, the time is up, or the client goes away — whichever comes first. */
+async function untilEnded(session: SessionHandle, turnId: string, ms: number, gone: AbortSignal): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  let onGone = (): void => undefined;
+  await Promise.race([
+    session.waitForTurn(turnId),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      onGone = resolve;
+      gone.addEventListener('abort', onGone, { once: true });
+    }),
+  ]);
+  clearTimeout(timer);
+  gone.removeEventListener('abort', onGone);
+}

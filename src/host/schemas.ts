@@ -1,0 +1,114 @@
+import { z } from '@hono/zod-openapi';
+import { busyPolicySchema, idSchema, inputPartSchema, permissionModeSchema } from '../protocol/commands.js';
+
+/**
+ * The HTTP API's shapes, from the same zod schemas the runtime validates commands with; the
+ * OpenAPI document at `/openapi.json` is generated from these.
+ */
+
+export const ErrorSchema = z
+  .object({ error: z.object({ code: z.string(), message: z.string() }).catchall(z.unknown()) })
+  .openapi('Error');
+
+export const SessionParams = z.object({ sessionId: idSchema });
+export const TurnParams = SessionParams.extend({ turnId: idSchema });
+export const PermissionParams = TurnParams.extend({ toolCallId: idSchema });
+
+export const CreateSessionBody = z
+  .object({
+    agent: idSchema.optional(),
+    permissionMode: permissionModeSchema.optional(),
+    busyPolicy: busyPolicySchema.optional(),
+  })
+  .strict()
+  .openapi('CreateSession');
+
+const QueuedTurn = z.object({ turnId: z.string(), clientRequestId: z.string() });
+
+export const SnapshotSchema = z
+  .object({
+    version: z.literal(7),
+    sessionId: z.string(),
+    lastUpdateSequence: z.number().int(),
+    permissionMode: permissionModeSchema,
+    busyPolicy: busyPolicySchema,
+    queue: z.array(QueuedTurn),
+    sandbox: z.literal('none'),
+    runtime: z.object({ kind: z.enum(['idle', 'running', 'terminal']) }).catchall(z.unknown()),
+  })
+  .openapi('SessionSnapshot');
+
+export const CreatedSession = z.object({ sessionId: z.string(), snapshot: SnapshotSchema }).openapi('CreatedSession');
+
+export const SessionSummary = z
+  .object({
+    sessionId: z.string(),
+    agent: z.string(),
+    permissionMode: permissionModeSchema,
+    busyPolicy: busyPolicySchema,
+    createdAtMs: z.number().int(),
+    status: z.string().openapi({ description: '`idle`, the running turn\'s phase, or `running` when another host runs it' }),
+    lastOutcome: z.string().nullable(),
+  })
+  .openapi('SessionSummary');
+
+export const SessionList = z.object({ sessions: z.array(SessionSummary), nextCursor: z.string().nullable() }).openapi('SessionList');
+
+export const PageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(500).optional(),
+});
+
+export const StartTurnBody = z
+  .object({ clientRequestId: idSchema, input: z.array(inputPartSchema).min(1).max(100) })
+  .strict()
+  .openapi('StartTurn');
+
+const TurnStatus = z.enum(['queued', 'running', 'completed', 'failed', 'cancelled', 'timed_out', 'interrupted']);
+
+export const AcceptedTurn = z.object({ turnId: z.string(), runId: z.string(), status: TurnStatus }).openapi('AcceptedTurn');
+
+export const TurnState = z
+  .object({ turnId: z.string(), status: TurnStatus, outcome: z.object({ status: z.string() }).catchall(z.unknown()).optional() })
+  .openapi('TurnState');
+
+export const WaitQuery = z.object({ wait: z.coerce.number().min(0).max(60).optional() });
+
+export const DecisionBody = z.object({ decision: z.enum(['allow_once', 'deny']) }).strict().openapi('PermissionDecision');
+export const ModeBody = z.object({ mode: permissionModeSchema }).strict().openapi('PermissionMode');
+export const AgentMessageBody = z.object({ from: idSchema, text: z.string().min(1).max(1_000_000) }).strict().openapi('AgentMessage');
+export const RewindBody = z.object({ compactionId: idSchema }).strict().openapi('Rewind');
+
+export const Ok = z.object({ ok: z.literal(true) }).openapi('Ok');
+export const Compacted = z.object({ ok: z.literal(true), compactionId: z.string() }).openapi('Compacted');
+
+export const MessagesQuery = z.object({
+  after: z.coerce.number().int().min(-1).max(Number.MAX_SAFE_INTEGER).optional(),
+  limit: z.coerce.number().int().min(1).max(1_000).default(200),
+});
+
+export const MessagePage = z
+  .object({
+    messages: z.array(z.object({ id: z.string(), turnId: z.string(), sequence: z.number().int(), createdAtMs: z.number().int(), message: z.object({ role: z.string() }).catchall(z.unknown()) })),
+    nextAfter: z.number().int().nullable(),
+  })
+  .openapi('MessagePage');
+
+export const ContextWindow = z.object({ budget: z.object({}).catchall(z.unknown()) }).catchall(z.unknown()).openapi('ContextWindow');
+
+export const EventsQuery = z.object({ after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() });
+
+export const Health = z.object({ ok: z.boolean() }).catchall(z.unknown()).openapi('Health');
+
+/** The responses every route may give besides its own. */
+export function errors(...statuses: (400 | 401 | 404 | 409 | 413 | 503)[]) {
+  const described: Record<number, string> = {
+    400: 'invalid input',
+    401: 'missing or wrong bearer token',
+    404: 'unknown session or turn',
+    409: 'refused in the current state (Busy, TurnNotActive, PermissionNotPending, SessionOwnedElsewhere, …)',
+    413: 'body over 1 MiB',
+    503: 'storage unavailable',
+  };
+  return Object.fromEntries(statuses.map((s) => [s, { description: described[s]!, content: { 'application/json': { schema: ErrorSchema } } }]));
+}

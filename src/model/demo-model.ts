@@ -1,0 +1,55 @@
+import type { ModelPort, ModelRequest, RequestMessage } from '../protocol/model.js';
+import { DEFAULT_CAPABILITIES, replay, type ScriptedReply } from './scripted-model.js';
+
+/**
+ * The model a host runs with when none is configured: a small scripted agent that never runs out.
+ * It decides from the request alone — a user asking to write or note something gets a
+ * `write_file` call (which asks for approval in the `ask` mode), any other request a `list_dir` of
+ * the workspace; a tool result is answered with a summary. Enough to see a whole turn, an approval
+ * and the live stream without a provider; real providers plug in with `--model`.
+ */
+export function demoModel(): ModelPort {
+  return {
+    capabilities: DEFAULT_CAPABILITIES,
+    async *stream(request: ModelRequest) {
+      yield* replay(decide(request));
+    },
+  };
+}
+
+export const DEMO_NOTE_PATH = 'turnchart-note.md';
+
+function decide(request: ModelRequest): ScriptedReply {
+  const last = request.messages.at(-1);
+  if (last?.role === 'tool') return answer(last);
+  const said = lastUserText(request.messages);
+  if (/\b(write|note|save)\b/i.test(said)) {
+    return {
+      text: `I will write that down in ${DEMO_NOTE_PATH}.`,
+      toolCalls: [{ name: 'write_file', args: { path: DEMO_NOTE_PATH, content: `# Note\n\n${said}\n` } }],
+    };
+  }
+  return { text: 'Let me look at the workspace first.', toolCalls: [{ name: 'list_dir', args: { path: '.' } }] };
+}
+
+function answer(result: Extract<RequestMessage, { role: 'tool' }>): ScriptedReply {
+  if (result.status !== 'success') return { text: `The ${result.toolName} call did not go through (${result.status}): ${firstLine(result.content)}` };
+  if (result.toolName === 'list_dir') {
+    const entries = result.content.split('\n').filter((line) => line.trim() !== '');
+    return { text: `The workspace has ${entries.length} entries, among them ${entries.slice(0, 5).join(', ')}.` };
+  }
+  return { text: `Done: ${firstLine(result.content)}` };
+}
+
+/** The user's own words: world-state and skill messages are tagged and are not what the user said. */
+function lastUserText(messages: RequestMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i]!;
+    if (message.role === 'user' && !message.text.startsWith('<')) return message.text;
+  }
+  return '';
+}
+
+function firstLine(text: string): string {
+  return (text.split('\n')[0] ?? '').slice(0, 200);
+}
