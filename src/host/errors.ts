@@ -93,6 +93,18 @@ export async function viaStorage<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-function defaultMessage(code: string): string {
-  return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+/** What a code means, for errors the runtime answers without a message of their own. */
+const MESSAGES: Record<string, string> = {
+  Busy: 'another turn of this session is running',
+  EmptyInput: 'the input has no text',
+  TurnNotActive: 'that turn is not the running one',
+  PermissionNotPending: 'no approval is pending for that tool call',
+  SessionActive: 'a turn is running; try again when the session is idle',
+  ReloadRequired: 'the session must be reloaded before it takes new turns',
+  SessionClosed: 'the session closed while the request ran; try again',
+  RuntimeStopped: 'the host is shutting down',
+};
+
+export function defaultMessage(code: string): string {
+  return Object.hasOwn(MESSAGES, code) ? MESSAGES[code]! : code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
 }

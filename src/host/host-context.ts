@@ -1,7 +1,7 @@
 import type { SessionStorage } from '../../storage/session-storage.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
-import { ApiError, viaStorage } from './errors.js';
+import { ApiError, defaultMessage, viaStorage } from './errors.js';
 import type { SseOptions } from './sse-stream.js';
 
 /** What every route reaches: the runtime, its storage, and the host's settings. */
@@ -28,5 +28,5 @@ export function unwrap<T extends { ok: boolean }>(result: T): Extract<T, { ok: t
   if (result.ok) return result as Extract<T, { ok: true }>;
   const { error } = result as unknown as { error: { code: string; message?: string } & Record<string, unknown> };
   const { code, message, ...details } = error;
-  throw new ApiError(code, message ?? code, details);
+  throw new ApiError(code, message ?? defaultMessage(code), details);
 }

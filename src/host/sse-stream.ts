@@ -1,4 +1,4 @@
-import type { Subscription } from 'rxjs';
+import { Subscription } from 'rxjs';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 
@@ -23,27 +23,33 @@ const encoder = new TextEncoder();
  * drains, and a client that lets it pass `bufferBytes` is cut off, so it never holds up the session
  * or the other subscribers. Closing the connection only unsubscribes; the run goes on.
  */
-export function sessionEventStream(session: SessionHandle, after: number | null, options: SseOptions): ReadableStream<Uint8Array> {
+export function sessionEventStream(
+  session: SessionHandle,
+  after: number | null,
+  options: SseOptions,
+  /** Drops the client's connection at once; without it the stream errors, which also ends the response. */
+  disconnect?: () => void,
+): ReadableStream<Uint8Array> {
   let cleanup = (): void => undefined;
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
         let open = true;
         let lastSent = -1;
-        let subscription: Subscription | undefined;
+        const subscription = new Subscription();
         const heartbeat = setInterval(() => push(': heartbeat\n\n'), options.heartbeatMs);
         const stop = () => {
           open = false;
           clearInterval(heartbeat);
-          subscription?.unsubscribe();
+          subscription.unsubscribe();
         };
+        // Behind means the backlog already passed the limit: one large event for a client that is caught up goes out.
         const push = (text: string): void => {
           if (!open) return;
-          controller.enqueue(encoder.encode(text));
-          if ((controller.desiredSize ?? 0) < 0) {
-            stop();
-            controller.error(new Error('the client fell too far behind'));
-          }
+          if ((controller.desiredSize ?? 0) >= 0) return controller.enqueue(encoder.encode(text));
+          stop();
+          if (disconnect) disconnect();
+          else controller.error(new Error('the client fell too far behind'));
         };
         const send = (envelope: UpdateEnvelope): void => {
           if (envelope.sequence <= lastSent) return;
@@ -56,14 +62,16 @@ export function sessionEventStream(session: SessionHandle, after: number | null,
           push(`event: ${event}\nid: ${current.lastUpdateSequence}\ndata: ${JSON.stringify(current)}\n\n`);
         };
         // Subscribed before the replay is read, in the same tick: nothing can fall between the two.
-        subscription = session.updates$.subscribe({
-          next: send,
-          complete: () => {
-            if (!open) return;
-            stop();
-            controller.close();
-          },
-        });
+        subscription.add(
+          session.updates$.subscribe({
+            next: send,
+            complete: () => {
+              if (!open) return;
+              stop();
+              controller.close();
+            },
+          }),
+        );
         cleanup = stop;
         push('retry: 1000\n\n');
         if (after === null) return snapshot('snapshot');

@@ -165,9 +165,9 @@ export class SessionHandle {
     const accepted = await this.accept(command);
     if (!accepted.ok) return accepted;
     const { turnId } = accepted;
-    if (accepted.isNew) {
+    if (accepted.stored) {
       try {
-        await this.env.stored.wait(turnId);
+        await accepted.stored;
       } catch (error) {
         return { ok: false, error: { code: 'PersistenceError', message: error instanceof Error ? error.message : String(error) } };
       }
@@ -177,7 +177,7 @@ export class SessionHandle {
     return { ok: true, turnId, runId, status: status.ok ? status.status : 'running' };
   }
 
-  private async accept(command: unknown): Promise<{ ok: true; turnId: string; queued: boolean; isNew: boolean } | StartTurnFailure> {
+  private async accept(command: unknown): Promise<{ ok: true; turnId: string; queued: boolean; isNew: boolean; stored?: Promise<void> } | StartTurnFailure> {
     if (this.stopped) return this.closedError();
     const parsed = startTurnSchema.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
@@ -201,12 +201,16 @@ export class SessionHandle {
     const turnId = this.services.newId('turn');
     const runId = this.services.newId('run');
     this.env.preparedInputs.set(turnId, { clientRequestId, messages, runId, trigger, fromQueue: false });
+    // Taken before the chart decides: the write may succeed or fail (and the turn end) before this call resumes.
+    const stored = this.env.stored.wait(turnId);
     const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId, clientRequestId });
     const isNew = reply.ok && reply.turnId === turnId;
-    if (!isNew) this.env.preparedInputs.delete(turnId);
-    else this.env.runs.set(turnId, runId);
+    if (!isNew) {
+      this.env.preparedInputs.delete(turnId);
+      this.env.stored.forget(turnId);
+    } else this.env.runs.set(turnId, runId);
     if (!reply.ok) return reply as StartTurnFailure;
-    return { ok: true, turnId: reply.turnId ?? turnId, queued: reply.queued === true, isNew };
+    return { ok: true, turnId: reply.turnId ?? turnId, queued: reply.queued === true, isNew, stored };
   }
 
   /** Resolves with the turn's outcome; at once for a turn that already ended. */

@@ -20,7 +20,9 @@ export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(route, async (c) => {
     const session = await sessionOf(host, c.req.valid('param').sessionId);
     const after = resumePoint(c.req.header('last-event-id'), c.req.valid('query').after);
-    return new Response(sessionEventStream(session, after, host.sse), {
+    // Node's response, so a client that falls behind can be cut off at once (the Node adapter passes it as env).
+    const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
+    return new Response(sessionEventStream(session, after, host.sse, outgoing && (() => outgoing.destroy())), {
       status: 200,
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',
