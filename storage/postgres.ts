@@ -10,6 +10,25 @@ export interface PostgresOptions {
   schema?: string;
   /** Told about connection errors the pool absorbed (a terminated backend, a server restart); default: ignored. */
   onConnectionError?: (error: Error) => void;
+  /** Shown in `pg_stat_activity` (default `turnchart`). */
+  applicationName?: string;
+}
+
+/**
+ * A connection string may name the schema as `?schema=NAME` (handy on a command line); it is taken
+ * out here, since PostgreSQL itself has no such parameter.
+ */
+export function splitSchema(connectionString: string): { connectionString: string; schema?: string } {
+  let url: URL;
+  try {
+    url = new URL(connectionString);
+  } catch {
+    return { connectionString };
+  }
+  const schema = url.searchParams.get('schema');
+  if (schema === null) return { connectionString };
+  url.searchParams.delete('schema');
+  return { connectionString: url.toString(), schema };
 }
 
 // The name goes into a libpq startup option unquoted, where PostgreSQL would fold case;
@@ -18,21 +37,32 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** The configured Kysely handle; exported so tests can reach the same pool with raw SQL. */
 export function postgresDatabase(options: PostgresOptions): Kysely<Database> {
-  const { connectionString, schema } = options;
+  const split = splitSchema(options.connectionString);
+  const connectionString = split.connectionString;
+  const schema = options.schema ?? split.schema;
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name: ${schema}`);
   // Set at connection startup so every pooled connection sees the same schema, with no per-checkout query.
-  const pool = new pg.Pool({ connectionString, ...(schema ? { options: `-c search_path=${schema}` } : {}) });
-  // An idle pooled connection that the server drops (pg_terminate_backend, a restart, an idle timeout)
-  // is reported as an 'error' event on the pool; unheard, Node turns it into a crash of the host.
-  // The pool has already discarded that connection, and the next query opens a new one.
-  pool.on('error', (error) => options.onConnectionError?.(error));
+  const pool = new pg.Pool({
+    connectionString,
+    application_name: options.applicationName ?? 'turnchart',
+    // A server that does not answer is a failed call, not a request held forever.
+    connectionTimeoutMillis: 10_000,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  });
+  // A connection the server drops (pg_terminate_backend, a restart, an idle timeout) emits 'error' on
+  // its client — and, while it sits idle in the pool, on the pool too. An 'error' nobody listens to
+  // ends the process, and a client checked out for a transaction has no listener of its own: every
+  // client gets one here. The pool discards a broken client when it comes back; the next query opens a new one.
+  pool.on('connect', (client) => client.on('error', (error) => options.onConnectionError?.(error)));
+  pool.on('error', () => undefined);
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
 export function postgresStorage(options: PostgresOptions): SessionStorage {
+  const schema = options.schema ?? splitSchema(options.connectionString).schema;
   return new KyselySessionStorage(postgresDatabase(options), {
     dialect: 'postgres',
     advisoryLock: true,
-    ...(options.schema ? { schema: options.schema } : {}),
+    ...(schema ? { schema } : {}),
   });
 }

@@ -14,6 +14,8 @@ const FLAGS = {
   token: { env: 'TURNCHART_TOKEN', help: 'bearer token every route but /healthz requires' },
   'idle-ttl': { env: 'TURNCHART_IDLE_TTL', help: 'seconds before an unused session is closed (default 300)' },
   'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
+  'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: 'seconds a session lease lasts unrenewed (default 30)' },
+  'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this process holds leases under (default: os.hostname())' },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -28,6 +30,8 @@ const settingsSchema = z.object({
   token: z.string().min(1).optional(),
   'idle-ttl': z.coerce.number().int().min(0).max(2_000_000).default(300),
   'cors-origin': z.string().min(1).optional(),
+  'lease-ttl': z.coerce.number().min(0.1).max(86_400).default(30),
+  'owner-host': z.string().min(1).max(255).optional(),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema>;
@@ -63,6 +67,9 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     token: settings.token ?? null,
     idleTtlSeconds: settings['idle-ttl'],
     corsOrigin: settings['cors-origin'] ?? null,
+    runtime: {
+      ownership: { leaseTtlMs: Math.round(settings['lease-ttl'] * 1000), ...(settings['owner-host'] && { host: settings['owner-host'] }) },
+    },
     warn: (message) => log(`turnchart: ${message}`),
   });
 }
