@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.turnchart/**', 'visualizer/public/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.turnchart/**', '.scratch/**', 'visualizer/public/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

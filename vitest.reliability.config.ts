@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: { alias: { turnchart: new URL('./src/index.ts', import.meta.url).pathname } },
   test: {
+    globalSetup: ['test/support/postgres-probe.ts'],
     include: ['test/reliability/**/*.test.ts'],
     testTimeout: 300_000,
     hookTimeout: 60_000,

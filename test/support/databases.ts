@@ -15,7 +15,7 @@ export interface DurableDatabase {
 
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL;
 
-if (!POSTGRES_URL) console.log('TEST_DATABASE_URL is not set: runtime scenarios on PostgreSQL are skipped.');
+if (!POSTGRES_URL) console.log('No PostgreSQL server: runtime scenarios on PostgreSQL are skipped.');
 
 export function sqliteFile(): DurableDatabase & { file: string } {
   const dir = join(tmpdir(), `turnchart-${randomUUID()}`);

@@ -1,0 +1,89 @@
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { sqliteStorage } from '../../src/index.js';
+import { sqliteFile } from '../support/databases.js';
+import { call } from '../support/host.js';
+import { spawnHost, type HostProcess } from '../support/host-process.js';
+import { SseClient } from '../support/sse-client.js';
+import { useTempDirs } from '../support/workspace.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const tempDir = useTempDirs('turnchart-cli-');
+
+function runCli(args: string[], env: Record<string, string> = {}) {
+  return spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+}
+
+describe('turnchart serve, as an operator runs it', { timeout: 60_000 }, () => {
+  const processes: HostProcess[] = [];
+  afterEach(async () => {
+    for (const p of processes.splice(0)) {
+      p.kill('SIGKILL');
+      await p.exited;
+    }
+  });
+
+  it('prints its listening line with the port it got, uses the demo model when none is given, and answers /healthz', async () => {
+    const db = sqliteFile();
+    const p = await spawnHost(['--db', db.file, '--workspace', await tempDir()]);
+    processes.push(p);
+    expect(p.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(p.output()).toContain('the demo model');
+    expect(await call(p.url, 'GET', '/healthz')).toMatchObject({ status: 200, body: { ok: true } });
+  });
+
+  it('shuts down cleanly on SIGTERM: the running turn ends actor_stopped, streams close, storage is closed', async () => {
+    const db = sqliteFile();
+    const workspace = await tempDir();
+    const marker = `turnchart-cli-${randomUUID()}`;
+    const script = path.join(workspace, 'model.json');
+    await writeFile(script, JSON.stringify([{ text: 'working', toolCalls: [{ name: 'run_command', args: { command: `sleep 600 # ${marker}` } }] }]));
+    const p = await spawnHost(['--db', db.file, '--workspace', workspace, '--model', `scripted:${script}`], { TURNCHART_IDLE_TTL: '600' });
+    processes.push(p);
+    const sessionId = (await call(p.url, 'POST', '/sessions', { permissionMode: 'auto' })).body.sessionId as string;
+    const sse = await SseClient.connect(`${p.url}/sessions/${sessionId}/events`);
+    const turn = await call(p.url, 'POST', `/sessions/${sessionId}/turns`, { clientRequestId: 'r1', input: [{ type: 'text', text: 'go' }] });
+    await sse.nextUpdate('tool_call_started');
+
+    p.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    await sse.ended;
+    expect(sse.updates.at(-1)?.update).toMatchObject({ type: 'turn_finished', outcome: { status: 'failed', code: 'actor_stopped' } });
+    expect(p.output()).toContain('turnchart: stopped');
+    const storage = sqliteStorage({ filename: db.file });
+    try {
+      expect(await storage.getTurn(turn.body.turnId as string)).toMatchObject({ status: 'failed', errorCode: 'actor_stopped' });
+      const result = (await storage.listMessages(sessionId)).find((m) => m.message.role === 'tool');
+      expect(result?.message).toMatchObject({ status: 'outcome_unknown' });
+    } finally {
+      await storage.close();
+      await db.drop();
+    }
+    // The command the tool ran was stopped with the turn.
+    expect(spawnSync('pgrep', ['-f', marker]).status).toBe(1);
+  });
+
+  it('refuses bad flags, an unknown model and a public bind without a token, before listening', () => {
+    const badPort = runCli(['serve', '--port', 'eighty']);
+    expect(badPort.status).toBe(2);
+    expect(badPort.stderr).toContain('port');
+    const unknownFlag = runCli(['serve', '--bogus']);
+    expect(unknownFlag.status).toBe(2);
+    const model = runCli(['serve', '--port', '0', '--db', ':memory:', '--model', 'magic:thing']);
+    expect(model.status).toBe(1);
+    expect(model.stderr).toContain("unknown --model 'magic:thing'");
+    const open = runCli(['serve', '--port', '0', '--db', ':memory:', '--host', '0.0.0.0']);
+    expect(open.status).toBe(1);
+    expect(open.stderr).toContain('without a token');
+    expect(open.stdout).not.toContain('listening');
+  });
+});

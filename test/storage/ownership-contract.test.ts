@@ -1,0 +1,159 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { ChatMessage, StoredMessage } from '../../src/protocol/messages.js';
+import { FencedWriteError, type LeaseRequest, type SessionRow, type SessionStorage } from '../../storage/session-storage.js';
+import { postgresTarget, sqliteFileTarget, type Connected, type ContractTarget, type Location } from './targets.js';
+
+const T0 = 1_700_000_000_000;
+const session = (id: string): SessionRow => ({ id, agent: 'default', permissionMode: 'ask', workspaceDir: null, createdAtMs: T0, busyPolicy: 'enqueue', updateSequence: 100 });
+const lease = (ownerId: string, ttlMs = 60_000, host = 'test-host'): LeaseRequest => ({ ownerId, host, pid: 424242, ttlMs });
+const user = (text: string): ChatMessage => ({ role: 'user', kind: 'normal', text });
+const message = (turnId: string, sessionId: string, sequence: number, text = `m${sequence}`): StoredMessage => ({
+  id: `${turnId}-${sequence}`,
+  sessionId,
+  turnId,
+  sequence,
+  createdAtMs: T0 + sequence,
+  message: user(text),
+});
+const turnStart = (id: string, sessionId: string, clientRequestId = `req-${id}`) => ({
+  id,
+  sessionId,
+  clientRequestId,
+  startedAtMs: T0,
+  run: { id: `run-${id}`, trigger: 'message' as const },
+});
+
+function describeOwnership(name: string, target: ContractTarget): void {
+  describe(`${name}: leases, fencing tokens, queued turns and runs`, () => {
+    let location: Location;
+    let conn: Connected;
+    let storage: SessionStorage;
+    beforeEach(async () => {
+      location = await target.create();
+      conn = location.connect();
+      storage = conn.storage;
+      await storage.migrate();
+    });
+    afterEach(async () => {
+      await storage.close();
+      await location.drop();
+    });
+
+    it('creates a session held by its creator with token 1, and another owner cannot take it while the lease lives', async () => {
+      expect(await storage.createSession(session('s1'), lease('A'))).toBe(1);
+      expect(await storage.acquireSession('s1', lease('B'))).toMatchObject({ ok: false, reason: 'owned', holder: { ownerId: 'A', host: 'test-host', pid: 424242 } });
+      expect(await storage.acquireSession('nope', lease('B'))).toEqual({ ok: false, reason: 'unknown' });
+      // The holder itself takes it again (a reopen), with a new token and more sequences reserved.
+      const again = await storage.acquireSession('s1', lease('A'), 50);
+      expect(again).toMatchObject({ ok: true, fence: 2, session: { id: 's1', busyPolicy: 'enqueue', updateSequence: 100 } });
+      expect((await storage.getSession('s1'))?.updateSequence).toBe(150);
+    });
+
+    it('hands a session over once its lease ran out, correcting what the last owner left running, and refuses that owner\'s writes', async () => {
+      const old = await storage.createSession(session('s1'), lease('A', 1));
+      await storage.beginTurn(turnStart('t1', 's1'), [message('t1', 's1', 0)], old);
+      await storage.writeSpans([{ type: 'start', span: { id: 'sp', sessionId: 's1', turnId: 't1', kind: 'turn', name: 'turn', source: 'system', status: 'running', errorCode: null, startedAtMs: T0, endedAtMs: null } }]);
+      await expireLeases(conn);
+      const taken = await storage.acquireSession('s1', lease('B'));
+      expect(taken).toMatchObject({ ok: true, fence: old + 1, corrected: { interruptedTurns: 1, unknownSpans: 1 } });
+      expect(await storage.getTurn('t1')).toMatchObject({ status: 'interrupted', errorCode: 'process_restart' });
+
+      // A, unaware, writes on: every kind of write is refused and changes nothing.
+      await expect(storage.appendMessage(message('t1', 's1', 1), old)).rejects.toBeInstanceOf(FencedWriteError);
+      await expect(storage.beginTurn(turnStart('t2', 's1'), [message('t2', 's1', 1)], old)).rejects.toBeInstanceOf(FencedWriteError);
+      await expect(storage.endTurn('t1', { status: 'completed', errorCode: null, errorMessage: null, finalText: 'late', finishedAtMs: T0 }, old)).rejects.toBeInstanceOf(FencedWriteError);
+      await expect(storage.setPermissionMode('s1', 'auto', old)).rejects.toBeInstanceOf(FencedWriteError);
+      await expect(storage.savePlan({ turnId: 't1', sessionId: 's1', plan: { plan: [] }, updatedAtMs: T0 }, old)).rejects.toBeInstanceOf(FencedWriteError);
+      await expect(storage.reserveUpdateSequence('s1', 10_000, old)).rejects.toBeInstanceOf(FencedWriteError);
+      expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['t1-0']);
+      expect(await storage.getTurn('t2')).toBeUndefined();
+      expect((await storage.getSession('s1'))?.permissionMode).toBe('ask');
+      // B's own writes go through.
+      if (!taken.ok) throw new Error('not taken');
+      await storage.appendMessage(message('t1', 's1', 1), taken.fence);
+      expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['t1-0', 't1-1']);
+    });
+
+    it('renews the leases an owner still holds and reports the ones it lost; a released session is free at once', async () => {
+      await storage.createSession(session('s1'), lease('A'));
+      await storage.createSession(session('s2'), lease('A', 1));
+      await expireLeases(conn, 's2');
+      await storage.acquireSession('s2', lease('B'));
+      expect((await storage.renewLeases(lease('A'), ['s1', 's2'])).sort()).toEqual(['s1']);
+      await storage.releaseSession('s1', 'A', 123);
+      expect(await storage.acquireSession('s1', lease('B'))).toMatchObject({ ok: true, corrected: { interruptedTurns: 0 }, session: { updateSequence: 123 } });
+    });
+
+    it('lists the live owners on a host, and expiring one frees its sessions', async () => {
+      await storage.createSession(session('s1'), lease('A'));
+      await storage.createSession(session('s2'), lease('C', 60_000, 'other-host'));
+      expect(await storage.liveOwnersOn('test-host')).toEqual([{ ownerId: 'A', host: 'test-host', pid: 424242 }]);
+      await storage.expireOwner('A');
+      expect(await storage.liveOwnersOn('test-host')).toEqual([]);
+      expect(await storage.acquireSession('s1', lease('B'))).toMatchObject({ ok: true });
+    });
+
+    it('corrects at startup only the sessions nobody holds', async () => {
+      const a = await storage.createSession(session('held'), lease('A'));
+      const b = await storage.createSession(session('gone'), lease('B', 1));
+      await storage.beginTurn(turnStart('t-held', 'held'), [], a);
+      await storage.beginTurn(turnStart('t-gone', 'gone'), [], b);
+      await expireLeases(conn, 'gone');
+      expect(await storage.correctInterrupted(T0)).toEqual({ interruptedTurns: 1, unknownSpans: 0 });
+      expect((await storage.getTurn('t-held'))?.status).toBe('running');
+      expect((await storage.getTurn('t-gone'))?.status).toBe('interrupted');
+      await expect(storage.endTurn('t-gone', { status: 'completed', errorCode: null, errorMessage: null, finalText: 'x', finishedAtMs: T0 }, b)).rejects.toBeInstanceOf(FencedWriteError);
+    });
+
+    it('stores queued turns with their input and run, lists them in order, starts one as running, cancels another', async () => {
+      const fence = await storage.createSession(session('s1'), lease('A'));
+      await storage.beginTurn(turnStart('t0', 's1'), [message('t0', 's1', 0)], fence);
+      for (const id of ['q1', 'q2']) {
+        await storage.enqueueTurn({ id, sessionId: 's1', clientRequestId: `req-${id}`, runId: `run-${id}`, trigger: 'api_action', input: [user(`input of ${id}`)], queuedAtMs: T0 }, fence);
+      }
+      expect(await storage.listQueuedTurns('s1')).toEqual([
+        { id: 'q1', sessionId: 's1', clientRequestId: 'req-q1', runId: 'run-q1', trigger: 'api_action', input: [user('input of q1')], queuedAtMs: T0 },
+        { id: 'q2', sessionId: 's1', clientRequestId: 'req-q2', runId: 'run-q2', trigger: 'api_action', input: [user('input of q2')], queuedAtMs: T0 },
+      ]);
+      await storage.endTurn('t0', { status: 'completed', errorCode: null, errorMessage: null, finalText: 'x', finishedAtMs: T0 }, fence);
+      await storage.beginTurn({ id: 'q1', sessionId: 's1', clientRequestId: 'req-q1', startedAtMs: T0 + 5, fromQueue: true }, [message('q1', 's1', 1)], fence);
+      await storage.cancelQueuedTurn('q2', T0 + 6, fence);
+      expect(await storage.listQueuedTurns('s1')).toEqual([]);
+      expect(await storage.getTurn('q1')).toMatchObject({ status: 'running', runId: 'run-q1', trigger: 'api_action', startedAtMs: T0 + 5 });
+      expect(await storage.getTurn('q2')).toMatchObject({ status: 'cancelled', finishedAtMs: T0 + 6 });
+      await expect(storage.cancelQueuedTurn('q1', T0, fence)).rejects.toThrow(/not queued/);
+      expect(await storage.getTurn('t0')).toMatchObject({ runId: 'run-t0', trigger: 'message' });
+    });
+
+    it('enforces one turn per clientRequestId and session in the database itself', async () => {
+      const fence = await storage.createSession(session('s1'), lease('A'));
+      await storage.beginTurn(turnStart('t1', 's1', 'same'), [], fence);
+      await expect(storage.beginTurn(turnStart('t2', 's1', 'same'), [], fence)).rejects.toThrow();
+      await expect(
+        storage.enqueueTurn({ id: 't3', sessionId: 's1', clientRequestId: 'same', runId: 'run-t3', trigger: 'message', input: [], queuedAtMs: T0 }, fence),
+      ).rejects.toThrow();
+      expect((await storage.listTurns('s1')).map((t) => t.id)).toEqual(['t1']);
+    });
+
+    it('pages sessions newest first and messages by sequence', async () => {
+      for (const [i, id] of ['a', 'b', 'c'].entries()) await storage.createSession({ ...session(id), createdAtMs: T0 + i });
+      const first = await storage.listSessions({ limit: 2 });
+      expect(first.map((s) => s.id)).toEqual(['c', 'b']);
+      expect((await storage.listSessions({ limit: 2, before: { createdAtMs: T0 + 1, id: 'b' } })).map((s) => s.id)).toEqual(['a']);
+      await storage.beginTurn(turnStart('t', 'a'), [0, 1, 2, 3].map((n) => message('t', 'a', n)));
+      expect((await storage.listMessages('a', { afterSequence: 1, limit: 1 })).map((m) => m.sequence)).toEqual([2]);
+    });
+  });
+}
+
+/** Ends leases as the database clock sees them, without waiting. */
+async function expireLeases(conn: Connected, sessionId?: string): Promise<void> {
+  const base = conn.db.updateTable('sessions').set({ lease_expires_at_ms: 1 });
+  await (sessionId ? base.where('id', '=', sessionId) : base).execute();
+}
+
+describeOwnership('SQLite', sqliteFileTarget);
+const url = process.env.TEST_DATABASE_URL;
+describe.skipIf(!url)('PostgreSQL', () => {
+  describeOwnership('PostgreSQL', postgresTarget(url ?? ''));
+});
