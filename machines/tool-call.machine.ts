@@ -125,6 +125,8 @@ export const toolCallMachine = setup({
       params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' },
     ) => void,
     finishCall: notProvided('tool-call', 'finishCall'),
+    /** Supplied by the runtime as an `assign` of `requestedPaths`: what an approval the mode asks for names. */
+    assignApprovalPaths: approvalPathsAction(() => []),
     /** Supplied by the runtime as an `assign` of `validation`: the arguments checked against the tool's schema. */
     validateArguments: validationAction(() => ({ ok: false, message: 'validateArguments was not provided' })),
     assignModeDenial: assign({
@@ -230,7 +232,7 @@ export const toolCallMachine = setup({
             // The session's mode rule-denies the call (e.g. a write when read-only).
             { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
             // The session's mode wants the user's approval.
-            { guard: 'modeRequiresApproval', target: 'waiting_permission' },
+            { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
             // Nothing stands in the way.
             { target: 'executing' },
           ],
@@ -262,7 +264,7 @@ export const toolCallMachine = setup({
         tool_allowed: {
           always: [
             { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-            { guard: 'modeRequiresApproval', target: 'waiting_permission' },
+            { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
             { target: 'executing' },
           ],
         },
@@ -393,6 +395,11 @@ export function validationAction(validate: (context: ToolCallContext) => Validat
     if (!validation.ok) return { validation };
     return { validation, args: validation.args, doom: countCall(context.call.name, validation.args, context.doom) };
   });
+}
+
+/** How the runtime supplies the paths an approval asked by the session's mode names (a tool's `approvalPaths`). */
+export function approvalPathsAction(paths: (context: ToolCallContext) => string[]) {
+  return assign<ToolCallContext, ToolCallEvent, undefined, ToolCallEvent, never>({ requestedPaths: ({ context }) => paths(context) });
 }
 
 function effectInput(context: ToolCallContext): ToolEffectInput {

@@ -20,7 +20,8 @@ export function demoModel(): ModelPort {
 export const DEMO_NOTE_PATH = 'turnchart-note.md';
 
 function decide(request: ModelRequest): ScriptedReply {
-  const last = request.messages.at(-1);
+  // World state sampled after a tool ran may follow its result: what matters is what came before it.
+  const last = request.messages.findLast((m) => m.role !== 'user' || !isWorldState(m.text));
   if (last?.role === 'tool') return answer(last);
   const said = lastUserText(request.messages);
   if (/\b(write|note|save)\b/i.test(said)) {
@@ -43,11 +44,13 @@ function answer(result: Extract<RequestMessage, { role: 'tool' }>): ScriptedRepl
 
 /** The user's own words: world-state and skill messages are tagged and are not what the user said. */
 function lastUserText(messages: RequestMessage[]): string {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i]!;
-    if (message.role === 'user' && !message.text.startsWith('<')) return message.text;
-  }
-  return '';
+  const said = messages.findLast((m) => m.role === 'user' && !isWorldState(m.text));
+  return said?.role === 'user' ? said.text : '';
+}
+
+/** A world-state or skill message: a tagged block, possibly after a one-line replacement notice. */
+function isWorldState(text: string): boolean {
+  return /^([^\n<]*\n)?</.test(text);
 }
 
 function firstLine(text: string): string {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import {
+  approvalPathsAction,
   validationAction,
   type ExecuteInput,
   type ToolCallContext,
@@ -89,6 +90,11 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return parsed.success ? { ok: true, args: parsed.data as Record<string, unknown> } : { ok: false, message: z.prettifyError(parsed.error) };
   }
 
+  function approvalPaths(context: ToolCallContext): string[] {
+    const paths = toolset.registryTool(context.call.name)?.approvalPaths?.(context.args);
+    return Array.isArray(paths) ? paths.filter((p): p is string => typeof p === 'string') : [];
+  }
+
   function effectOf(context: ToolCallContext) {
     return toolset.registryTool(context.call.name)?.effect ?? 'execute';
   }
@@ -104,6 +110,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     },
     actions: {
       validateArguments: validationAction((context) => validate(context.call.name, context.args)),
+      assignApprovalPaths: approvalPathsAction(approvalPaths),
       startSpan: ({ context }: Ctx) => {
         const source = toolset.isControlTool(context.call.name) ? 'control_tool' : 'registry';
         trace.start(span(context, `tool:${context.call.id}`, 'tool_call', context.call.name, source, now()));

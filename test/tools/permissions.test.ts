@@ -26,7 +26,7 @@ describe('workspace tools under the session permission modes', () => {
     const { root, h } = await session('ask', [{ id: 'w1', name: 'write_file', args: { path: 'new/c.txt', content: 'gamma' } }]);
     const asked = nextUpdate(h.session, 'permission_requested');
     const turnId = await startTurn(h.session, 'write');
-    expect((await asked).update).toEqual({ type: 'permission_requested', toolCallId: 'w1', name: 'write_file', paths: [] });
+    expect((await asked).update).toEqual({ type: 'permission_requested', toolCallId: 'w1', name: 'write_file', paths: ['new/c.txt'] });
     await expect(readFile(path.join(root, 'new/c.txt'), 'utf8')).rejects.toMatchObject({ code: 'ENOENT' });
     expect(await h.session.resolvePermission({ turnId, toolCallId: 'w1', decision: 'allow_once' })).toEqual({ ok: true });
     expect(await h.session.waitForTurn(turnId)).toEqual({ status: 'completed', finalText: 'done' });

@@ -18,6 +18,7 @@ export function editFileTool(ws: Workspace): AnyTool {
     effect: 'write',
     input,
     authorize: (args) => authorizePath(ws.root, args.path),
+    approvalPaths: (args) => [args.path],
     execute: (args) =>
       withFsErrors(args.path, async () => {
         const target = await mustConfine(ws.root, args.path);

@@ -19,6 +19,7 @@ export function writeFileTool(ws: Workspace): AnyTool {
     effect: 'write',
     input,
     authorize: (args) => authorizePath(ws.root, args.path),
+    approvalPaths: (args) => [args.path],
     execute: (args) =>
       withFsErrors(args.path, async () => {
         const target = await mustConfine(ws.root, args.path);
