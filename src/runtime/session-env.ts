@@ -85,11 +85,15 @@ export class DurableSignals {
     return this.entry(turnId).promise;
   }
 
-  /** Ties the turn's durability to a write already under way. */
+  /**
+   * Ties the turn's durability to a write already under way. The signal is taken now: a waiter
+   * that forgets the turn before the write ends (a queued turn cancelled at once) still hears it.
+   */
   follow(turnId: string, write: Promise<void>): void {
+    const { settle } = this.entry(turnId);
     write.then(
-      () => this.settle(turnId),
-      (error: unknown) => this.settle(turnId, error),
+      () => settle(),
+      (error: unknown) => settle(error),
     );
   }
 

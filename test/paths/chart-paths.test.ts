@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { sessionMachine, toolCallMachine, turnMachine, type TurnOutcome } from '../../src/index.js';
+import { sessionMachine, toolCallMachine, turnMachine } from '../../src/index.js';
 import { SessionDirector } from './session-director.js';
 import { ToolCallDirector } from './tool-call-director.js';
 import { DOOM_THRESHOLD, TOOL_CALL_SCENARIOS, toolCallModel, type ToolCallScenario } from './tool-call-model.js';
-import { sessionModel, type SessionEnv } from './session-model.js';
+import { checkTurnEnds } from './session-ends.js';
+import { SESSION_LIMITS, SESSION_SCENARIOS, sessionModel, type SessionEnv, type SessionScenario } from './session-model.js';
 import { Stage } from './stage.js';
 import { edgeTour, type PathStep } from './tour.js';
 import { TransitionLedger } from './transitions.js';
@@ -22,7 +23,7 @@ const UNREACHABLE_SESSION_TRANSITIONS = { 'session.running xstate.error.actor.tu
 /** Drives one generated turn path through a fresh runtime and returns what went wrong, if anything. */
 async function driveTurnPath(path: ReturnType<typeof edgeTour<import('./turn-model.js').TurnEnv>>[number]) {
   const director = new TurnDirector(path);
-  const stage = await Stage.open(director, [ledger.observe], TURN_LIMITS);
+  const stage = await Stage.open(director, [ledger.observe], { limits: TURN_LIMITS });
   director.stage = stage;
   try {
     const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });
@@ -42,21 +43,18 @@ async function driveTurnPath(path: ReturnType<typeof edgeTour<import('./turn-mod
 }
 
 /** Drives one generated session path; every command must come back typed and every turn end consistent. */
-async function driveSessionPath(path: PathStep<SessionEnv>[]) {
+async function driveSessionPath(path: PathStep<SessionEnv>[], scenario: SessionScenario) {
   const director = new SessionDirector(path);
-  const stage = await Stage.open(director, [ledger.observe], { maxModelCalls: 5, doomLoopThreshold: 3 });
+  const limits = { ...SESSION_LIMITS, runTimeoutMs: scenario.runTimeoutMs };
+  const stage = await Stage.open(director, [ledger.observe], { limits, busyPolicy: scenario.busyPolicy });
   director.stage = stage;
   try {
     director.start();
     await director.ended;
     const answers = await Promise.all(director.answers);
-    const problems = [...stage.violations];
+    const problems = [...stage.violations, ...director.wrongAnswers];
     for (const a of answers) if (a !== undefined && typeof (a as { ok?: unknown }).ok !== 'boolean') problems.push(`untyped answer ${JSON.stringify(a)}`);
-    for (const turnId of Object.values(stage.session.actor.getSnapshot().context.accepted)) {
-      const finished = stage.updates.find((u) => u.turnId === turnId && u.update.type === 'turn_finished');
-      if (!finished) problems.push(`turn ${turnId} never announced its end`);
-      else await stage.checkEnd(turnId, (finished.update as { outcome: TurnOutcome }).outcome, director.unfinishedWrites.has(turnId));
-    }
+    problems.push(...(await checkTurnEnds(stage, director)));
     const off = director.rests.problem();
     if (off) problems.push(off);
     return problems;
@@ -68,7 +66,8 @@ async function driveSessionPath(path: PathStep<SessionEnv>[]) {
 /** Drives one generated tool-call path: the call is the `target` of a turn that asks for it. */
 async function driveToolCallPath(path: PathStep<null>[], scenario: ToolCallScenario) {
   const director = new ToolCallDirector(path, scenario);
-  const stage = await Stage.open(director, [ledger.observe], { maxModelCalls: 5, doomLoopThreshold: DOOM_THRESHOLD }, scenario.mode);
+  const limits = { maxModelCalls: 5, doomLoopThreshold: DOOM_THRESHOLD, runTimeoutMs: null };
+  const stage = await Stage.open(director, [ledger.observe], { limits, permissionMode: scenario.mode });
   director.stage = stage;
   try {
     const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });
@@ -110,13 +109,13 @@ describe('generated paths through the real runtime (XS-5)', () => {
     expect(failures.slice(0, 5).join('\n\n')).toBe('');
   }, 120_000);
 
-  const sessionPaths = edgeTour(sessionModel);
+  const sessionPaths = SESSION_SCENARIOS.flatMap((scenario) => edgeTour(sessionModel(scenario)).map((path) => ({ scenario, path })));
 
-  it(`drives ${sessionPaths.length} session-chart paths: every command answered with a typed result, every turn ended consistently`, async () => {
+  it(`drives ${sessionPaths.length} session-chart paths over ${SESSION_SCENARIOS.length} busy policies and time limits: every command answered with a typed result, every turn ended consistently`, async () => {
     const failures: string[] = [];
-    for (const [i, path] of sessionPaths.entries()) {
-      const problems = await driveSessionPath(path);
-      if (problems.length > 0) failures.push(`path ${i}: ${describePath(path)}\n  ${problems.join('\n  ')}`);
+    for (const [i, { scenario, path }] of sessionPaths.entries()) {
+      const problems = await driveSessionPath(path, scenario);
+      if (problems.length > 0) failures.push(`path ${i} (${JSON.stringify(scenario)}): ${describePath(path)}\n  ${problems.join('\n  ')}`);
     }
     expect(failures.slice(0, 5).join('\n\n')).toBe('');
   }, 120_000);

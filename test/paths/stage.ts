@@ -7,7 +7,6 @@ import {
   createRuntime,
   defineTool,
   scriptedModel,
-  sqliteStorage,
   withFaults,
   type AuthorizationDecision,
   type FaultyStorage,
@@ -16,15 +15,34 @@ import {
   type Runtime,
   type ScriptedReply,
   type SessionHandle,
+  type StoredMessage,
   type ToolExecutionResult,
   type TurnOutcome,
   type UpdateEnvelope,
 } from '../../src/index.js';
+import type { BusyPolicy } from '../../machines/session.machine.js';
+import { DeadlineClock } from './deadline-clock.js';
+import { migratedMemoryStorage } from './storage-image.js';
 
 /** A window small enough that one big message crosses the auto-compact line. */
 export const SMALL_WINDOW = { contextWindow: 6_000, maxOutputTokens: 500, maxReasoningTokens: 0 };
 /** About 6 000 tokens: over the line of `SMALL_WINDOW` on its own, under the per-item limit. */
 export const BIG_TEXT = 'x'.repeat(24_000);
+/** What the tool-call chart stores for a call the user cancelled. */
+const CANCELLED_BY_USER = 'tool call cancelled by the user';
+
+/** The agent's limits in a path; `runTimeoutMs: null` for a run without a time limit. */
+export interface StageLimits {
+  maxModelCalls: number;
+  doomLoopThreshold: number;
+  runTimeoutMs: number | null;
+}
+
+export interface StageOptions {
+  limits: StageLimits;
+  permissionMode?: PermissionMode;
+  busyPolicy?: BusyPolicy;
+}
 
 /** What a path's script decides when the runtime asks: the model's reply, a tool's result. */
 export interface Script {
@@ -44,9 +62,10 @@ export function untilAborted<T>(signal: AbortSignal, value: T): Promise<T> {
 }
 
 /**
- * A real runtime on SQLite `:memory:` behind the fault decorator, in a real workspace directory,
- * whose model and tools ask a path's script what to do. It also keeps the invariants that must hold
- * after every step and at the end of every path (issue 4, item 1).
+ * A real runtime on SQLite `:memory:` (opened already migrated) behind the fault decorator, in a
+ * real workspace directory, whose model and tools ask a path's script what to do; its charts' clock
+ * moves only when a path makes a run pass its time limit. It also keeps the invariants that must
+ * hold after every step and at the end of every path (issue 4, item 1).
  */
 export class Stage {
   readonly violations: string[] = [];
@@ -57,28 +76,29 @@ export class Stage {
     readonly session: SessionHandle,
     readonly storage: FaultyStorage,
     readonly workspace: string,
+    /** The charts' clock: `expire()` makes the run pass its time limit. */
+    readonly clock: DeadlineClock,
   ) {
     session.updates$.subscribe((u) => this.onUpdate(u));
   }
 
-  static async open(
-    script: Script,
-    observers: Array<(e: InspectionEvent) => void>,
-    limits: { maxModelCalls: number; doomLoopThreshold: number },
-    permissionMode: PermissionMode = 'ask',
-  ) {
-    const storage = withFaults(sqliteStorage({ filename: ':memory:' }));
+  static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject' } = options;
+    const storage = withFaults(await migratedMemoryStorage());
     const model = scriptedModel(
       Array.from({ length: 12 }, () => (_request: unknown, options: ModelCallOptions) => script.modelReply(options.signal)),
       { capabilities: SMALL_WINDOW },
     );
     const opened: { stage?: Stage } = {};
     const tools = pathTools(script, (toolCallId) => opened.stage?.checkAssistantStored(toolCallId) ?? Promise.resolve());
+    const clock = new DeadlineClock();
+    const { runTimeoutMs, ...counts } = limits;
     const runtime = await createRuntime({
       storage,
       model,
       tools,
-      agents: { default: { systemPrompt: 'path agent', ...limits } },
+      agents: { default: { systemPrompt: 'path agent', ...counts, ...(runTimeoutMs !== null && { runTimeoutMs }) } },
+      clock,
       inspect: (event) => {
         for (const observe of observers) observe(event);
         script.observe(event);
@@ -86,8 +106,8 @@ export class Stage {
       warn: () => undefined,
     });
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'turnchart-paths-'));
-    const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace });
-    opened.stage = new Stage(runtime, session, storage, workspace);
+    const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace, busyPolicy });
+    opened.stage = new Stage(runtime, session, storage, workspace, clock);
     return opened.stage;
   }
 
@@ -139,12 +159,22 @@ export class Stage {
       const lostToAFault = n === 0 && outcome.status === 'failed' && outcome.code === 'persistence_error';
       if (n !== 1 && !lostToAFault) this.violations.push(`tool call ${id} has ${n} stored results (outcome ${JSON.stringify(outcome)})`);
     }
+    if (outcome.status === 'timed_out') this.checkTimedOutCalls(turnId, stored);
     const row = await this.storage.getTurn(turnId);
     // A turn whose first write failed left nothing behind at all, which is consistent too.
     const neverStored = !row && outcome.status === 'failed' && outcome.code === 'persistence_error' && !stored.some((m) => m.turnId === turnId);
     // A terminal status whose write failed stays `running` until the next turn writes it (RT-26).
     const pendingRepair = terminalWriteFailed && row?.status === 'running';
     if (row?.status !== outcome.status && !neverStored && !pendingRepair) this.violations.push(`stored turn status ${row?.status} but outcome ${outcome.status}`);
+  }
+
+  /** RL-3: a call the time limit cancelled says so; the user cancelled nothing in a turn that timed out. */
+  private checkTimedOutCalls(turnId: string, stored: StoredMessage[]): void {
+    for (const { turnId: owner, message } of stored) {
+      if (owner === turnId && message.role === 'tool' && message.content === CANCELLED_BY_USER) {
+        this.violations.push(`tool call ${message.toolCallId} of timed-out turn ${turnId} says '${CANCELLED_BY_USER}'`);
+      }
+    }
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,5 @@
 import { createEmptyActor, type ActorLogic, type AnyMachineSnapshot, type AnyStateMachine, type EventObject, type Snapshot } from 'xstate';
-import { getAdjacencyMap, getShortestPaths, type AdjacencyMap } from 'xstate/graph';
+import { getAdjacencyMap, type AdjacencyMap } from 'xstate/graph';
 
 /**
  * A chart paired with a model of its surroundings: what the runtime, the tools and the user can
@@ -26,7 +26,12 @@ export interface ChartModel<Env> {
   isEnd?(state: ModelState<Env>): boolean;
 }
 
-/** One step of a path: the chart rests in `state`; `event` happens; it rests in `next`. */
+/**
+ * One step of a path: the chart rests in `state`; `event` happens; it rests in `next`. Each step
+ * is one edge of the graph as it was explored: `event` is one the model offered in `state`, and
+ * `next` is what the chart made of it there. Consecutive steps share a key, not necessarily a
+ * snapshot (the graph keeps one snapshot per key).
+ */
 export interface PathStep<Env> {
   state: ModelState<Env>;
   event: EventObject;
@@ -69,33 +74,58 @@ function options<Env>(model: ChartModel<Env>) {
 
 /**
  * Paths that together take every edge of the chart-and-environment graph: for each edge not yet
- * on an earlier path, the shortest path to its source (`getShortestPaths`), the edge, and the
- * shortest way from there to an end (a final state, or the model's `isEnd`). Each path ends there.
+ * on an earlier path, the shortest path to its source, the edge, and the shortest way from there
+ * to an end (a final state, or the model's `isEnd`). Each path ends there. Wherever a path rests,
+ * it also takes the edges that leave the chart where it is (a command refused, say) and that no
+ * earlier path took, so those do not each need a path of their own.
  */
 export function edgeTour<Env>(model: ChartModel<Env>): PathStep<Env>[][] {
-  const logic = logicOf(model);
-  const opts = options(model);
-  const adjacency: Adjacency<Env> = getAdjacencyMap(logic, opts);
-  const prefixes = new Map<string, PathStep<Env>[]>();
-  for (const path of getShortestPaths(logic, opts)) {
-    const steps = path.steps.slice(1).map((step, i) => ({ state: path.steps[i]!.state, event: step.event, next: step.state }));
-    prefixes.set(model.key(path.state), steps);
-  }
+  const adjacency: Adjacency<Env> = getAdjacencyMap(logicOf(model), options(model));
+  const prefixOf = shortestFromStart(adjacency, model);
   const toFinal = shortestToFinal(adjacency, model);
-  const walked = new Set<string>();
+  const walk = walker(model, selfLoops(adjacency, model));
   const tours: PathStep<Env>[][] = [];
   for (const [from, { state, transitions }] of Object.entries(adjacency)) {
-    for (const [eventKey, { event, state: next }] of edgesOf<Env>(transitions)) {
-      if (walked.has(`${from} ${eventKey}`)) continue;
-      const prefix = prefixes.get(from);
+    for (const [, { event, state: next }] of edgesOf<Env>(transitions)) {
+      const edge = { state, event, next };
+      if (walk.taken(edge)) continue;
+      const prefix = prefixOf(from);
       const suffix = toFinal(next);
-      if (!prefix || !suffix) continue;
-      const path = [...prefix, { state, event, next }, ...suffix];
-      for (const step of path) walked.add(`${model.key(step.state)} ${JSON.stringify(step.event)}`);
-      tours.push(path);
+      if (prefix && suffix) tours.push(walk.path([...prefix, edge, ...suffix]));
     }
   }
   return tours;
+}
+
+/** Remembers the edges paths took; a path takes, before each of its steps, the loops there no path took yet. */
+function walker<Env>(model: ChartModel<Env>, loopsAt: (key: string) => PathStep<Env>[]) {
+  const walked = new Set<string>();
+  const edgeKey = (step: PathStep<Env>) => `${model.key(step.state)} ${JSON.stringify(step.event)}`;
+  return {
+    taken: (step: PathStep<Env>) => walked.has(edgeKey(step)),
+    path(steps: PathStep<Env>[]): PathStep<Env>[] {
+      const path: PathStep<Env>[] = [];
+      const take = (step: PathStep<Env>) => {
+        path.push(step);
+        walked.add(edgeKey(step));
+      };
+      for (const step of steps) {
+        for (const loop of loopsAt(model.key(step.state))) if (!walked.has(edgeKey(loop)) && edgeKey(loop) !== edgeKey(step)) take(loop);
+        take(step);
+      }
+      return path;
+    },
+  };
+}
+
+/** Per state, the edges that leave its key as it was. */
+function selfLoops<Env>(adjacency: Adjacency<Env>, model: ChartModel<Env>) {
+  const loops = new Map<string, PathStep<Env>[]>();
+  for (const [from, { state, transitions }] of Object.entries(adjacency)) {
+    const here = edgesOf<Env>(transitions).filter(([, edge]) => model.key(edge.state) === from);
+    loops.set(from, here.map(([, { event, state: next }]) => ({ state, event, next })));
+  }
+  return (key: string) => loops.get(key) ?? [];
 }
 
 type Adjacency<Env> = AdjacencyMap<Walked<Env>, EventObject>;
@@ -104,6 +134,33 @@ type Edge<Env> = { event: EventObject; state: Walked<Env> };
 
 function edgesOf<Env>(transitions: object): Array<[string, Edge<Env>]> {
   return Object.entries(transitions) as Array<[string, Edge<Env>]>;
+}
+
+/**
+ * For each state, the shortest steps to it from the start (a breadth-first search over the explored
+ * edges; the start is the first state explored). Built from the edges themselves, so every step's
+ * `next` is what its event made of its `state`.
+ */
+function shortestFromStart<Env>(adjacency: Adjacency<Env>, model: ChartModel<Env>) {
+  const nodes = new Map(Object.entries(adjacency));
+  const [start] = nodes.keys();
+  const lastHop = new Map<string, PathStep<Env> | null>([[start!, null]]);
+  const queue = [start!];
+  while (queue.length > 0) {
+    const { state, transitions } = nodes.get(queue.shift()!)!;
+    for (const [, { event, state: next }] of edgesOf<Env>(transitions)) {
+      const to = model.key(next);
+      if (lastHop.has(to)) continue;
+      lastHop.set(to, { state, event, next });
+      queue.push(to);
+    }
+  }
+  return (key: string): PathStep<Env>[] | null => {
+    if (!lastHop.has(key)) return null;
+    const steps: PathStep<Env>[] = [];
+    for (let hop = lastHop.get(key); hop; hop = lastHop.get(model.key(hop.state))) steps.unshift(hop);
+    return steps;
+  };
 }
 
 /** For each state, the shortest steps to a final state (a breadth-first search backwards). */

@@ -14,19 +14,23 @@ type Step = PathStep<TurnEnv>;
 const value = (s: { value: unknown }) => JSON.stringify(s.value);
 const machineId = (s: unknown) => (s as { machine?: { id: string } } | undefined)?.machine?.id;
 const effectOf = (step: Step) => pendingEffectOf(step.state.machine);
-const COMMANDS = new Set(['turn.cancel', 'turn.stop', 'turn.resolve_permission']);
+const COMMANDS = new Set(['turn.cancel', 'turn.timeout', 'turn.stop', 'turn.resolve_permission']);
+type Interruption = 'turn.cancel' | 'turn.timeout' | 'turn.stop';
 
 /**
  * Carries out one generated path of the turn chart on a real runtime. It watches the turn actor
  * through `inspect`; each time the turn comes to rest in the state a step starts from, it makes
- * that step's event happen: it arms a storage fault, issues a command, or leaves a note the model
- * and tools read when the runtime calls them. Nothing is sent to the chart directly.
+ * that step's event happen: it arms a storage fault, issues a command, moves the charts' clock to
+ * the run's deadline (the session then sends `turn.timeout`), or leaves a note the model and tools
+ * read when the runtime calls them. Nothing is sent to the chart directly.
  */
 export class TurnDirector implements Script {
   private readonly cursor: StepCursor<TurnEnv>;
   private current: Step | null = null;
   private cleanup: Array<() => void> = [];
-  private lateCommand: 'turn.cancel' | 'turn.stop' | null = null;
+  private lateCommand: Interruption | null = null;
+  /** A time limit asked to pass before its deadline was armed: the commands after it wait for it. */
+  private deadline: Promise<void> | null = null;
   private turnId = '';
   private pendingPermission: string | null = null;
   private callCounter = 0;
@@ -87,6 +91,7 @@ export class TurnDirector implements Script {
       case 'effect.failed':
         return this.fail(effectOf(step), event.error?.reloadRequired === true);
       case 'turn.cancel':
+      case 'turn.timeout':
       case 'turn.stop':
         if (this.isLate(step)) this.lateCommand = event.type;
         else this.command(event.type);
@@ -106,12 +111,24 @@ export class TurnDirector implements Script {
     }
   }
 
-  private command(type: 'turn.cancel' | 'turn.stop'): void {
+  /** The user cancels, the run passes its time limit (the clock moves to the deadline), or the session stops. */
+  private command(type: Interruption): void {
+    const deadline = this.deadline;
+    if (deadline) return void deadline.then(() => this.command(type));
     if (type === 'turn.cancel') void this.stage.session.cancelTurn(this.turnId);
+    else if (type === 'turn.timeout') this.expire();
     else void this.stage.session.stop();
   }
 
-  /** A cancel or stop the path wants to arrive while the call's result is being written. */
+  private expire(): void {
+    const passing = this.stage.clock.expire();
+    if (!passing) return;
+    this.deadline = passing.then(() => {
+      this.deadline = null;
+    });
+  }
+
+  /** A cancel, time limit or stop the path wants to arrive while the call's result is being written. */
   private isLate(step: Step): boolean {
     const following = this.cursor.following;
     return step.state.machine.matches({ running_tools: 'tool_call' }) && following?.event.type === DONE_CHILD && terminationOf(following.event) === null;

@@ -10,7 +10,8 @@ import type { ChartModel, ModelState } from './tour.js';
  * chart's `checking` state, which is where the runtime's guard reads the mailbox.
  */
 
-export const TURN_LIMITS = { maxModelCalls: 2, doomLoopThreshold: 3 };
+/** The agent's limits in turn paths; the run has a time limit, which passes only when a path says so. */
+export const TURN_LIMITS = { maxModelCalls: 2, doomLoopThreshold: 3, runTimeoutMs: 1_000 };
 
 /** How far the current tool call has got, as far as the turn can tell. */
 export type ChildPhase =
@@ -19,7 +20,7 @@ export type ChildPhase =
   | 'asking' // waiting for the user
   | 'allow' | 'deny' | 'cancel_asking' | 'stop_asking' // answered; the call leaves waiting_permission next
   | 'denied' | 'cancelled' | 'stopped' // will end with that termination
-  | 'cancel' | 'stop'; // a cancel or stop reached the call while it ran
+  | 'cancel' | 'stop'; // a cancel (the user's or the time limit's) or a stop reached the call while it ran
 
 export interface TurnEnv {
   child: ChildPhase;
@@ -100,7 +101,8 @@ function overLineChoices({ machine, env }: ModelState<TurnEnv>): boolean[] {
   return [false, true];
 }
 
-const commands = [{ type: 'turn.cancel' }, { type: 'turn.stop' }];
+/** What can end a turn early: the user's cancel, the run's time limit (RL-3), the session stopping. */
+const commands = [{ type: 'turn.cancel' }, { type: 'turn.timeout' }, { type: 'turn.stop' }];
 
 function childEvents({ machine, env }: ModelState<TurnEnv>): Array<EventObject & Record<string, unknown>> {
   const c = ctx(machine);
@@ -154,7 +156,9 @@ function nextChild(child: ChildPhase, event: EventObject): ChildPhase {
       return e.decision === 'allow_once' ? 'allow' : 'deny';
     case 'tool.permission_settled':
       return ({ allow: 'approved', deny: 'denied', cancel_asking: 'cancelled', stop_asking: 'stopped' } as Record<string, ChildPhase>)[child] ?? child;
+    // The time limit cancels the running call as the user would (with its own reason).
     case 'turn.cancel':
+    case 'turn.timeout':
       return child === 'asking' ? 'cancel_asking' : child === 'fresh' || child === 'approved' ? 'cancel' : child;
     case 'turn.stop':
       return child === 'asking' ? 'stop_asking' : child === 'fresh' || child === 'approved' ? 'stop' : child;
