@@ -12,7 +12,7 @@ describe('README', () => {
   it('opens with the two commands', async () => {
     const readme = await readFile('README.md', 'utf8');
     const head = readme.split('\n').slice(0, 15).join('\n');
-    expect(head).toContain('npm ci && npm run demo');
+    expect(head).toContain('npm ci && npm start');
     expect(head).toContain('npm test');
   });
 });
