@@ -1,5 +1,6 @@
 import type { Insertable, Selectable } from 'kysely';
 import { toMs, type CompactionsTable } from './schema.js';
+import { decodeText, encodeText } from './text-codec.js';
 import type { CompactionRow } from './session-storage.js';
 
 export function compactionToRow(c: CompactionRow): Insertable<CompactionsTable> {
@@ -9,8 +10,8 @@ export function compactionToRow(c: CompactionRow): Insertable<CompactionsTable> 
     position: c.position,
     boundary_message_id: c.boundaryMessageId,
     boundary_sequence: c.boundarySequence,
-    summary: c.summary,
-    replay_text: c.replayText,
+    summary: encodeText(c.summary),
+    replay_text: encodeText(c.replayText),
     created_at_ms: c.createdAtMs,
     rewound_at_ms: c.rewoundAtMs,
   };
@@ -23,8 +24,8 @@ export function rowToCompaction(row: Selectable<CompactionsTable>): CompactionRo
     position: Number(row.position),
     boundaryMessageId: row.boundary_message_id,
     boundarySequence: Number(row.boundary_sequence),
-    summary: row.summary,
-    replayText: row.replay_text,
+    summary: decodeText(row.summary),
+    replayText: decodeText(row.replay_text),
     createdAtMs: toMs(row.created_at_ms),
     rewoundAtMs: toMs(row.rewound_at_ms),
   };

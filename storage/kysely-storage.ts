@@ -7,6 +7,7 @@ import { databaseNowMs, type DialectName } from './dialect.js';
 import { assertFence, fencedInsert, fenceHolds, throwIfFenced } from './fencing.js';
 import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
+import { encodeText } from './text-codec.js';
 import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn, spanToRow } from './rows.js';
 import { toMs, type Database } from './schema.js';
 import type {
@@ -257,8 +258,8 @@ export class KyselySessionStorage implements SessionStorage {
       .set({
         status: end.status,
         error_code: end.errorCode,
-        error_message: end.errorMessage,
-        final_text: end.finalText,
+        error_message: encodeText(end.errorMessage),
+        final_text: encodeText(end.finalText),
         finished_at_ms: end.finishedAtMs,
       })
       .where('id', '=', turnId)
@@ -422,7 +423,7 @@ export class KyselySessionStorage implements SessionStorage {
 async function endSpan(db: Kysely<Database>, spanId: string, end: SpanEnd): Promise<boolean> {
   const result = await db
     .updateTable('trace_spans')
-    .set({ status: end.status, error_code: end.errorCode, ended_at_ms: end.endedAtMs })
+    .set({ status: end.status, error_code: encodeText(end.errorCode), ended_at_ms: end.endedAtMs })
     .where('id', '=', spanId)
     .where('status', '=', 'running')
     .executeTakeFirst();

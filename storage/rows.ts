@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { SpanKind, SpanSource, SpanStatus, TraceSpan } from '../src/protocol/trace.js';
+import { decodeText, encodeText } from './text-codec.js';
 import { toMs, type MessagesTable, type SessionsTable, type TraceSpansTable, type TurnsTable } from './schema.js';
 import type { BusyPolicy, PermissionMode, QueuedTurnRow, SessionRow, TriggerType, TurnRow } from './session-storage.js';
 
@@ -55,8 +56,8 @@ export function rowToTurn(row: TurnWithRun): TurnRow {
     runId: row.run_id,
     trigger: row.trigger_type as TriggerType | null,
     errorCode: row.error_code,
-    errorMessage: row.error_message,
-    finalText: row.final_text,
+    errorMessage: decodeText(row.error_message),
+    finalText: decodeText(row.final_text),
     startedAtMs: toMs(row.started_at_ms),
     finishedAtMs: toMs(row.finished_at_ms),
   };
@@ -80,10 +81,10 @@ export function rowToSpan(row: Selectable<TraceSpansTable>): TraceSpan {
     sessionId: row.session_id,
     turnId: row.turn_id,
     kind: row.kind as SpanKind,
-    name: row.name,
+    name: decodeText(row.name),
     source: row.source as SpanSource,
     status: row.status as SpanStatus,
-    errorCode: row.error_code,
+    errorCode: decodeText(row.error_code),
     startedAtMs: toMs(row.started_at_ms),
     endedAtMs: toMs(row.ended_at_ms),
   };
@@ -95,10 +96,10 @@ export function spanToRow(span: TraceSpan) {
     session_id: span.sessionId,
     turn_id: span.turnId,
     kind: span.kind,
-    name: span.name,
+    name: encodeText(span.name),
     source: span.source,
     status: span.status,
-    error_code: span.errorCode,
+    error_code: encodeText(span.errorCode),
     started_at_ms: span.startedAtMs,
     ended_at_ms: span.endedAtMs,
   };

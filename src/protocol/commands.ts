@@ -45,7 +45,12 @@ export const busyPolicySchema = z.enum(['reject', 'enqueue', 'interrupt']);
 export const createSessionSchema = z.object({
   agent: idSchema.default('default'),
   permissionMode: permissionModeSchema.default('ask'),
-  workspaceDir: z.string().min(1).max(4_096).optional(),
+  workspaceDir: z
+    .string()
+    .min(1)
+    .max(4_096)
+    .refine((value) => !value.includes('\0'), 'must not contain NUL')
+    .optional(),
   busyPolicy: busyPolicySchema.default('reject'),
 });
 

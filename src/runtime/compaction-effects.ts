@@ -4,6 +4,7 @@ import { lastRealUserRequest } from '../context/conversation.js';
 import { consumeModelStream } from '../model/consume-stream.js';
 import type { SessionEnv, RuntimeDeps } from './session-env.js';
 import { loadConversation } from './load-conversation.js';
+import { closeUnclosedTurn } from './unclosed-turn.js';
 import type { EffectCancellation } from './effect-port.js';
 
 const SILENT = { text: () => undefined, reasoning: () => undefined };
@@ -52,8 +53,11 @@ export function compactionEffects(deps: RuntimeDeps) {
     await install(env);
   };
 
+  /** CP-4's way out, and the way out of a turn whose closing write failed: both read and write storage again. */
   const reloadConversation = async (input: { sessionId: string }): Promise<void> => {
-    await install(envOf(input.sessionId));
+    const env = envOf(input.sessionId);
+    await closeUnclosedTurn(env, deps);
+    await install(env);
   };
 
   async function summarize(env: SessionEnv, cancellation: EffectCancellation): Promise<string> {

@@ -1,5 +1,6 @@
 import type { CallModelInput, SampleInput, SkipCallsInput, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
 import { worldStateSampler } from './world-state-effects.js';
+import { closeUnclosedTurn } from './unclosed-turn.js';
 import type { EffectCancellation, EffectHandlers } from './effect-port.js';
 import { prepare, type PreparedModelCall } from '../context/engine.js';
 import { contextLimits, reachesCompactionLine } from '../context/limits.js';
@@ -40,10 +41,7 @@ export function turnEffects(deps: TurnEffectDeps) {
     try {
       // A queued turn's row must exist before it can move to running: its write may still be under way.
       if (prepared.fromQueue) await env.stored.wait(input.turnId);
-      if (env.unclosedTurn) {
-        await storage.endTurn(env.unclosedTurn.turnId, env.unclosedTurn.end, env.fence);
-        env.unclosedTurn = null;
-      }
+      await closeUnclosedTurn(env, deps);
       const messages = prepared.messages.map((message, i) => ({
         id: deps.newId('msg'),
         sessionId: env.id,
