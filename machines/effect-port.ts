@@ -37,6 +37,12 @@ export interface EffectCancel {
   replyTo: AnyActorRef;
 }
 
+/** Aborts the signal of the request `replyTo` has in flight, which still replies: the chart waits for that reply. */
+export interface EffectAbort {
+  type: 'effect.abort';
+  replyTo: AnyActorRef;
+}
+
 export type EffectReply = { type: 'effect.done'; output: unknown } | { type: 'effect.failed'; error: unknown };
 
 /** The chart action that sends a request; its `params` name the effect and give its input. */
@@ -52,6 +58,17 @@ export function cancelEffectAction<TContext extends MachineContext, TEvent exten
   return sendTo<TContext, TEvent, undefined, AnyActorRef, TEvent>(
     ({ system }) => port(system),
     ({ self }: { self: AnyActorRef }): EffectCancel => ({ type: 'effect.cancel', replyTo: self }),
+  );
+}
+
+/**
+ * The chart action that aborts the pending request's signal but keeps waiting for its reply: for an
+ * effect that must not be abandoned half-way (it may be writing), yet whose reads or model call stop.
+ */
+export function abortEffectAction<TContext extends MachineContext, TEvent extends EventObject>() {
+  return sendTo<TContext, TEvent, undefined, AnyActorRef, TEvent>(
+    ({ system }) => port(system),
+    ({ self }: { self: AnyActorRef }): EffectAbort => ({ type: 'effect.abort', replyTo: self }),
   );
 }
 

@@ -3,7 +3,7 @@ import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision, QueuedTurnView } from '../src/protocol/updates.js';
 import { turnMachine, type TurnLimits } from './turn.machine.js';
 import { notProvided } from './not-provided.js';
-import { EFFECT_PORT, requestEffectAction, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
+import { EFFECT_PORT, requestEffectAction, type EffectAbort, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
@@ -119,7 +119,7 @@ export const sessionMachine = setup({
   actors: {
     turn: turnMachine,
     /** Runs every effect the session's charts request (see machines/effect-port.ts); supplied by the runtime. */
-    effectPort: fromCallback<EffectRequest | EffectCancel>(notProvided('session', 'effectPort')),
+    effectPort: fromCallback<EffectRequest | EffectCancel | EffectAbort>(notProvided('session', 'effectPort')),
   },
   delays: {
     /** Only entered when the agent has a run timeout (`hasRunTimeout`). */

@@ -6,7 +6,7 @@ import type { DoomCounter, ToolCallOutput, TurnTermination } from '../src/protoc
 import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
 import { notProvided } from './not-provided.js';
-import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
+import { abortEffectAction, cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
@@ -182,6 +182,7 @@ export const turnMachine = setup({
   actions: {
     requestEffect: requestEffectAction<TurnContext, TurnEvent, TurnEffects>(),
     cancelEffect: cancelEffectAction<TurnContext, TurnEvent>(),
+    abortEffect: abortEffectAction<TurnContext, TurnEvent>(),
     emitPhase: notProvided('turn', 'emitPhase') as (_: unknown, params: { phase: TurnPhase }) => void,
     /** The draft dies with an interrupted or failed model call (RT-18). */
     discardDraft: notProvided('turn', 'discardDraft'),
@@ -312,11 +313,16 @@ export const turnMachine = setup({
               { guard: 'isOverLine', target: 'compacting' },
               { target: 'calling' },
             ],
-            // A world-state source that cannot be read fails with its section's code, before any model call.
-            'effect.failed': { target: '#turn.failed', actions: 'assignAssemblyFailure' },
-            'turn.cancel': { actions: 'assignInterrupt' },
-            'turn.timeout': { actions: 'assignInterrupt' },
-            'turn.stop': { actions: 'assignInterrupt' },
+            'effect.failed': [
+              // The interrupt aborted the sampling: a read it cut short is no failure of the world.
+              { guard: 'interrupted', target: '#turn.interrupted' },
+              // A world-state source that cannot be read fails with its section's code, before any model call.
+              { target: '#turn.failed', actions: 'assignAssemblyFailure' },
+            ],
+            // Abort the sampling's reads, and wait for its reply: a world-state write under way finishes first.
+            'turn.cancel': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.timeout': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.stop': { actions: ['assignInterrupt', 'abortEffect'] },
           },
         },
         compacting: {
@@ -337,11 +343,14 @@ export const turnMachine = setup({
                 target: '#turn.failed',
                 actions: ['assignCompactionFailure', sendParent({ type: 'session.require_reload' })],
               },
+              // The interrupt aborted the summary call: the turn ends as the interrupt says, not as a failed compaction.
+              { guard: 'interrupted', target: '#turn.interrupted' },
               { target: '#turn.failed', actions: 'assignCompactionFailure' },
             ],
-            'turn.cancel': { actions: 'assignInterrupt' },
-            'turn.timeout': { actions: 'assignInterrupt' },
-            'turn.stop': { actions: 'assignInterrupt' },
+            // Abort the summary call, and wait for the reply: a checkpoint being stored is stored or not, never half.
+            'turn.cancel': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.timeout': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.stop': { actions: ['assignInterrupt', 'abortEffect'] },
           },
         },
         calling: {

@@ -8,6 +8,7 @@ import { assertFence, fencedInsert, fenceHolds, throwIfFenced } from './fencing.
 import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
 import { encodeText } from './text-codec.js';
+import { inTransaction } from './transaction.js';
 import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn, spanToRow } from './rows.js';
 import { toMs, type Database } from './schema.js';
 import type {
@@ -174,7 +175,7 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async beginTurn(turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       await assertFence(trx, this.dialect, turn.sessionId, fence);
       if (turn.fromQueue) {
         const started = await trx
@@ -206,7 +207,7 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async enqueueTurn(turn: QueuedTurnRow, fence?: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       await assertFence(trx, this.dialect, turn.sessionId, fence);
       const last = await trx
         .selectFrom('turns')
@@ -310,7 +311,7 @@ export class KyselySessionStorage implements SessionStorage {
 
   async savePlan(row: PlanRow, fence?: number): Promise<void> {
     const plan = JSON.stringify(row.plan);
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       await assertFence(trx, this.dialect, row.sessionId, fence);
       await trx
         .insertInto('turn_plans')
@@ -351,7 +352,7 @@ export class KyselySessionStorage implements SessionStorage {
     };
     // A single statement needs no transaction; a batch is all or nothing.
     const statements = writes.filter((w) => w.type === 'end').length + (writes.some((w) => w.type === 'start') ? 1 : 0);
-    return statements <= 1 ? apply(this.db) : this.db.transaction().execute(apply);
+    return statements <= 1 ? apply(this.db) : inTransaction(this.db, apply);
   }
 
   async listSpans(sessionId: string): Promise<TraceSpan[]> {
@@ -366,7 +367,7 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async saveCompaction(row: CompactionRow, fence?: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       await assertFence(trx, this.dialect, row.sessionId, fence);
       await trx.insertInto('compactions').values(compactionToRow(row)).execute();
     });
@@ -390,7 +391,7 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async rewindTo(sessionId: string, compactionId: string, nowMs: number, fence?: number): Promise<void> {
-    await this.db.transaction().execute(async (trx) => {
+    await inTransaction(this.db, async (trx) => {
       await assertFence(trx, this.dialect, sessionId, fence);
       // Un-rewinding the target first also finds its position and, on PostgreSQL, locks its row.
       const target = await trx

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { databaseNowMs, type DialectName } from './dialect.js';
 import { rowToSession } from './rows.js';
+import { inTransaction } from './transaction.js';
 import { toMs, type Database } from './schema.js';
 import type { AcquireResult, CorrectionReport, LeaseRequest, OwnerIdentity } from './session-storage.js';
 
@@ -24,7 +25,7 @@ export async function acquireSession(
   lease: LeaseRequest,
   reserveSequences: number,
 ): Promise<AcquireResult> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     let query = trx.selectFrom('sessions').selectAll().select(databaseNowMs(dialect).as('now_ms')).where('id', '=', sessionId);
     if (dialect === 'postgres') query = query.forUpdate();
     const row = await query.executeTakeFirst();
@@ -72,7 +73,7 @@ async function correctSession(db: Kysely<Database>, sessionId: string, nowMs: nu
 
 /** RT-24 for every session nobody holds: the startup correction, in one transaction. */
 export async function correctUnheld(db: Kysely<Database>, dialect: DialectName, nowMs: number): Promise<CorrectionReport> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const unheldIds = trx.selectFrom('sessions').select('id').where(unheld(dialect));
     // The last owner may only have stalled past its lease: a new token makes sure it writes nothing more.
     await trx

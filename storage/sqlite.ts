@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
+import { retryWhenBusy } from './busy-retry.js';
 import { KyselySessionStorage } from './kysely-storage.js';
 import type { Database } from './schema.js';
 import type { SessionStorage } from './session-storage.js';
@@ -9,7 +10,12 @@ import type { SessionStorage } from './session-storage.js';
 export interface SqliteOptions {
   /** A file path, or ':memory:' for a database that lives as long as the storage. */
   filename: string;
+  /** How long a call waits (asynchronously) for another process's lock before failing; default 5 000 ms. */
+  busyBudgetMs?: number;
 }
+
+/** The longest SQLite's own busy handler may block the event loop. */
+const SYNCHRONOUS_BUSY_WAIT_MS = 10;
 
 /** The configured Kysely handle; exported so tests can reach the same connection with raw SQL. */
 export function sqliteDatabase(options: SqliteOptions): Kysely<Database> {
@@ -20,11 +26,13 @@ export function sqliteDatabase(options: SqliteOptions): Kysely<Database> {
   if (!inMemory) sqlite.pragma('journal_mode = WAL');
   // SQLite ships with foreign keys off, per connection.
   sqlite.pragma('foreign_keys = ON');
-  // Another process (a CLI inspecting the file) may hold the lock briefly; wait instead of failing with SQLITE_BUSY.
-  sqlite.pragma('busy_timeout = 5000');
+  // Another process may hold the lock. SQLite waits for it synchronously, stalling every session of this
+  // process, so only briefly here; longer waits are asynchronous retries (busy-retry.ts).
+  sqlite.pragma(`busy_timeout = ${SYNCHRONOUS_BUSY_WAIT_MS}`);
   return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
 }
 
 export function sqliteStorage(options: SqliteOptions): SessionStorage {
-  return new KyselySessionStorage(sqliteDatabase(options), { dialect: 'sqlite' });
+  const storage = new KyselySessionStorage(sqliteDatabase(options), { dialect: 'sqlite' });
+  return retryWhenBusy(storage, { budgetMs: options.busyBudgetMs ?? 5_000 });
 }

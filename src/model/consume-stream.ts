@@ -1,4 +1,10 @@
 import { ModelCallError, type ModelPort, type ModelRequest, type ModelResponse } from '../protocol/model.js';
+import {
+  MODEL_TOOL_ARGUMENTS_MAX_CHARS,
+  MODEL_TOOL_CALL_ID_MAX_CHARS,
+  MODEL_TOOL_CALLS_MAX,
+  MODEL_TOOL_NAME_MAX_CHARS,
+} from '../runtime/input-limits.js';
 
 /** The call's cancellation: `aborted` is read per event, the `AbortSignal` only by a port that wants one. */
 export interface StreamCancellation {
@@ -51,5 +57,21 @@ export async function consumeModelStream(
     throw new ModelCallError('provider', error instanceof Error ? error.message : String(error), semantic);
   }
   if (!completed) throw new ModelCallError('protocol', 'the model stream ended without a completed response', semantic);
+  const bad = oversizedToolCall(completed);
+  if (bad) throw new ModelCallError('protocol', bad, true);
   return completed;
+}
+
+/** What is wrong with the response's tool calls, if a part is beyond what the runtime accepts from a model. */
+function oversizedToolCall(response: ModelResponse): string | undefined {
+  const calls = response.toolCalls;
+  if (calls.length > MODEL_TOOL_CALLS_MAX) return `the response has ${calls.length} tool calls (at most ${MODEL_TOOL_CALLS_MAX})`;
+  for (const call of calls) {
+    if (call.id.length > MODEL_TOOL_CALL_ID_MAX_CHARS) return `a tool call id is ${call.id.length} characters long (at most ${MODEL_TOOL_CALL_ID_MAX_CHARS})`;
+    if (call.name.length > MODEL_TOOL_NAME_MAX_CHARS) return `a tool name is ${call.name.length} characters long (at most ${MODEL_TOOL_NAME_MAX_CHARS})`;
+    if (call.argumentsText.length > MODEL_TOOL_ARGUMENTS_MAX_CHARS) {
+      return `the arguments of '${call.name}' are ${call.argumentsText.length} characters long (at most ${MODEL_TOOL_ARGUMENTS_MAX_CHARS})`;
+    }
+  }
+  return undefined;
 }

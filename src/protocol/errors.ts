@@ -1,10 +1,24 @@
-/** A typed error for what cannot be a command result: bad configuration, unknown sessions. */
+/** A typed error for what cannot be a command result: bad configuration, unknown sessions, storage failures. */
 export class TurnchartError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
     this.name = 'TurnchartError';
   }
+}
+
+/**
+ * A storage failure as a typed error: `PersistenceError`, its message led by the database's own
+ * code (`SQLITE_READONLY`, `SQLITE_FULL`, PostgreSQL's SQLSTATE) so the first cause is what a caller
+ * reads. Typed errors pass through unchanged.
+ */
+export function persistenceError(error: unknown): TurnchartError {
+  if (error instanceof TurnchartError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'SessionOwnedElsewhere') return new TurnchartError('SessionOwnedElsewhere', (error as Error).message, { cause: error });
+  const message = error instanceof Error ? error.message : String(error);
+  return new TurnchartError('PersistenceError', typeof code === 'string' ? `${code}: ${message}` : message, { cause: error });
 }

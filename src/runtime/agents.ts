@@ -10,6 +10,8 @@ export interface AgentDefinition {
   doomLoopThreshold: number;
   /** RL-3: a run still going after this many milliseconds ends `timed_out`; null for no limit. */
   runTimeoutMs: number | null;
+  /** A tool call still running after this many milliseconds fails as timed out (a tool's own `timeoutMs` wins); null for none. */
+  toolTimeoutMs: number | null;
 }
 
 export const agentConfigSchema = z.object({
@@ -17,6 +19,7 @@ export const agentConfigSchema = z.object({
   maxModelCalls: z.number().int().min(1).max(1_000).optional(),
   doomLoopThreshold: z.number().int().min(2).max(100).optional(),
   runTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
+  toolTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
 });
 
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
@@ -26,12 +29,13 @@ const DEFAULT_PROMPT =
 
 /** RT-11: the default agent allows 20 model calls, the explorer 15; both stop a loop at 3 repeats. */
 export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
-  default: { systemPrompt: DEFAULT_PROMPT, maxModelCalls: 20, doomLoopThreshold: 3, runTimeoutMs: null },
+  default: { systemPrompt: DEFAULT_PROMPT, maxModelCalls: 20, doomLoopThreshold: 3, runTimeoutMs: null, toolTimeoutMs: null },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
     maxModelCalls: 15,
     doomLoopThreshold: 3,
     runTimeoutMs: null,
+    toolTimeoutMs: null,
   },
 };
 
@@ -50,6 +54,7 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       maxModelCalls: parsed.maxModelCalls ?? base.maxModelCalls,
       doomLoopThreshold: parsed.doomLoopThreshold ?? base.doomLoopThreshold,
       runTimeoutMs: parsed.runTimeoutMs ?? base.runTimeoutMs,
+      toolTimeoutMs: parsed.toolTimeoutMs ?? base.toolTimeoutMs,
     };
   }
   return agents;

@@ -1,5 +1,5 @@
 import { fromCallback, type AnyActorRef } from 'xstate';
-import type { EffectCancel, EffectContract, EffectReply, EffectRequest } from '../../machines/effect-port.js';
+import type { EffectAbort, EffectCancel, EffectContract, EffectReply, EffectRequest } from '../../machines/effect-port.js';
 import { EffectSignal, NEVER_CANCELLED } from './effect-signal.js';
 
 /** What an effect is told about its cancellation: `aborted`, and an `AbortSignal` made on first read. */
@@ -19,7 +19,7 @@ export type AnyHandler = (input: unknown, cancellation: EffectCancellation) => P
  * stopping the session aborts whatever is still running.
  */
 export function effectPort(handlers: Record<string, AnyHandler>, cancellable: ReadonlySet<string>) {
-  return fromCallback<EffectRequest | EffectCancel>(({ receive }) => {
+  return fromCallback<EffectRequest | EffectCancel | EffectAbort>(({ receive }) => {
     /** Per requesting actor, its request in flight (the cancellation, null for an effect that cannot be cancelled). */
     const inflight = new Map<AnyActorRef, InFlight>();
     const abandon = (actor: AnyActorRef) => {
@@ -28,6 +28,7 @@ export function effectPort(handlers: Record<string, AnyHandler>, cancellable: Re
     };
     receive((event) => {
       const { replyTo } = event;
+      if (event.type === 'effect.abort') return inflight.get(replyTo)?.cancellation?.abort();
       abandon(replyTo);
       if (event.type === 'effect.cancel') return;
       const { name, input } = event;

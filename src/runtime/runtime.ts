@@ -5,7 +5,7 @@ import { createActor, type ActorOptions, type AnyActorLogic, type InspectionEven
 import { z } from 'zod';
 import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
 import { createSessionSchema, type CreateSessionOptions } from '../protocol/commands.js';
-import { TurnchartError } from '../protocol/errors.js';
+import { persistenceError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
 import { previewContextWindow, type ContextWindowPreview } from '../context/inspect.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
@@ -204,7 +204,9 @@ export class Runtime {
       busyPolicy: parsed.data.busyPolicy,
       updateSequence: this.sequenceBlock,
     };
-    const fence = await this.options.storage.createSession(row, this.ownership.lease);
+    const fence = await this.options.storage.createSession(row, this.ownership.lease).catch((error: unknown) => {
+      throw persistenceError(error);
+    });
     return this.start({ row: { ...row, updateSequence: 0 }, fence, chat: new ChatState(), plan: null, accepted: {}, runs: new Map(), queued: [] });
   }
 
@@ -222,7 +224,12 @@ export class Runtime {
     // Two requests opening one session share one opening: a second lease would fence off the first.
     let opening = this.opening.get(id.data);
     if (!opening) {
-      opening = this.load(id.data).then((loaded) => this.start(loaded));
+      opening = this.load(id.data).then(
+        (loaded) => this.start(loaded),
+        (error: unknown) => {
+          throw persistenceError(error);
+        },
+      );
       this.opening.set(id.data, opening);
       void opening.finally(() => this.opening.delete(id.data)).catch(() => undefined);
     }

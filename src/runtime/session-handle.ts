@@ -21,6 +21,7 @@ import type { ProvidedSessionMachine } from './provided-machines.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
 import type { ReplayResult } from './update-stream.js';
 import { AGENT_MESSAGE_TOKEN_LIMIT } from '../context/item-limits.js';
+import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS } from './input-limits.js';
 import { resolveSkill, skillInstructionText } from '../skills/skill-directory.js';
 import type { SkillsConfig } from '../skills/types.js';
 
@@ -63,7 +64,9 @@ export type CancelTurnResult = { ok: true } | { ok: false; error: { code: 'TurnN
 export type ResolvePermissionResult =
   | { ok: true }
   | { ok: false; error: { code: 'TurnNotActive' } | { code: 'PermissionNotPending' } | InvalidInput | Stopped };
-export type DeliverResult = { ok: true } | { ok: false; error: { code: 'MessageTooLarge'; tokens: number } | InvalidInput | Stopped };
+export type DeliverResult =
+  | { ok: true }
+  | { ok: false; error: { code: 'MessageTooLarge'; tokens: number } | { code: 'MailboxFull'; messages: number; tokens: number } | InvalidInput | Stopped };
 export type SetModeResult = { ok: true } | { ok: false; error: { code: 'PersistenceError'; message: string } | InvalidInput | Stopped };
 export type WaitResult = TurnOutcome | { status: 'unknown_turn' };
 export type CompactResult =
@@ -297,6 +300,10 @@ export class SessionHandle {
     if (!parsed.success) return invalidInput(parsed.error);
     const tokens = estimateTokens(parsed.data.text);
     if (tokens >= AGENT_MESSAGE_TOKEN_LIMIT) return { ok: false, error: { code: 'MessageTooLarge', tokens } };
+    const waiting = this.env.mailbox.reduce((sum, m) => sum + estimateTokens(m.text), 0);
+    if (this.env.mailbox.length >= MAILBOX_MAX_MESSAGES || waiting + tokens > MAILBOX_MAX_TOKENS) {
+      return { ok: false, error: { code: 'MailboxFull', messages: this.env.mailbox.length, tokens: waiting } };
+    }
     this.env.mailbox.push(parsed.data);
     return { ok: true };
   }

@@ -19,6 +19,7 @@ import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js
 import { UPDATE_PLAN } from '../tools/toolset.js';
 import { emit, persistAndAppend } from './session-env.js';
 import { span, type TurnEffectDeps } from './turn-effects.js';
+import { withDeadline } from './tool-deadline.js';
 
 type Ctx = { context: ToolCallContext };
 
@@ -47,7 +48,13 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return authorizationSchema.parse(decision);
   };
 
-  const executeTool = async (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
+  const executeTool = (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
+    const tool = toolset.registryTool(input.name)!;
+    const limit = tool.timeoutMs ?? envOf(input.sessionId).agent.toolTimeoutMs;
+    return limit === null ? runTool(input, cancellation) : withDeadline(limit, cancellation, (combined) => runTool(input, combined));
+  };
+
+  const runTool = async (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
     const tool = toolset.registryTool(input.name)!;
     const env = envOf(input.sessionId);
     const returned: unknown = await tool.execute(input.args, {

@@ -1,6 +1,7 @@
 import type { CallModelInput, SampleInput, SkipCallsInput, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
 import { worldStateSampler } from './world-state-effects.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
+import { EffectAborted } from './effect-aborted.js';
 import type { EffectCancellation, EffectHandlers } from './effect-port.js';
 import { prepare, type PreparedModelCall } from '../context/engine.js';
 import { contextLimits, reachesCompactionLine } from '../context/limits.js';
@@ -82,8 +83,9 @@ export function turnEffects(deps: TurnEffectDeps) {
   const sampleWorldState = worldStateSampler(deps);
 
   /** RT-10: sample world state, then build this call's request once; at the line, prune older turns and build again. */
-  const prepareRequest = async (input: SampleInput): Promise<{ overLine: boolean }> => {
-    await sampleWorldState(input);
+  const prepareRequest = async (input: SampleInput, cancellation: EffectCancellation): Promise<{ overLine: boolean }> => {
+    await sampleWorldState(input, cancellation);
+    if (cancellation.aborted) throw new EffectAborted('preparing the request');
     const env = envOf(input.sessionId);
     let prepared = prepareFor(env);
     const over = (p: PreparedModelCall) => reachesCompactionLine(p.budget.estimatedInputTokens, limits);

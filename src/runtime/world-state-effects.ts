@@ -11,6 +11,8 @@ import {
   type WorldStateSources,
 } from '../context/world-state/index.js';
 import { TurnFailure } from '../protocol/tool-result.js';
+import { EffectAborted, untilAborted } from './effect-aborted.js';
+import type { EffectCancellation } from './effect-port.js';
 import { persistAndAppend, type RuntimeDeps } from './session-env.js';
 
 /**
@@ -19,17 +21,19 @@ import { persistAndAppend, type RuntimeDeps } from './session-env.js';
  * idempotent), and only then move the baseline.
  */
 export function worldStateSampler(deps: RuntimeDeps) {
-  return async function sampleWorldState(input: SampleInput): Promise<void> {
+  return async function sampleWorldState(input: SampleInput, cancellation: EffectCancellation): Promise<void> {
     const env = deps.env(input.sessionId);
     // Without a workspace or skills there is nothing to read: no promise to wait for on every model call.
     const capture =
       env.workspaceDir === null && deps.skills === null
         ? capturePolicyOnly(env.permissionMode)
-        : await readWorldState({ workspaceDir: env.workspaceDir, skills: deps.skills, permissionMode: env.permissionMode }, deps.warn);
+        : await untilAborted(readWorldState({ workspaceDir: env.workspaceDir, skills: deps.skills, permissionMode: env.permissionMode }, deps.warn), cancellation);
     // Nothing changed since the last sampling and the conversation was only appended to since: nothing to send.
     if (env.baselineChat === env.chat && sameBodies(capture, env.baseline)) return;
     const changed = renderWorldStateDiff(capture, env.baseline, scanRetainedSections(env.chat.conversation()));
     for (const { section, text } of changed) {
+      // Between writes, never inside one: what is written is appended, so the conversation stays whole.
+      if (cancellation.aborted) throw new EffectAborted('world-state sampling');
       const id = `world-state:${input.turnId}:${input.modelCallIndex}:${input.sample}:${section}`;
       await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'world_state', section, text }, id).catch((error: unknown) => {
         throw error instanceof TurnFailure ? error : new TurnFailure('persistence_error', `a world-state message could not be written: ${String(error)}`);

@@ -34,6 +34,8 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   effect: ToolEffect;
   input: Schema;
   authorize?: (args: z.output<Schema>, ctx: AuthorizeContext) => AuthorizationDecision | Promise<AuthorizationDecision>;
+  /** A time limit (ms): past it the tool's signal is aborted and the call fails saying it timed out. Overrides the agent's `toolTimeoutMs`. */
+  timeoutMs?: number;
   /** The paths an approval asked because of the session's mode names (the user sees them; `approvedPaths` gets them). */
   approvalPaths?: (args: z.output<Schema>) => string[];
   execute: (args: z.output<Schema>, ctx: ExecuteContext) => Promise<ToolExecutionResult> | ToolExecutionResult;

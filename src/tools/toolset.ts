@@ -30,6 +30,9 @@ export class Toolset {
         throw new TurnchartError('ToolNameConflict', `'${tool.name}' is a control tool name and cannot be registered`);
       }
       if (this.byName.has(tool.name)) throw new TurnchartError('ToolNameConflict', `two tools are named '${tool.name}'`);
+      if (tool.timeoutMs !== undefined && !(Number.isSafeInteger(tool.timeoutMs) && tool.timeoutMs > 0 && tool.timeoutMs <= 2_147_483_647)) {
+        throw new TurnchartError('InvalidTool', `the timeoutMs of '${tool.name}' must be a whole number of milliseconds, 1 or more`);
+      }
       this.byName.set(tool.name, tool);
     }
     this.definitions = [
