@@ -10,6 +10,7 @@ import type {
 } from '../src/protocol/tool-result.js';
 import { callSignature, MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
 import { notProvided } from './not-provided.js';
+import { failureOf } from './failure.js';
 import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
@@ -364,11 +365,15 @@ export const toolCallMachine = setup({
         'effect.failed': {
           target: 'done',
           actions: assign({
-            termination: ({ event }) => ({
-              kind: 'failed',
-              code: 'persistence_error',
-              message: `the tool result could not be written: ${errorMessage(errorOf(event))}`,
-            }),
+            // A result chat state refuses is chat_state_error; any other failed write, persistence_error (RT-9).
+            termination: ({ event }) => {
+              const failure = failureOf(errorOf(event), 'persistence_error');
+              return {
+                kind: 'failed',
+                code: failure.code === 'chat_state_error' ? 'chat_state_error' : 'persistence_error',
+                message: `the tool result could not be written: ${failure.message}`,
+              };
+            },
           }),
         },
       },

@@ -1,11 +1,12 @@
 import { and, assign, sendParent, sendTo, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { ModelResponse } from '../src/protocol/model.js';
-import type { FailureCode, TurnOutcome } from '../src/protocol/outcome.js';
+import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { DoomCounter, ToolCallOutput, TurnTermination } from '../src/protocol/tool-result.js';
 import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
 import { notProvided } from './not-provided.js';
+import { failureOf } from './failure.js';
 import { abortEffectAction, cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
@@ -100,32 +101,6 @@ export type TurnEffects = {
   /** RT-13: `cancelled` results, in order, for calls that were never executed (a call that already has its result is left alone). */
   skipToolCalls: { input: SkipCallsInput; output: void };
 };
-
-/** How a failed effect is reported: a `TurnFailure`-like error carries its own code. */
-function failureOf(error: unknown, fallback: FailureCode): TurnOutcome {
-  const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
-  return { status: 'failed', code: typeof code === 'string' && isFailureCode(code) ? code : fallback, message };
-}
-
-const FAILURE_CODES: ReadonlySet<string> = new Set<FailureCode>([
-  'model_error',
-  'model_protocol_error',
-  'persistence_error',
-  'chat_state_error',
-  'compaction_error',
-  'permission_denied',
-  'doom_loop',
-  'max_model_calls',
-  'actor_stopped',
-  'user_project_context_error',
-  'project_instruction_error',
-  'skill_catalog_task_error',
-]);
-
-function isFailureCode(code: string): code is FailureCode {
-  return FAILURE_CODES.has(code);
-}
 
 /** A model-port error maps to RT-9's codes: `protocol` → model_protocol_error, anything else → model_error. */
 function modelFailure(error: unknown): TurnOutcome {
@@ -445,10 +420,11 @@ export const turnMachine = setup({
             onError: {
               target: '#turn.skipping_remaining',
               actions: assign({
-                termination: ({ event }) => {
-                  const failure = failureOf(event.error, 'chat_state_error') as Extract<TurnOutcome, { status: 'failed' }>;
-                  return { kind: 'failed', code: failure.code, message: failure.message };
-                },
+                termination: ({ event }) => ({
+                  kind: 'failed',
+                  code: 'tool_call_crashed',
+                  message: `the tool call failed inside the runtime: ${event.error instanceof Error ? event.error.message : String(event.error)}`,
+                }),
               }),
             },
           },

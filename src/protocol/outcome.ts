@@ -10,6 +10,8 @@ export type FailureCode =
   | 'doom_loop'
   | 'max_model_calls'
   | 'actor_stopped'
+  /** A tool-call actor crashed inside the runtime (say, a tool schema that throws). */
+  | 'tool_call_crashed'
   | 'user_project_context_error'
   | 'project_instruction_error'
   | 'skill_catalog_task_error';

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { TurnLimits } from '../../machines/turn.machine.js';
 import { SYSTEM_PART_TOKEN_LIMIT } from '../context/engine.js';
+import { systemContext } from '../context/system-context.js';
+import type { ToolDefinition } from '../protocol/model.js';
 import { estimateTokens } from '../protocol/commands.js';
 
 /** An agent's static definition (000 §1): its prompt and its limits (RT-11). */
@@ -58,6 +60,22 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
     };
   }
   return agents;
+}
+
+/**
+ * CW-8 at configuration time: each agent's system context — its prompt plus the rules of the tools
+ * this runtime advertises — must fit its limit, or the runtime is refused now rather than every
+ * turn failing at its first model call.
+ */
+export function checkSystemContexts(agents: Record<string, AgentDefinition>, tools: readonly ToolDefinition[]): void {
+  for (const [name, agent] of Object.entries(agents)) {
+    for (const part of systemContext(agent.systemPrompt, tools)) {
+      const tokens = estimateTokens(part.content);
+      if (tokens >= SYSTEM_PART_TOKEN_LIMIT) {
+        throw new Error(`the system context of agent '${name}' (its prompt and the tool rules) estimates ${tokens} tokens (limit ${SYSTEM_PART_TOKEN_LIMIT})`);
+      }
+    }
+  }
 }
 
 export function limitsOf(agent: AgentDefinition): TurnLimits {

@@ -12,7 +12,7 @@ import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { Toolset } from '../tools/toolset.js';
 import type { SkillsConfig } from '../skills/types.js';
-import { agentNamed, limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
+import { agentNamed, checkSystemContexts, limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
 import { ChatState, ChatStateError } from './chat-state.js';
 import { IdleReaper } from './idle-reaper.js';
 import { isolated } from './isolated-observable.js';
@@ -413,13 +413,14 @@ function describe(error: unknown): string {
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const parsed = optionsSchema.safeParse(options);
   if (!parsed.success) throw new TurnchartError('InvalidOptions', z.prettifyError(parsed.error));
+  const toolset = new Toolset(options.tools ?? []);
   let agents: Record<string, AgentDefinition>;
   try {
     agents = resolveAgents(options.agents);
+    checkSystemContexts(agents, toolset.definitions);
   } catch (error) {
-    throw new TurnchartError('InvalidOptions', error instanceof z.ZodError ? z.prettifyError(error) : String(error));
+    throw new TurnchartError('InvalidOptions', error instanceof z.ZodError ? z.prettifyError(error) : error instanceof Error ? error.message : String(error));
   }
-  const toolset = new Toolset(options.tools ?? []);
   const now = options.now ?? Date.now;
   await options.storage.migrate();
   const ownership = new Ownership(options.storage, {

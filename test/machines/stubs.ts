@@ -49,6 +49,8 @@ export function toolCallStubs(
     execute?: (input: ExecuteInput, signal: AbortSignal) => Promise<ToolResult>;
     /** What the session's permission mode says about every call: deny it, ask for it, or allow it (default). */
     mode?: 'deny' | 'ask';
+    /** The result write fails with this error. */
+    writeFails?: Error;
   } = {},
 ) {
   const written: WriteResultInput[] = [];
@@ -80,6 +82,7 @@ export function toolCallStubs(
       options.execute ? options.execute(input, signal) : Promise.resolve({ status: 'succeeded', content: `ran ${input.name}` }),
     runControlTool: async () => ({ status: 'succeeded', content: 'plan stored' }),
     writeResult: async (input: WriteResultInput) => {
+      if (options.writeFails) throw options.writeFails;
       written.push(input);
     },
   };

@@ -1,6 +1,7 @@
 import { createActor, toPromise, waitFor, type ActorRefFrom } from 'xstate';
 import type { ToolCallOutput } from '../../src/protocol/tool-result.js';
 import { describe, expect, it } from 'vitest';
+import { ChatStateError } from '../../src/index.js';
 import { hostWithPort, toolCallStubs } from './stubs.js';
 
 const input = (name: string, argumentsText: string, doom = { signature: null as string | null, count: 0 }) => ({
@@ -48,6 +49,13 @@ describe('tool-call chart through .provide() (RT-15)', () => {
     expect(unknown.result.content).toBe("ToolNotFound: no tool named 'nope' is available");
     const invalid = await start(toolCallStubs(), input('read_file', '{"path":1}')).done;
     expect(invalid.result).toEqual({ status: 'failed', content: 'InvalidArguments: path: expected string' });
+  });
+
+  it('ends the turn chat_state_error when chat state refuses the result, persistence_error when storage does (RT-9)', async () => {
+    const refused = await start(toolCallStubs({ writeFails: new ChatStateError('UnmatchedToolResult', 'no open call') }), input('read_file', '{"path":"a"}')).done;
+    expect(refused.termination).toEqual({ kind: 'failed', code: 'chat_state_error', message: 'the tool result could not be written: UnmatchedToolResult: no open call' });
+    const lost = await start(toolCallStubs({ writeFails: new Error('disk gone') }), input('read_file', '{"path":"a"}')).done;
+    expect(lost.termination).toEqual({ kind: 'failed', code: 'persistence_error', message: 'the tool result could not be written: disk gone' });
   });
 
   it('stops at the doom-loop threshold without authorizing or executing', async () => {

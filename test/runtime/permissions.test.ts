@@ -129,6 +129,45 @@ describe('approvals and permission modes (RT-3, RT-5, RT-16)', () => {
     expect(h.session.snapshot().permissionMode).toBe('auto');
   });
 
+  it('a mode change while a turn runs applies from the next tool call of that same turn (RT-5)', async () => {
+    const log: string[] = [];
+    const { defineTool } = await import('../../src/index.js');
+    const { z } = await import('zod');
+    const touch = defineTool({
+      name: 'touch',
+      description: 'writes',
+      effect: 'write',
+      input: z.object({ n: z.number() }),
+      execute: async (args) => {
+        log.push(`touch ${args.n}`);
+        return { status: 'succeeded', content: 'ok' };
+      },
+    });
+    let changed: Promise<unknown> = Promise.resolve();
+    // The first call runs in auto; while the turn is still going, the mode becomes read_only.
+    const first = defineTool({
+      name: 'first',
+      description: 'changes the mode mid-turn',
+      effect: 'write',
+      input: z.object({}),
+      execute: async () => {
+        changed = h!.session.setPermissionMode('read_only');
+        await changed;
+        return { status: 'succeeded', content: 'mode changed' };
+      },
+    });
+    h = await harness(
+      [{ text: 'both', toolCalls: [{ name: 'first', args: {} }, { name: 'touch', args: { n: 1 } }] }, { text: 'after' }],
+      { tools: [first, touch], permissionMode: 'auto' },
+    );
+    const turnId = await startTurn(h.session, 'go');
+    expect(await h.session.waitForTurn(turnId)).toEqual({ status: 'completed', finalText: 'after' });
+    expect(await changed).toEqual({ ok: true });
+    expect(log).toEqual([]);
+    const statuses = (await h.storage.listMessages(h.session.id)).flatMap((m) => (m.message.role === 'tool' ? [`${m.message.toolName}:${m.message.status}`] : []));
+    expect(statuses).toEqual(['first:succeeded', 'touch:denied']);
+  });
+
   it('matches approvals by turn and tool call id: TurnNotActive and PermissionNotPending', async () => {
     h = await harness([{ text: 'x', toolCalls: [write('w1', 'a.txt')] }, { text: 'done' }], { tools: [writeFileTool()] });
     expect(await h.session.resolvePermission({ turnId: 'turn_nope', toolCallId: 'w1', decision: 'allow_once' })).toEqual({
