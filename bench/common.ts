@@ -29,10 +29,13 @@ export function gcIfAvailable(): void {
   if (gc) gc();
 }
 
-/** A trivial read tool: validates `{ path }` and answers at once. */
-export function readTool(): AnyTool {
+/**
+ * A trivial read tool: validates `{ path }` and answers at once. The host registers its own workspace
+ * `read_file`, so host benchmarks give this one another name.
+ */
+export function readTool(name = 'read_file'): AnyTool {
   return defineTool({
-    name: 'read_file',
+    name,
     description: 'Read a file',
     effect: 'read',
     input: z.object({ path: z.string() }),
@@ -49,7 +52,7 @@ export const FINAL_DELTAS = ['all ', 'done'] as const;
  * answers with text only. Stateless: the step is the number of assistant messages after the last user
  * message, so one port serves any number of sessions and turns, sequential or concurrent.
  */
-export function stepModel(toolSteps: number): ModelPort {
+export function stepModel(toolSteps: number, toolName = 'read_file'): ModelPort {
   let callSeq = 0;
   return {
     capabilities: { contextWindow: 128_000, maxOutputTokens: 8_192, maxReasoningTokens: 0 },
@@ -57,7 +60,7 @@ export function stepModel(toolSteps: number): ModelPort {
       const step = stepOf(request);
       if (step < toolSteps) {
         for (const text of STEP_DELTAS) yield { type: 'text_delta', text };
-        const call: ToolCallPart = { id: `call_${++callSeq}`, name: 'read_file', argumentsText: JSON.stringify({ path: `f${step}.txt` }) };
+        const call: ToolCallPart = { id: `call_${++callSeq}`, name: toolName, argumentsText: JSON.stringify({ path: `f${step}.txt` }) };
         yield { type: 'response_completed', response: { text: STEP_DELTAS.join(''), reasoning: '', toolCalls: [call] } };
       } else {
         for (const text of FINAL_DELTAS) yield { type: 'text_delta', text };
@@ -67,7 +70,7 @@ export function stepModel(toolSteps: number): ModelPort {
   };
 }
 
-function stepOf(request: ModelRequest): number {
+export function stepOf(request: ModelRequest): number {
   let step = 0;
   for (let i = request.messages.length - 1; i >= 0; i--) {
     const role = request.messages[i]!.role;

@@ -1,6 +1,6 @@
 /**
  * The turnchart benchmark suite (`npm run bench`). Prints a human-readable report with each
- * figure's bar, then exactly four machine-readable lines:
+ * figure's bar, then one machine-readable line per figure:
  *
  *   step_overhead_ratio: X          runtime ÷ bare-loop µs/step, median of per-round ratios   bar ≤ 2.0
  *   idle_session_bytes: X           JS heap per idle open session                    bar ≤ 51200
@@ -9,11 +9,19 @@
  *   prepare_1000_messages_us: X     ContextEngine.prepare, 1 000-message conversation (median µs)
  *   prepare_10000_messages_us: X    the same at 10 000 messages: about 10× means linear
  *   cancel_p99_ms: X                cancelTurn → turn_finished, p99 over four waiting cases
+ *   http_turns_ratio: X             turns/s through the HTTP API (50 sessions, an SSE client each)
+ *                                   ÷ turns/s of the same workload in process, ratio of the medians   bar ≥ 0.5
+ *   sse_delta_p99_ms: X             text delta yielded by the model → its SSE event parsed by the
+ *                                   client, p99 under that HTTP load (client in this process)   bar ≤ 50
+ *   host_rss_growth_mb_per_1000_sessions: X  host RSS (end − start) over 10 000 sessions served one
+ *                                   after another with idleTtlSeconds 0, per 1 000 sessions     bar ≤ 5
  *
  * Memory needs `global.gc`: without it (the usual `tsx bench/run.ts`), that figure is measured in a
- * child `node --expose-gc --import tsx bench/memory.ts`, which also gives it a clean heap.
+ * child `node --expose-gc --import tsx bench/memory.ts`, which also gives it a clean heap. The host's
+ * memory is always measured in a child (`bench/host-memory.ts`), with this process as its HTTP client.
  */
 import { spawnSync } from 'node:child_process';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { round } from './common.js';
@@ -23,6 +31,8 @@ import { measureStepOverhead } from './step-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
 import { measureCancelLatency } from './cancel.js';
+import { measureHttpTurns } from './http.js';
+import { measureHostMemory } from './host-memory.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -33,6 +43,8 @@ const FLOOD_DELTAS = 200_000;
 // The runtime's charts take a few thousand steps before V8 has optimized them; warm-up covers that, so
 // the figure is the steady state a long-running host sees, not the first seconds after start.
 const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 20, reps: 21, orchestrationReps: 7 };
+const HTTP = { sessions: 50, turnsPerSession: 4, toolSteps: 3, warmupRounds: 2, rounds: 5 };
+const HOST_MEMORY = { warmup: 1_000, sessions: 10_000, sampleEvery: 2_000 };
 
 function log(line = ''): void {
   console.log(line);
@@ -55,7 +67,7 @@ function memoryInChild(count: number): MemoryResult {
 
 async function main(): Promise<void> {
   const suiteStarted = performance.now();
-  log(`turnchart bench — node ${process.version}, ${process.platform}/${process.arch}`);
+  log(`turnchart bench — node ${process.version}, ${process.platform}/${process.arch}, ${cpus().length} CPUs, load average ${loadAverage()}`);
   log();
 
   // 1. Memory first: in a clean child process unless this one already has gc.
@@ -119,7 +131,55 @@ async function main(): Promise<void> {
   log('[cancel] cancelTurn → turn_finished, 50 turns per case');
   for (const [kind, q] of Object.entries(cancel.perCase)) log(`  ${kind.padEnd(20)} p50 ${round(q.p50, 2)} ms, p99 ${round(q.p99, 2)} ms`);
   log();
-  log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s`);
+
+  // 7. The HTTP API against the same workload in process, and SSE delta latency under that load.
+  const httpStarted = performance.now();
+  const web = await measureHttpTurns(HTTP);
+  const httpSeconds = round((performance.now() - httpStarted) / 1000, 1);
+  const httpRatio = round(web.ratio, 2);
+  const ms = (x: number) => round(x, 2);
+  log(`[http] ${HTTP.sessions} sessions at once, ${HTTP.turnsPerSession} turns each of ${HTTP.toolSteps} tool steps + final, ${HTTP.warmupRounds} warm-up + ${HTTP.rounds} rounds per side`);
+  log('  through the API: POST turn + GET ?wait per turn, one SSE client per session (node:http, in this process);' +
+    ' in process: startTurn + waitForTurn, one updates$ subscriber per session');
+  log(`  HTTP        median ${round(web.http.median, 1)} turns/s  (samples ${samples(web.http.samples)})`);
+  log(`  in process  median ${round(web.inProcess.median, 1)} turns/s  (samples ${samples(web.inProcess.samples)})`);
+  log(`  ratio of the medians ${httpRatio} — bar ≥ 0.5: ${verdict(httpRatio >= 0.5)}`);
+  log(`  informational: ${httpSeconds} s for [http] and [sse latency]; median of the per-round ratios ${round(web.pairedRatio, 2)};` +
+    ` event-loop delay p50/p99 HTTP ${ms(web.loopDelay.http.p50)}/${ms(web.loopDelay.http.p99)} ms,` +
+    ` in process ${ms(web.loopDelay.inProcess.p50)}/${ms(web.loopDelay.inProcess.p99)} ms`);
+  log();
+  const sseP99 = ms(web.delta.p99);
+  log(`[sse latency] text delta yielded by the model → its SSE event parsed by the client, under the [http] load`);
+  log(`  ${web.delta.measured} deltas measured (${web.delta.stamped} yielded, ${web.delta.unmatched} never seen) over the timed HTTP rounds`);
+  log(`  p50 ${ms(web.delta.p50)} ms, p99 ${sseP99} ms, max ${ms(web.delta.max)} ms — bar ≤ 50 ms: ${verdict(sseP99 <= 50)}`);
+  log(`  informational: in process (model → updates$ subscriber) p50 ${round(web.inProcessDelta.p50, 4)} ms, p99 ${round(web.inProcessDelta.p99, 4)} ms`);
+  const split = web.split;
+  log(`  informational: one more HTTP round with the host's socket writes stamped (${split.measured} deltas):` +
+    ` model → socket write p50 ${ms(split.toSocket.p50)} / p99 ${ms(split.toSocket.p99)} ms,` +
+    ` socket write → client callback p50 ${ms(split.fromSocket.p50)} / p99 ${ms(split.fromSocket.p99)} ms`);
+  log();
+
+  // 8. Host memory over many sessions, in a child process.
+  const memoryStarted = performance.now();
+  const hostMemory = await measureHostMemory(HOST_MEMORY);
+  const memorySeconds = round((performance.now() - memoryStarted) / 1000, 1);
+  const mb = (bytes: number) => round(bytes / 1024 / 1024, 1);
+  const rssGrowth = round(hostMemory.rssMbPer1000, 2);
+  const { start, end } = hostMemory;
+  log(`[host memory] ${hostMemory.sessions} sessions served one after another through the API after ${hostMemory.warmup} warm-up sessions` +
+    ' (create, one turn of 1 tool step + answer, wait), idleTtlSeconds 0, sqlite :memory:');
+  log('  host in a child node --expose-gc; HTTP client in this process; gc() ×4 once no session is open, before each reading');
+  log(`  start rss ${mb(start.rss)} MB, heapUsed ${mb(start.heapUsed)} MB; end rss ${mb(end.rss)} MB, heapUsed ${mb(end.heapUsed)} MB;` +
+    ` open sessions at the end ${end.openSessions}; turns not completed ${hostMemory.failures}`);
+  log(`  RSS growth ${rssGrowth} MB per 1000 sessions — bar ≤ 5 MB: ${verdict(rssGrowth <= 5)}`);
+  log(`  informational: least-squares slope of RSS over the readings ${round(hostMemory.rssSlopeMbPer1000, 2)} MB per 1000 sessions;` +
+    ` heapUsed growth ${round(hostMemory.heapMbPer1000, 3)} MB per 1000 sessions;` +
+    ` the in-memory database grew ${round(hostMemory.sqliteMbPer1000, 2)} MB per 1000 (${mb(start.sqliteBytes)} → ${mb(end.sqliteBytes)} MB), inside that RSS`);
+  log(`  informational: readings (sessions → rss / heapUsed / database MB): ${hostMemory.samples
+    .map((s) => `${s.served} → ${mb(s.rss)}/${mb(s.heapUsed)}/${mb(s.sqliteBytes)}`)
+    .join(', ')}; ${round(hostMemory.wallMs / 1000, 1)} s for the ${hostMemory.sessions} sessions, ${memorySeconds} s in all`);
+  log();
+  log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s, load average ${loadAverage()}`);
   log();
 
   log(`step_overhead_ratio: ${ratio}`);
@@ -129,6 +189,16 @@ async function main(): Promise<void> {
   log(`prepare_1000_messages_us: ${round(assembly.medianUs[1_000]!)}`);
   log(`prepare_10000_messages_us: ${round(assembly.medianUs[10_000]!)}`);
   log(`cancel_p99_ms: ${round(cancel.p99, 2)}`);
+  log(`http_turns_ratio: ${httpRatio}`);
+  log(`sse_delta_p99_ms: ${sseP99}`);
+  log(`host_rss_growth_mb_per_1000_sessions: ${rssGrowth}`);
+}
+
+/** Other work on the machine skews every timed figure; the report says how busy it was. */
+function loadAverage(): string {
+  return loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 }
 
 await main();

@@ -2,6 +2,7 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { bodyLimit } from 'hono/body-limit';
 import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
+import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
 import { bearerAuth } from './auth.js';
 import { commandError, errorResponse } from './errors.js';
@@ -34,13 +35,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   });
   if (security.corsOrigin) app.use('*', cors({ origin: security.corsOrigin, allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
   app.use('*', bearerAuth(security.token, new Set(['/healthz'])));
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) => commandError(c, { code: 'PayloadTooLarge', message: `request bodies are limited to ${MAX_BODY_BYTES} bytes` }),
-    }),
-  );
+  app.use('*', limitBody());
   healthRoutes(app, host);
   sessionRoutes(app, host);
   turnRoutes(app, host);
@@ -60,4 +55,23 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
     return errorResponse(c, error, host.warn);
   });
   return app;
+}
+
+/**
+ * The body limit, judged from the headers whenever they settle it: a request with neither
+ * `Content-Length` nor `Transfer-Encoding` has no body (RFC 9112 §6.3), and one with only
+ * `Content-Length` is too large or not by that number. Only a chunked body is counted as it is read,
+ * by Hono's `bodyLimit`. (Hono's middleware first looks at `c.req.raw.body`, which makes
+ * @hono/node-server build a full `Request` with a web stream over the socket for every request, GETs
+ * and event streams included: a third of a GET's round trip on loopback, 327 → 219 µs; bench/README.md.)
+ */
+function limitBody(): MiddlewareHandler {
+  const tooLarge = (c: Context) => commandError(c, { code: 'PayloadTooLarge', message: `request bodies are limited to ${MAX_BODY_BYTES} bytes` });
+  const counting = bodyLimit({ maxSize: MAX_BODY_BYTES, onError: tooLarge });
+  return async (c, next) => {
+    if (c.req.header('transfer-encoding') !== undefined) return counting(c, next);
+    const length = c.req.header('content-length');
+    if (length === undefined) return next();
+    return Number.parseInt(length, 10) > MAX_BODY_BYTES ? tooLarge(c) : next();
+  };
 }
