@@ -1,12 +1,16 @@
 /**
  * `cancel_p99_ms`: time from `cancelTurn` to `turn_finished` for a turn waiting on the model stream,
- * one running a tool that honours its signal, one running a tool that ignores it, and one waiting
- * for an approval (issue 4, item 7). Each case runs a number of times on SQLite :memory:.
+ * one running a tool that honours its signal, one running a tool that ignores it, one waiting for an
+ * approval, and one compacting whose summary call never returns (issue 9: cancel reaches
+ * compaction). Each case runs a number of times on SQLite :memory:.
  */
 import { z } from 'zod';
 import { createRuntime, defineTool, scriptedModel, sqliteStorage, type ModelCallOptions, type SessionHandle } from '../src/index.js';
 
-type Case = 'model_stream' | 'tool_honours_signal' | 'tool_ignores_signal' | 'approval';
+type Case = 'model_stream' | 'tool_honours_signal' | 'tool_ignores_signal' | 'approval' | 'compaction_summary';
+
+/** A window one large tool result fills past the compaction line, so the next model call compacts first. */
+const SMALL_WINDOW = { contextWindow: 6_000, maxOutputTokens: 500, maxReasoningTokens: 0 };
 
 function gate() {
   let open: () => void = () => undefined;
@@ -45,10 +49,17 @@ async function once(kind: Case): Promise<number> {
       ready.open();
       signal.addEventListener('abort', () => reject(new Error('aborted')));
     });
+  const big = defineTool({ name: 'big', description: 'a large result', effect: 'read', input: z.object({}), execute: async () => ({ status: 'succeeded', content: 'x'.repeat(8_000) }) });
   const tool = kind === 'tool_honours_signal' ? 'honours' : kind === 'tool_ignores_signal' ? 'ignores' : 'asks';
-  const model = scriptedModel(kind === 'model_stream' ? [waitingModel] : [{ text: 'x', toolCalls: [{ name: tool, args: {} }] }]);
-  const runtime = await createRuntime({ storage: sqliteStorage({ filename: ':memory:' }), model, tools: [honours, ignores, asks] });
-  const session: SessionHandle = await runtime.createSession({ permissionMode: 'ask' });
+  const steps =
+    kind === 'model_stream'
+      ? [waitingModel]
+      : kind === 'compaction_summary'
+        ? [{ text: 'x', toolCalls: [{ name: 'big', args: {} }] }, waitingModel]
+        : [{ text: 'x', toolCalls: [{ name: tool, args: {} }] }];
+  const model = scriptedModel(steps, kind === 'compaction_summary' ? { capabilities: SMALL_WINDOW } : {});
+  const runtime = await createRuntime({ storage: sqliteStorage({ filename: ':memory:' }), model, tools: [honours, ignores, asks, big] });
+  const session: SessionHandle = await runtime.createSession({ permissionMode: kind === 'compaction_summary' ? 'auto' : 'ask' });
   if (kind === 'approval') session.updates$.subscribe((u) => u.update.type === 'permission_requested' && ready.open());
   const finished = new Promise<number>((resolve) => session.updates$.subscribe((u) => u.update.type === 'turn_finished' && resolve(performance.now())));
   const started = await session.startTurn({ clientRequestId: 'c', input: [{ type: 'text', text: 'go' }] });
@@ -70,7 +81,7 @@ export interface CancelResult {
 const quantile = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(q * values.length))]!;
 
 export async function measureCancelLatency(runsPerCase = 50): Promise<CancelResult> {
-  const cases: Case[] = ['model_stream', 'tool_honours_signal', 'tool_ignores_signal', 'approval'];
+  const cases: Case[] = ['model_stream', 'tool_honours_signal', 'tool_ignores_signal', 'approval', 'compaction_summary'];
   const all: number[] = [];
   const perCase = {} as CancelResult['perCase'];
   for (const kind of cases) {

@@ -8,7 +8,8 @@
  *   delta_throughput_per_s: X       text deltas model → updates$ subscriber          bar ≥ 100000
  *   prepare_1000_messages_us: X     ContextEngine.prepare, 1 000-message conversation (median µs)
  *   prepare_10000_messages_us: X    the same at 10 000 messages: about 10× means linear
- *   cancel_p99_ms: X                cancelTurn → turn_finished, p99 over four waiting cases
+ *   cancel_p99_ms: X                cancelTurn → turn_finished, p99 over five waiting cases
+ *   parallel_tools_speedup: X       one turn of 8 reads of 20 ms: serial ÷ parallel wall time    bar ≥ 3
  *   http_turns_ratio: X             turns/s through the HTTP API (50 sessions, an SSE client each)
  *                                   ÷ turns/s of the same workload in process, ratio of the medians   bar ≥ 0.5
  *   sse_delta_p99_ms: X             text delta yielded by the model → its SSE event parsed by the
@@ -31,6 +32,7 @@ import { measureStepOverhead } from './step-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
 import { measureCancelLatency } from './cancel.js';
+import { measureParallelTools } from './parallel-tools.js';
 import { measureHttpTurns } from './http.js';
 import { measureHostMemory } from './host-memory.js';
 
@@ -134,6 +136,12 @@ async function main(): Promise<void> {
   for (const [kind, q] of Object.entries(cancel.perCase)) log(`  ${kind.padEnd(20)} p50 ${round(q.p50, 2)} ms, p99 ${round(q.p99, 2)} ms`);
   log();
 
+  // 6b. Parallel reads.
+  const parallel = await measureParallelTools();
+  log('[parallel tools] one turn whose response asks for 8 reads of 20 ms: serial (default) vs parallelToolCalls (at most 4 at once)');
+  log(`  serial ${round(parallel.serialMs, 1)} ms, parallel ${round(parallel.parallelMs, 1)} ms (medians of 9) → ${round(parallel.speedup, 2)}× — bar ≥ 3: ${verdict(parallel.speedup >= 3)}`);
+  log();
+
   // 7. The HTTP API against the same workload in process, and SSE delta latency under that load.
   const httpStarted = performance.now();
   const web = await measureHttpTurns(HTTP);
@@ -191,6 +199,7 @@ async function main(): Promise<void> {
   log(`prepare_1000_messages_us: ${round(assembly.medianUs[1_000]!)}`);
   log(`prepare_10000_messages_us: ${round(assembly.medianUs[10_000]!)}`);
   log(`cancel_p99_ms: ${round(cancel.p99, 2)}`);
+  log(`parallel_tools_speedup: ${round(parallel.speedup, 2)}`);
   log(`http_turns_ratio: ${httpRatio}`);
   log(`sse_delta_p99_ms: ${sseP99}`);
   log(`host_rss_growth_mb_per_1000_sessions: ${rssGrowth}`);

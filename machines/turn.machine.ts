@@ -136,6 +136,13 @@ export const turnMachine = setup({
   guards: {
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
     mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
+    /**
+     * Supplied by the runtime (RL-5): with parallel tool calls on, the calls from `toolIndex` (or the
+     * one after it, for `nextCallsReadInParallel`) begin a run of at least two reads that need no
+     * approval and have not been started yet.
+     */
+    callsReadInParallel: notProvided('turn', 'callsReadInParallel') as (_: { context: TurnContext }) => boolean,
+    nextCallsReadInParallel: notProvided('turn', 'nextCallsReadInParallel') as (_: { context: TurnContext }) => boolean,
     interrupted: ({ context }) => context.interrupt !== null,
     reachedMaxModelCalls: ({ context }) => context.modelCallIndex > context.limits.maxModelCalls,
     responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
@@ -159,6 +166,13 @@ export const turnMachine = setup({
     cancelEffect: cancelEffectAction<TurnContext, TurnEvent>(),
     abortEffect: abortEffectAction<TurnContext, TurnEvent>(),
     emitPhase: notProvided('turn', 'emitPhase') as (_: unknown, params: { phase: TurnPhase }) => void,
+    /**
+     * Supplied by the runtime (RL-5): starts the run of reads beginning at the current call, at most
+     * the agent's bound at once. Each call still goes through its own tool-call chart in provider
+     * order — validated, counted for the doom loop, its result written — and takes its read's result
+     * when it reaches `executing`; a cancel aborts every read of the run.
+     */
+    startParallelReads: notProvided('turn', 'startParallelReads'),
     /** The draft dies with an interrupted or failed model call (RT-18). */
     discardDraft: notProvided('turn', 'discardDraft'),
     assignPersistenceFailure: assign({
@@ -379,6 +393,8 @@ export const turnMachine = setup({
                 guard: 'interrupted',
                 target: '#turn.skipping_remaining',
               },
+              // RL-5: the response opens with reads that may run side by side: start them, then go call by call.
+              { guard: 'callsReadInParallel', target: '#turn.running_tools', actions: 'startParallelReads' },
               { target: '#turn.running_tools' },
             ],
             'effect.failed': { target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
@@ -413,6 +429,8 @@ export const turnMachine = setup({
               { guard: 'interrupted', target: '#turn.skipping_remaining', actions: recordToolCall },
               // That was the response's last call: back to the model.
               { guard: 'isLastToolCall', target: '#turn.running_model', actions: recordToolCall },
+              // The next calls are a run of reads that may run side by side (RL-5): start them, then the next call.
+              { guard: 'nextCallsReadInParallel', target: 'tool_call', reenter: true, actions: [recordToolCall, 'startParallelReads'] },
               // The next call of the same response, in provider order: a new tool-call actor.
               { target: 'tool_call', reenter: true, actions: recordToolCall },
             ],

@@ -14,6 +14,8 @@ export interface AgentDefinition {
   runTimeoutMs: number | null;
   /** A tool call still running after this many milliseconds fails as timed out (a tool's own `timeoutMs` wins); null for none. */
   toolTimeoutMs: number | null;
+  /** RL-5: how many reads of one response may run at once; 1 keeps every call serial (the default). */
+  parallelToolCalls: number;
 }
 
 export const agentConfigSchema = z.object({
@@ -22,7 +24,12 @@ export const agentConfigSchema = z.object({
   doomLoopThreshold: z.number().int().min(2).max(100).optional(),
   runTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
   toolTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
+  /** `true` runs up to 4 reads of one response at once; a number sets the bound. */
+  parallelToolCalls: z.union([z.boolean(), z.number().int().min(1).max(64)]).optional(),
 });
+
+/** Reads of one response run at once when parallel tool calls are on and no bound is given. */
+export const DEFAULT_PARALLEL_READS = 4;
 
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 
@@ -31,13 +38,14 @@ const DEFAULT_PROMPT =
 
 /** RT-11: the default agent allows 20 model calls, the explorer 15; both stop a loop at 3 repeats. */
 export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
-  default: { systemPrompt: DEFAULT_PROMPT, maxModelCalls: 20, doomLoopThreshold: 3, runTimeoutMs: null, toolTimeoutMs: null },
+  default: { systemPrompt: DEFAULT_PROMPT, maxModelCalls: 20, doomLoopThreshold: 3, runTimeoutMs: null, toolTimeoutMs: null, parallelToolCalls: 1 },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
     maxModelCalls: 15,
     doomLoopThreshold: 3,
     runTimeoutMs: null,
     toolTimeoutMs: null,
+    parallelToolCalls: 1,
   },
 };
 
@@ -57,6 +65,7 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       doomLoopThreshold: parsed.doomLoopThreshold ?? base.doomLoopThreshold,
       runTimeoutMs: parsed.runTimeoutMs ?? base.runTimeoutMs,
       toolTimeoutMs: parsed.toolTimeoutMs ?? base.toolTimeoutMs,
+      parallelToolCalls: parallelBound(parsed.parallelToolCalls) ?? base.parallelToolCalls,
     };
   }
   return agents;
@@ -80,6 +89,12 @@ export function checkSystemContexts(agents: Record<string, AgentDefinition>, too
 
 export function limitsOf(agent: AgentDefinition): TurnLimits {
   return { maxModelCalls: agent.maxModelCalls, doomLoopThreshold: agent.doomLoopThreshold, runTimeoutMs: agent.runTimeoutMs };
+}
+
+function parallelBound(setting: boolean | number | undefined): number | undefined {
+  if (setting === undefined) return undefined;
+  if (typeof setting === 'number') return setting;
+  return setting ? DEFAULT_PARALLEL_READS : 1;
 }
 
 /** An agent by name, through own properties only: `__proto__` or `toString` is no agent. */

@@ -16,7 +16,7 @@ const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'exe
  */
 export function provideMachines(deps: TurnEffectDeps) {
   const tool = toolCallEffects(deps);
-  const turn = turnEffects(deps);
+  const turn = turnEffects(deps, tool.runRead);
   const session = sessionEffects(deps);
   const toolCall = toolCallMachine.provide({ guards: tool.guards, actions: tool.actions });
   const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: turn.actions });

@@ -323,6 +323,7 @@ export class Runtime {
       waiters: new Map(),
       stored: new DurableSignals(),
       runs: loaded.runs,
+      startedReads: new Map(),
       cancelWrites: new Map(),
     };
     for (const q of queued) {

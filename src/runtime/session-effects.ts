@@ -3,6 +3,7 @@ import type { EffectHandlers } from './effect-port.js';
 import type { TurnEnd } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import { emit, type SessionEnv } from './session-env.js';
+import { abandonStartedReads } from './parallel-reads.js';
 import type { TurnEffectDeps } from './turn-effects.js';
 
 type Args = { context: SessionContext; event: SessionEvent };
@@ -16,6 +17,7 @@ export function sessionEffects(deps: TurnEffectDeps) {
     const end = turnEnd(input.outcome, now());
     env.preparedInputs.delete(input.turnId);
     env.stored.forget(input.turnId);
+    abandonStartedReads(env);
     if (env.openTurnRow !== input.turnId) return { stored: false }; // the first write never happened: nothing to close
     env.openTurnRow = null;
     trace.end(`turn:${input.turnId}`, { status: spanStatusOf(input.outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs });

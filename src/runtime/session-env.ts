@@ -11,6 +11,7 @@ import type { AgentDefinition } from './agents.js';
 import type { ChatState } from './chat-state.js';
 import type { LiveView } from './live-view.js';
 import type { UpdateStream } from './update-stream.js';
+import type { StartedRead } from './parallel-reads.js';
 
 /** A user message prepared before acceptance: skill snapshots first, then the user's text. */
 export interface PreparedInput {
@@ -69,6 +70,8 @@ export interface SessionEnv {
   readonly stored: DurableSignals;
   /** The run id of each turn this session accepted or loaded (RL-1). */
   readonly runs: Map<string, string>;
+  /** Reads started ahead of their tool-call charts (RL-5), by call id, until a chart takes each over. */
+  readonly startedReads: Map<string, StartedRead>;
   /** The storage write cancelling a queued turn, awaited by the command that cancelled it. */
   readonly cancelWrites: Map<string, Promise<void>>;
 }

@@ -20,6 +20,8 @@ import { UPDATE_PLAN } from '../tools/toolset.js';
 import { emit, persistAndAppend } from './session-env.js';
 import { span, type TurnEffectDeps } from './turn-effects.js';
 import { withDeadline } from './tool-deadline.js';
+import { joinStartedRead } from './parallel-reads.js';
+import type { ToolCallPart } from '../protocol/messages.js';
 
 type Ctx = { context: ToolCallContext };
 
@@ -49,12 +51,24 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   };
 
   const executeTool = (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
-    const tool = toolset.registryTool(input.name)!;
-    const limit = tool.timeoutMs ?? envOf(input.sessionId).agent.toolTimeoutMs;
-    return limit === null ? runTool(input, cancellation) : withDeadline(limit, cancellation, (combined) => runTool(input, combined));
+    // A read of this call may already be under way (RL-5): the call takes its result, and a cancel now reaches it.
+    const env = envOf(input.sessionId);
+    const started = env.startedReads.get(input.toolCallId);
+    if (started) {
+      env.startedReads.delete(input.toolCallId);
+      return joinStartedRead(started, cancellation);
+    }
+    return runWithinLimit(input, cancellation, true);
   };
 
-  const runTool = async (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
+  /** Runs the tool under its time limit; `announce` sends its progress updates (a read started ahead of its call stays quiet). */
+  const runWithinLimit = (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
+    const tool = toolset.registryTool(input.name)!;
+    const limit = tool.timeoutMs ?? envOf(input.sessionId).agent.toolTimeoutMs;
+    return limit === null ? runTool(input, cancellation, announce) : withDeadline(limit, cancellation, (combined) => runTool(input, combined, announce));
+  };
+
+  const runTool = async (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
     const tool = toolset.registryTool(input.name)!;
     const env = envOf(input.sessionId);
     const returned: unknown = await tool.execute(input.args, {
@@ -67,7 +81,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       },
       approvedPaths: input.approvedPaths,
       progress: (progress) => {
-        if (!cancellation.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
+        if (announce && !cancellation.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
       },
     });
     return isExecutionResult(returned)
@@ -108,6 +122,9 @@ export function toolCallEffects(deps: TurnEffectDeps) {
 
   return {
     handlers: { authorize, executeTool, runControlTool, writeResult } satisfies EffectHandlers<ToolCallEffects>,
+    /** Runs a read ahead of its call (RL-5): the same tool run, limits and signal, without progress updates. */
+    runRead: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
+      runWithinLimit({ sessionId, turnId, toolCallId: call.id, name: call.name, args, approvedPaths: [] }, cancellation, false),
     guards: {
       isControlTool: ({ context }: Ctx) => toolset.isControlTool(context.call.name),
       isRegistryTool: ({ context }: Ctx) => toolset.registryTool(context.call.name) !== undefined,

@@ -1,4 +1,5 @@
-import type { CallModelInput, SampleInput, SkipCallsInput, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
+import type { CallModelInput, SampleInput, SkipCallsInput, TurnContext, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
+import { abandonStartedReads, ParallelReads, type RunRead } from './parallel-reads.js';
 import { worldStateSampler } from './world-state-effects.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
 import { EffectAborted } from './effect-aborted.js';
@@ -21,7 +22,8 @@ export interface TurnEffectDeps extends RuntimeDeps {
 }
 
 /** The turn chart's effects (RT-10), supplied with `turnMachine.provide()`. */
-export function turnEffects(deps: TurnEffectDeps) {
+export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
+  const parallel = new ParallelReads(deps.toolset, runRead);
   const { env: envOf, storage, trace, now } = deps;
   const limits = contextLimits(deps.model.capabilities);
 
@@ -135,6 +137,8 @@ export function turnEffects(deps: TurnEffectDeps) {
   const skipToolCalls = async (input: SkipCallsInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const answered = new Set(env.chat.conversation().flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+    // Reads started ahead for calls that will not run now stop (a cancel reaches every running call).
+    abandonStartedReads(env, input.calls.map((c) => c.id));
     for (const call of input.calls.filter((c) => !answered.has(c.id))) {
       const content = NOT_EXECUTED_RESULT_TEXT;
       await persistAndAppend(env, deps, input.turnId, { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content });
@@ -158,8 +162,11 @@ export function turnEffects(deps: TurnEffectDeps) {
     handlers,
     guards: {
       mailboxHasMessages: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).mailbox.length > 0,
+      callsReadInParallel: ({ context }: { context: TurnContext }) => parallel.beginsRun(envOf(context.sessionId), context, context.toolIndex),
+      nextCallsReadInParallel: ({ context }: { context: TurnContext }) => parallel.beginsRun(envOf(context.sessionId), context, context.toolIndex + 1),
     },
     actions: {
+      startParallelReads: ({ context }: { context: TurnContext }) => parallel.start(envOf(context.sessionId), context),
       emitPhase: ({ context }: { context: TurnEffectInput }, params: { phase: TurnPhase }) =>
         emit(envOf(context.sessionId), context.turnId, { type: 'phase_changed', phase: params.phase }),
       discardDraft: ({ context }: { context: TurnEffectInput }) => {

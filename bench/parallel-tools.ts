@@ -1,0 +1,62 @@
+/**
+ * `parallel_tools_speedup` (RL-5): the wall time of one turn whose response asks for 8 read calls of
+ * 20 ms each, run serially (the default) against `parallelToolCalls: true` (at most 4 at once), both on
+ * SQLite :memory:; the median over several turns of each, and their ratio.
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { z } from 'zod';
+import { createRuntime, defineTool, scriptedModel, sqliteStorage, type ScriptedStep } from '../src/index.js';
+import { median } from './common.js';
+
+const CALLS = 8;
+const READ_MS = 20;
+
+const slowRead = defineTool({
+  name: 'slow_read',
+  description: 'a read that takes 20 ms',
+  effect: 'read',
+  input: z.object({ n: z.number() }),
+  execute: async ({ n }, { signal }) => {
+    await delay(READ_MS, undefined, { signal });
+    return { status: 'succeeded', content: `read ${n}` };
+  },
+});
+
+async function turnMs(parallel: boolean): Promise<number> {
+  const steps: ScriptedStep[] = [{ text: 'reading', toolCalls: Array.from({ length: CALLS }, (_, n) => ({ name: 'slow_read', args: { n } })) }, { text: 'done' }];
+  const runtime = await createRuntime({
+    storage: sqliteStorage({ filename: ':memory:' }),
+    model: scriptedModel(steps),
+    tools: [slowRead],
+    agents: { default: { parallelToolCalls: parallel } },
+  });
+  const session = await runtime.createSession({ permissionMode: 'auto' });
+  const started = performance.now();
+  const accepted = await session.startTurn({ clientRequestId: 'c', input: [{ type: 'text', text: 'go' }] });
+  if (!accepted.ok) throw new Error('refused');
+  const outcome = await session.waitForTurn(accepted.turnId);
+  const elapsed = performance.now() - started;
+  await runtime.shutdown();
+  if (outcome.status !== 'completed') throw new Error(`the turn ended ${outcome.status}`);
+  return elapsed;
+}
+
+export interface ParallelToolsResult {
+  serialMs: number;
+  parallelMs: number;
+  speedup: number;
+}
+
+export async function measureParallelTools(turns = 9): Promise<ParallelToolsResult> {
+  const serial: number[] = [];
+  const parallel: number[] = [];
+  await turnMs(false);
+  await turnMs(true);
+  for (let i = 0; i < turns; i++) {
+    serial.push(await turnMs(false));
+    parallel.push(await turnMs(true));
+  }
+  const serialMs = median(serial);
+  const parallelMs = median(parallel);
+  return { serialMs, parallelMs, speedup: serialMs / parallelMs };
+}

@@ -1,0 +1,110 @@
+import type { TurnContext } from '../../machines/turn.machine.js';
+import { callSignature, parseArguments } from '../../machines/signature.js';
+import type { ToolCallPart } from '../protocol/messages.js';
+import type { ToolResult } from '../protocol/tool-result.js';
+import type { Toolset } from '../tools/toolset.js';
+import type { EffectCancellation } from './effect-port.js';
+import { EffectSignal } from './effect-signal.js';
+import type { SessionEnv } from './session-env.js';
+
+/** A read started ahead of its tool-call chart: its result, and the signal a cancel aborts. */
+export interface StartedRead {
+  signal: EffectSignal;
+  result: Promise<ToolResult>;
+}
+
+export type RunRead = (
+  sessionId: string,
+  turnId: string,
+) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) => Promise<ToolResult>;
+
+/**
+ * RL-5: the reads of one response that may run side by side. A call qualifies when the agent allows
+ * parallel calls, its tool is a registry tool declaring `effect: 'read'` with no `authorize` hook
+ * (no session mode asks about a read, so it needs no approval), and it has not been started yet.
+ * Only a run of at least two consecutive qualifying calls is worth starting ahead.
+ */
+export class ParallelReads {
+  constructor(
+    private readonly toolset: Toolset,
+    private readonly runRead: RunRead,
+  ) {}
+
+  /** Whether the calls from `from` on begin such a run. */
+  beginsRun(env: SessionEnv, context: TurnContext, from: number): boolean {
+    return env.agent.parallelToolCalls > 1 && this.runLength(env, context, from) >= 2;
+  }
+
+  /**
+   * Starts the run beginning at the context's current call, at most the agent's bound at once. The
+   * doom-loop count goes through the calls in provider order, as the charts will: a call that would
+   * reach the threshold is not started, nor any after it; neither is one whose arguments fail.
+   */
+  start(env: SessionEnv, context: TurnContext): void {
+    const calls = context.response?.toolCalls ?? [];
+    const run = calls.slice(context.toolIndex, context.toolIndex + this.runLength(env, context, context.toolIndex));
+    const read = this.runRead(context.sessionId, context.turnId);
+    let doom = context.doom;
+    const queue: (() => void)[] = [];
+    let active = 0;
+    const next = () => {
+      active -= 1;
+      queue.shift()?.();
+    };
+    for (const call of run) {
+      const args = this.validArguments(call);
+      if (!args) break;
+      const signature = callSignature(call.name, args);
+      doom = { signature, count: signature === doom.signature ? doom.count + 1 : 1 };
+      if (doom.count >= context.limits.doomLoopThreshold) break;
+      const signal = new EffectSignal();
+      const result = new Promise<ToolResult>((resolve) => {
+        const begin = () => {
+          active += 1;
+          read(call, args, signal)
+            .catch((error: unknown): ToolResult => ({ status: 'failed', content: `tool error: ${error instanceof Error ? error.message : String(error)}` }))
+            .then(resolve)
+            .finally(next);
+        };
+        if (active < env.agent.parallelToolCalls) begin();
+        else queue.push(begin);
+      });
+      env.startedReads.set(call.id, { signal, result });
+    }
+  }
+
+  private runLength(env: SessionEnv, context: TurnContext, from: number): number {
+    const calls = context.response?.toolCalls ?? [];
+    let length = 0;
+    while (from + length < calls.length && this.qualifies(env, calls[from + length]!)) length += 1;
+    return length;
+  }
+
+  private qualifies(env: SessionEnv, call: ToolCallPart): boolean {
+    const tool = this.toolset.registryTool(call.name);
+    return tool !== undefined && tool.effect === 'read' && tool.authorize === undefined && !env.startedReads.has(call.id);
+  }
+
+  private validArguments(call: ToolCallPart): Record<string, unknown> | undefined {
+    const parsed = parseArguments(call.argumentsText);
+    const schema = this.toolset.registryTool(call.name)?.input;
+    if (!parsed || !schema) return undefined;
+    const valid = schema.safeParse(parsed);
+    return valid.success ? (valid.data as Record<string, unknown>) : undefined;
+  }
+}
+
+/** The started read of a call, taken over by its chart: a cancel of the call now aborts the read. */
+export function joinStartedRead(read: StartedRead, cancellation: EffectCancellation): Promise<ToolResult> {
+  if (cancellation.aborted) read.signal.abort();
+  else if (!read.signal.aborted) cancellation.signal.addEventListener('abort', () => read.signal.abort(), { once: true });
+  return read.result;
+}
+
+/** Aborts the reads of calls that will not be reached (the turn ended, or they were skipped). */
+export function abandonStartedReads(env: SessionEnv, callIds?: readonly string[]): void {
+  for (const id of callIds ?? [...env.startedReads.keys()]) {
+    env.startedReads.get(id)?.signal.abort();
+    env.startedReads.delete(id);
+  }
+}
