@@ -61,7 +61,7 @@ export class ParallelReads {
       const result = new Promise<ToolResult>((resolve) => {
         const begin = () => {
           active += 1;
-          read(call, args, signal)
+          void read(call, args, signal)
             .catch((error: unknown): ToolResult => ({ status: 'failed', content: `tool error: ${error instanceof Error ? error.message : String(error)}` }))
             .then(resolve)
             .finally(next);
