@@ -53,7 +53,7 @@ describe.each(durableTargets)('a long-running host on $name: idle sessions leave
     const runtime = host.runtime;
     if (runtime.openSessionCount > 0) await firstValueFrom(runtime.sessionClosed$.pipe(filter(() => runtime.openSessionCount === 0)));
     expect(runtime.openSessionCount).toBe(0);
-  });
+  }, 90_000);
 });
 
 /** Resolves once the session is not open (at once if it is already closed). */
