@@ -85,7 +85,9 @@ describe('storage failures report their first cause, typed (issue 9, defect 6)',
 
     // Another process (a second connection, as a CLI inspecting the file would be) holds the write lock.
     const intruder = new BetterSqlite3(file);
-    cleanups.push(() => intruder.close());
+    cleanups.push(() => {
+      intruder.close();
+    });
     intruder.exec('BEGIN IMMEDIATE');
     const blocked = runTurn(session, 'go');
     // While the lock is held, a session on another database completes a whole turn in this same process.
