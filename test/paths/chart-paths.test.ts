@@ -32,9 +32,10 @@ async function driveTurnPath(path: ReturnType<typeof edgeTour<import('./turn-mod
     director.finish();
     await stage.checkEnd(started.turnId, outcome);
     const problems = [...stage.violations];
-    const off = director.rests.problem();
+    // Where the turn rested, then which events it took: an effect that finished where the path
+    // has it aborted (or the reverse) rests in the same states.
+    const off = director.rests.problem() ?? (director.done ? director.eventProblem() : 'the path has steps the runtime never took');
     if (off) problems.push(off);
-    else if (!director.done) problems.push('the path has steps the runtime never took');
     if (JSON.stringify(outcome.status) !== director.rests.expected.at(-1)) problems.push(`outcome ${outcome.status} but the chart ended in ${director.rests.expected.at(-1)}`);
     return problems;
   } finally {

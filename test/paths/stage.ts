@@ -15,12 +15,14 @@ import {
   type Runtime,
   type ScriptedReply,
   type SessionHandle,
+  type SessionStorage,
   type StoredMessage,
   type ToolExecutionResult,
   type TurnOutcome,
   type UpdateEnvelope,
 } from '../../src/index.js';
 import type { BusyPolicy } from '../../machines/session.machine.js';
+import { holding } from '../support/workspace.js';
 import { DeadlineClock } from './deadline-clock.js';
 import { migratedMemoryStorage } from './storage-image.js';
 
@@ -68,13 +70,12 @@ export function untilAborted<T>(signal: AbortSignal, value: T): Promise<T> {
  * hold after every step and at the end of every path (issue 4, item 1).
  */
 export class Stage {
-  readonly violations: string[] = [];
   readonly updates: UpdateEnvelope[] = [];
-  private readonly finished = new Set<string>();
   private constructor(
     readonly runtime: Runtime,
     readonly session: SessionHandle,
     readonly storage: FaultyStorage,
+    private readonly watched: WatchedStorage,
     readonly workspace: string,
     /** The charts' clock: `expire()` makes the run pass its time limit. */
     readonly clock: DeadlineClock,
@@ -82,9 +83,23 @@ export class Stage {
     session.updates$.subscribe((u) => this.onUpdate(u));
   }
 
+  get violations(): string[] {
+    return this.watched.violations;
+  }
+
+  private get finished(): Set<string> {
+    return this.watched.finished;
+  }
+
+  /** Holds every call of `method` at a gate from now on: `reached` when one arrives, `release` lets them through. */
+  hold(method: keyof SessionStorage): { reached: Promise<void>; release: () => void } {
+    return this.watched.hold(method);
+  }
+
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
     const { limits, permissionMode = 'ask', busyPolicy = 'reject' } = options;
-    const storage = withFaults(await migratedMemoryStorage());
+    const watched = new WatchedStorage(await migratedMemoryStorage());
+    const storage = withFaults(watched.storage);
     const model = scriptedModel(
       Array.from({ length: 12 }, () => (_request: unknown, options: ModelCallOptions) => script.modelReply(options.signal)),
       { capabilities: SMALL_WINDOW },
@@ -107,7 +122,7 @@ export class Stage {
     });
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'turnchart-paths-'));
     const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace, busyPolicy });
-    opened.stage = new Stage(runtime, session, storage, workspace, clock);
+    opened.stage = new Stage(runtime, session, storage, watched, workspace, clock);
     return opened.stage;
   }
 
@@ -152,6 +167,8 @@ export class Stage {
 
   /** The end of a path: every call has its one result and the stored turn says what the outcome says. */
   async checkEnd(turnId: string, outcome: TurnOutcome, terminalWriteFailed = false): Promise<void> {
+    // A world-state write still under way lands first: were it after turn_finished, it says so then.
+    await this.watched.settled();
     const stored = await this.storage.listMessages(this.session.id);
     const calls = stored.flatMap((m) => (m.message.role === 'assistant' ? m.message.toolCalls.map((c) => c.id) : []));
     for (const id of calls) {
@@ -180,6 +197,61 @@ export class Stage {
   async close(): Promise<void> {
     await this.runtime.shutdown();
     rmSync(this.workspace, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The storage under the fault decorator. A method can be held at a gate (`holding`: a world-state
+ * write under way while an interrupt arrives), and every world-state message is checked as its
+ * write completes: none may be stored after its turn announced `turn_finished` (a sampling the
+ * interrupt aborted finishes its write under way before the turn ends, and writes nothing after).
+ */
+class WatchedStorage {
+  readonly violations: string[] = [];
+  /** Turns that announced `turn_finished`. */
+  readonly finished = new Set<string>();
+  private current: SessionStorage;
+  private readonly writes = new Set<Promise<unknown>>();
+  readonly storage: SessionStorage;
+
+  constructor(private readonly base: SessionStorage) {
+    this.current = base;
+    // The fault decorator reads each method once: dispatch to the current storage on every call.
+    this.storage = new Proxy(base, {
+      get: (_target, prop) => {
+        if (typeof Reflect.get(base, prop) !== 'function') return Reflect.get(base, prop);
+        if (prop === 'appendMessage') return (message: StoredMessage, fence?: number) => this.append(message, fence);
+        return (...args: unknown[]) => (Reflect.get(this.current, prop) as (...a: unknown[]) => unknown).apply(this.current, args);
+      },
+    });
+  }
+
+  hold(method: keyof SessionStorage): { reached: Promise<void>; release: () => void } {
+    const held = holding(this.base, method);
+    this.current = held.storage;
+    return {
+      reached: held.reached,
+      release: () => {
+        if (this.current === held.storage) this.current = this.base;
+        held.release();
+      },
+    };
+  }
+
+  /** Every world-state write under way has landed (or failed). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.writes]);
+  }
+
+  private append(message: StoredMessage, fence?: number): Promise<void> {
+    const write = this.current.appendMessage(message, fence);
+    if (message.message.role !== 'user' || message.message.kind !== 'world_state') return write;
+    const watched = write.then(() => {
+      if (this.finished.has(message.turnId)) this.violations.push(`world-state message ${message.id} stored after turn_finished of ${message.turnId}`);
+    });
+    this.writes.add(watched);
+    void watched.catch(() => undefined).finally(() => this.writes.delete(watched));
+    return write;
   }
 }
 

@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AnyMachineSnapshot, EventObject, InspectionEvent } from 'xstate';
 import type { TurnContext } from '../../machines/turn.machine.js';
@@ -15,7 +15,12 @@ const value = (s: { value: unknown }) => JSON.stringify(s.value);
 const machineId = (s: unknown) => (s as { machine?: { id: string } } | undefined)?.machine?.id;
 const effectOf = (step: Step) => pendingEffectOf(step.state.machine);
 const COMMANDS = new Set(['turn.cancel', 'turn.timeout', 'turn.stop', 'turn.resolve_permission']);
+const INTERRUPTS = new Set(['turn.cancel', 'turn.timeout', 'turn.stop']);
 type Interruption = 'turn.cancel' | 'turn.timeout' | 'turn.stop';
+/** The effects an interrupt aborts while the chart waits for their reply (`abortEffect`). */
+const ABORTABLE = new Set(['prepareRequest', 'compact']);
+/** The step's event is the failure of an effect the interrupt aborted (see `ABORTED` in turn-model.ts). */
+const isAborted = (event: EventObject) => (event as { error?: { aborted?: boolean } }).error?.aborted === true;
 
 /**
  * Carries out one generated path of the turn chart on a real runtime. It watches the turn actor
@@ -28,13 +33,26 @@ export class TurnDirector implements Script {
   private readonly cursor: StepCursor<TurnEnv>;
   private current: Step | null = null;
   private cleanup: Array<() => void> = [];
-  private lateCommand: Interruption | null = null;
+  /** Interrupts for when the call's result is being written. */
+  private lateCommands: Interruption[] = [];
+  /** Interrupts for when the pending effect replies: it finished unaborted, and the chart still takes them first. */
+  private atReply: Interruption[] = [];
+  /** Interrupts for when the sampling's world-state write is under way (held at the storage). */
+  private duringWrite: Interruption[] | null = null;
+  /** Lets the held world-state write go (a moment after) once the turn has taken the interrupt. */
+  private releaseOnInterrupt: (() => void) | null = null;
+  /** Every hold, released at the end of the path at the latest. */
+  private readonly releases: Array<() => void> = [];
+  private notes = 0;
   /** A time limit asked to pass before its deadline was armed: the commands after it wait for it. */
   private deadline: Promise<void> | null = null;
   private turnId = '';
   private pendingPermission: string | null = null;
   private callCounter = 0;
   readonly rests: RestLog;
+  /** The events the turn took, in order, as `label` names them; an interrupt after the first is left out. */
+  private readonly taken: string[] = [];
+  private interrupted = false;
   stage!: Stage;
 
   constructor(readonly path: Step[]) {
@@ -42,9 +60,23 @@ export class TurnDirector implements Script {
     this.cursor = new StepCursor(path, COMMANDS);
   }
 
-  /** Undoes what the last step armed (a fault, a broken file) once the turn has ended. */
+  /**
+   * What differs between the events the turn took and the path's: a reply of the other kind
+   * (an effect that finished where the path has it aborted, say) rests where the path says too.
+   * An interrupt after the first is left out of both: the session drops most of them (a stopped
+   * session takes no cancel, a run's time limit passes once), and the chart only marks them.
+   */
+  eventProblem(): string | null {
+    const again = (step: Step) => INTERRUPTS.has(step.event.type) && (step.state.machine.context as TurnContext).interrupt !== null;
+    const expected = this.path.filter((step) => !again(step)).map((step) => label(step.event));
+    if (JSON.stringify(this.taken) === JSON.stringify(expected)) return null;
+    return `took ${this.taken.join(' → ')}; the path says ${expected.join(' → ')}`;
+  }
+
+  /** Undoes what the last step armed (a fault, a broken file, a held write) once the turn has ended. */
   finish(): void {
     for (const undo of this.cleanup.splice(0)) undo();
+    for (const release of this.releases.splice(0)) release();
   }
 
   get done(): boolean {
@@ -56,13 +88,27 @@ export class TurnDirector implements Script {
     if (event.type === '@xstate.event' && event.event.type === 'xstate.init' && machineId(event.actorRef.getSnapshot()) === 'turn') {
       this.land(event.actorRef.getSnapshot() as AnyMachineSnapshot);
     }
+    // The effect's reply is on its way to the turn: the interrupt reaches the turn first, in the
+    // same synchronous run, so the effect finished unaborted and the chart takes both.
+    if (event.type === '@xstate.event' && event.event.type.startsWith('effect.') && this.atReply.length > 0 && machineId(event.actorRef.getSnapshot()) === 'turn') {
+      for (const type of this.atReply.splice(0)) this.command(type);
+    }
     if (event.type !== '@xstate.microstep') return;
     const id = machineId(event.snapshot);
-    const moved = (event._transitions as unknown as Array<{ target?: unknown }>).some((t) => t.target !== undefined);
-    if (id === 'turn' && moved) this.land(event.snapshot as AnyMachineSnapshot);
-    if (id === 'toolCall' && moved && this.lateCommand && (event.snapshot as AnyMachineSnapshot).matches('writing_result')) {
-      this.command(this.lateCommand);
-      this.lateCommand = null;
+    const transitions = event._transitions as unknown as Array<{ target?: unknown; eventType: string }>;
+    const moved = transitions.some((t) => t.target !== undefined);
+    if (id === 'turn') {
+      const again = this.interrupted && INTERRUPTS.has(event.event.type);
+      if (!again && transitions.some((t) => t.eventType !== '')) this.taken.push(label(event.event));
+      this.interrupted = ((event.snapshot as AnyMachineSnapshot).context as TurnContext).interrupt !== null;
+      if (this.interrupted && this.releaseOnInterrupt) {
+        this.releaseOnInterrupt();
+        this.releaseOnInterrupt = null;
+      }
+      if (moved) this.land(event.snapshot as AnyMachineSnapshot);
+    }
+    if (id === 'toolCall' && moved && this.lateCommands.length > 0 && (event.snapshot as AnyMachineSnapshot).matches('writing_result')) {
+      for (const type of this.lateCommands.splice(0)) this.command(type);
     }
   };
 
@@ -89,13 +135,13 @@ export class TurnDirector implements Script {
     if (event.mail) void this.stage.session.deliverAgentMessage({ from: 'worker-1', text: 'a note from a worker' });
     switch (event.type) {
       case 'effect.failed':
+        // An aborted effect fails by itself: the interrupt before it is arranged to abort it.
+        if (isAborted(event)) return;
         return this.fail(effectOf(step), event.error?.reloadRequired === true);
       case 'turn.cancel':
       case 'turn.timeout':
       case 'turn.stop':
-        if (this.isLate(step)) this.lateCommand = event.type;
-        else this.command(event.type);
-        return;
+        return this.interrupt(step, event.type);
       case 'turn.resolve_permission': {
         // The session records the request when the turn's step is over; answer right after that.
         const answer = { turnId: this.turnId, toolCallId: this.pendingPermission, decision: event.decision };
@@ -109,6 +155,51 @@ export class TurnDirector implements Script {
         }
         return;
     }
+  }
+
+  /**
+   * When an interrupt must arrive. While a tool runs: at once, or (`isLate`) while its result is
+   * written. While the sampling or the compaction is in flight the chart aborts the effect and waits
+   * for its reply; the reply the path takes next says when: the aborted sampling's failure comes
+   * from an interrupt during its world-state write, the aborted summary's from the summary call
+   * (which waits for its signal); a reply of an effect that finished anyway, from an interrupt that
+   * reaches the turn just ahead of that reply.
+   */
+  private interrupt(step: Step, type: Interruption): void {
+    if (this.isLate(step)) return void this.lateCommands.push(type);
+    const effect = effectOf(step);
+    const reply = this.cursor.rest().find((s) => !INTERRUPTS.has(s.event.type));
+    if (effect === null || !ABORTABLE.has(effect) || !reply?.event.type.startsWith('effect.') || effectOf(reply) !== effect) return this.command(type);
+    if (!isAborted(reply.event)) return void this.atReply.push(type);
+    if (effect === 'prepareRequest') return this.interruptDuringWrite(type);
+    this.command(type); // the summary call waits for its signal (see `modelReply`)
+  }
+
+  /**
+   * A world-state write of the sampling is held at the storage; the interrupt arrives while it waits,
+   * and the write goes on once the turn has taken it. A new file at the top of the workspace changes
+   * the project listing, so this sampling has a section to write even when nothing else changed.
+   */
+  private interruptDuringWrite(type: Interruption): void {
+    if (this.duringWrite) return void this.duringWrite.push(type);
+    const commands: Interruption[] = [type];
+    this.duringWrite = commands;
+    writeFileSync(path.join(this.stage.workspace, `note-${++this.notes}.txt`), 'a new file');
+    const held = this.stage.hold('appendMessage');
+    let reached = false;
+    this.releases.push(held.release);
+    // The turn moved on before any write reached the gate (it left the path): let later writes through.
+    this.cleanup.push(() => {
+      if (!reached) held.release();
+      if (this.duringWrite === commands) this.duringWrite = null;
+    });
+    void held.reached.then(() => {
+      reached = true;
+      this.duringWrite = null;
+      // Not at once: a turn that did not wait for its write would end first, and the write land after turn_finished.
+      this.releaseOnInterrupt = () => setImmediate(held.release);
+      for (const command of commands) this.command(command);
+    });
   }
 
   /** The user cancels, the run passes its time limit (the clock moves to the deadline), or the session stops. */
@@ -165,6 +256,8 @@ export class TurnDirector implements Script {
     const event = step.event as EventObject & { output?: { toolCalls?: unknown[] }; error?: { kind?: string; semanticOutputProduced?: boolean; reloadRequired?: boolean }; big?: boolean };
     if (COMMANDS.has(event.type)) return untilAborted<ScriptedReply>(signal, { text: 'never seen' });
     if (effectOf(step) === 'compact') {
+      // The summary call the interrupt aborts: it waits for its signal.
+      if (isAborted(event)) return untilAborted<ScriptedReply>(signal, { text: 'never seen' });
       if (event.type === 'effect.failed' && !event.error?.reloadRequired) return { error: 'provider' };
       return { text: event.big ? 'y'.repeat(20_000) : 'SUMMARY' };
     }
@@ -190,7 +283,7 @@ export class TurnDirector implements Script {
 
   toolResult(_name: string, signal: AbortSignal): ToolExecutionResult | Promise<ToolExecutionResult> {
     const step = this.current!;
-    if (COMMANDS.has(step.event.type) && !this.lateCommand) return untilAborted<ToolExecutionResult>(signal, { status: 'cancelled', content: 'stopped' });
+    if (COMMANDS.has(step.event.type) && this.lateCommands.length === 0) return untilAborted<ToolExecutionResult>(signal, { status: 'cancelled', content: 'stopped' });
     if (step.event.type === DONE_CHILD && terminationOf(step.event) === 'cancelled') return { status: 'cancelled', content: 'the tool gave up' };
     return { status: 'succeeded', content: this.nextPrepareOver() ? BIG_TEXT : 'contents' };
   }
@@ -206,6 +299,14 @@ export class TurnDirector implements Script {
     const prepare = this.path.find((s) => effectOf(s) === 'prepareRequest');
     return (prepare?.event as { output?: { overLine?: boolean } } | undefined)?.output?.overLine === true ? BIG_TEXT : 'please do the task';
   }
+}
+
+/** An event as a path step names it; the failure of an effect an interrupt aborted is marked so. */
+function label(event: EventObject): string {
+  if (event.type !== 'effect.failed') return event.type;
+  const error = (event as { error?: unknown }).error;
+  const aborted = isAborted(event) || (error instanceof Error && /\baborted\b/.test(error.message));
+  return aborted ? 'effect.failed (aborted)' : event.type;
 }
 
 function terminationOf(event: EventObject): 'cancelled' | 'failed' | null {

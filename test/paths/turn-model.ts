@@ -1,6 +1,6 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { turnMachine, type TurnContext } from '../../machines/turn.machine.js';
-import { forgetEffect, pendingEffectOf, recordEffect } from './recorded-effects.js';
+import { abortEffect, abortedEffectOf, forgetEffect, pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel, ModelState } from './tour.js';
 
 /**
@@ -34,6 +34,7 @@ export const traversalTurnMachine = turnMachine.provide({
   actions: {
     requestEffect: recordEffect,
     cancelEffect: forgetEffect,
+    abortEffect,
     emitPhase: () => undefined,
     discardDraft: () => undefined,
   },
@@ -60,6 +61,9 @@ const childDone = (termination: Termination, mail = false) => ({
   },
 });
 
+/** The error of an effect that stopped because the chart aborted it (`abortEffect`). */
+export const ABORTED = { aborted: true };
+
 export function modelResponse(calls: number) {
   return { text: 'answer', reasoning: '', toolCalls: Array.from({ length: calls }, (_, i) => ({ id: `c${i}`, name: 'read_file', argumentsText: '{}' })) };
 }
@@ -69,6 +73,7 @@ function effectReplies(state: ModelState<TurnEnv>): EventObject[] {
   const id = pendingEffectOf(state.machine);
   const done = (extra: object = {}) => ({ type: 'effect.done', id, output: undefined, ...extra });
   const failed = (error: object = {}) => ({ type: 'effect.failed', id, error });
+  const aborted = abortedEffectOf(state.machine) === id;
   switch (id) {
     case 'beginTurn':
       return [done(), done({ mail: true }), failed()];
@@ -78,10 +83,14 @@ function effectReplies(state: ModelState<TurnEnv>): EventObject[] {
     case 'skipToolCalls':
       // Only a write can fail, and with no call left to skip nothing is written.
       return c.toolIndex < callCount(c) ? [done(), failed()] : [done()];
+    // An interrupt aborted the sampling: it still succeeds if it had passed its last check, or it
+    // stops (after the write under way, if any) and fails as aborted.
     case 'prepareRequest':
-      return [...overLineChoices(state).map((overLine) => done({ output: { overLine } })), failed({ code: 'project_instruction_error' })];
+      return [...overLineChoices(state).map((overLine) => done({ output: { overLine } })), aborted ? failed(ABORTED) : failed({ code: 'project_instruction_error' })];
+    // An interrupt aborted the summary call: the checkpoint may still be stored (it was past the call),
+    // or the call stops and the compaction fails as aborted.
     case 'compact':
-      return [done({ output: { compactionId: 'k' }, big: false }), done({ output: { compactionId: 'k' }, big: true }), failed({ reloadRequired: true }), failed()];
+      return [done({ output: { compactionId: 'k' }, big: false }), done({ output: { compactionId: 'k' }, big: true }), failed({ reloadRequired: true }), failed(aborted ? ABORTED : {})];
     case 'callModel':
       return [
         ...[0, 1, 2].map((n) => done({ output: modelResponse(n) })),
@@ -195,6 +204,7 @@ export const turnModel: ChartModel<TurnEnv> = {
       machine.value,
       machine.status,
       pendingEffectOf(machine),
+      abortedEffectOf(machine),
       c.interrupt,
       c.compactedThisCall,
       c.overflowRetried,
