@@ -33,6 +33,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
       if (!result.success) return commandError(c, { code: 'InvalidInput', message: z.prettifyError(result.error) });
     },
   });
+  app.use('*', closeAfterUnreadBody);
   if (security.corsOrigin) app.use('*', cors({ origin: security.corsOrigin, allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
   app.use('*', bearerAuth(security.token, new Set(['/healthz'])));
   app.use('*', limitBody());
@@ -75,3 +76,15 @@ function limitBody(): MiddlewareHandler {
     return Number.parseInt(length, 10) > MAX_BODY_BYTES ? tooLarge(c) : next();
   };
 }
+
+/**
+ * A response given without reading the request's body — an unknown route, a bad path, a refused
+ * token, a body over the limit — closes the connection. Kept alive, the unread bytes are drained
+ * or cut off behind the client's back, and the next request the client sends on that connection
+ * fails ("other side closed").
+ */
+const closeAfterUnreadBody: MiddlewareHandler = async (c, next) => {
+  await next();
+  const sentBody = c.req.header('transfer-encoding') !== undefined || Number(c.req.header('content-length') ?? 0) > 0;
+  if (sentBody && (!c.req.raw.bodyUsed || c.res.status === 413)) c.res.headers.set('Connection', 'close');
+};

@@ -1,4 +1,5 @@
 import type { SessionRow } from '../../storage/session-storage.js';
+import { idSchema } from '../protocol/commands.js';
 
 /** Paging through sessions: the cursor names the last session of a page (base64url JSON). */
 export function encodeCursor(row: Pick<SessionRow, 'createdAtMs' | 'id'>): string {
@@ -11,7 +12,8 @@ export function decodeCursor(cursor: string): { createdAtMs: number; id: string 
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (!Array.isArray(value) || value.length !== 2) return null;
     const [createdAtMs, id] = value as unknown[];
-    return Number.isSafeInteger(createdAtMs) && typeof id === 'string' && id.length <= 200 ? { createdAtMs: createdAtMs as number, id } : null;
+    // Only an id storage can compare: a forged one with NUL would fail the query (a 503) on PostgreSQL.
+    return Number.isSafeInteger(createdAtMs) && idSchema.safeParse(id).success ? { createdAtMs: createdAtMs as number, id: id as string } : null;
   } catch {
     return null;
   }

@@ -19,8 +19,19 @@ export interface HostContext {
 /** The session, opened again from storage when it was closed for being idle. */
 export async function sessionOf(host: HostContext, sessionId: string): Promise<SessionHandle> {
   const open = host.runtime.openHandle(sessionId);
-  if (open?.isOpen) return open;
+  if (open?.isOpen) return reloadedIfRequired(open);
   return viaStorage(() => host.runtime.openSession(sessionId));
+}
+
+/**
+ * A session whose checkpoint was stored but could not be read back (storage failed in between)
+ * takes no turn until its conversation is reloaded; the API has no reload command, so the host
+ * reloads it here, before the request's own command. While storage still fails the reload fails
+ * too, and the command answers `ReloadRequired` as before.
+ */
+async function reloadedIfRequired(session: SessionHandle): Promise<SessionHandle> {
+  if (session.actor.getSnapshot().context.reloadRequired) await session.reload();
+  return session;
 }
 
 /** A command's answer: its value, or the typed error it carried, thrown for the app's error handler. */

@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { SessionStorage } from '../../storage/session-storage.js';
 import { postgresStorage } from '../../storage/postgres.js';
 import { sqliteStorage } from '../../storage/sqlite.js';
@@ -99,5 +100,27 @@ function listen(fetch: (request: Request) => Response | Promise<Response>, hostn
   return new Promise((resolvePromise, reject) => {
     const server = serve({ fetch, hostname, port }, () => resolvePromise(server));
     server.once('error', reject);
+    server.on('clientError', answerUnparsable);
   });
+}
+
+/**
+ * A request Node's HTTP parser refuses (headers over its 16 KiB limit, a malformed request line,
+ * a header timeout) never reaches the app; it is answered in the API's error shape all the same,
+ * where Node's own answer has no body. As Node does, only when no response is under way on the
+ * connection; then the connection is closed.
+ */
+function answerUnparsable(error: NodeJS.ErrnoException, socket: Duplex): void {
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
+    const [status, reason, code, message] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'Request Header Fields Too Large', 'HeadersTooLarge', 'request headers are limited to 16 KiB']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'RequestTimeout', 'the request took too long to arrive']
+          : [400, 'Bad Request', 'InvalidInput', 'malformed HTTP request'];
+    const body = JSON.stringify({ error: { code, message } });
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(error);
 }

@@ -2,12 +2,40 @@ import { z } from 'zod';
 
 /** Validation of everything a host hands a session: one schema per command. */
 
-// NUL cannot be stored in PostgreSQL text and has no business in an id.
-export const idSchema = z
-  .string()
-  .min(1)
-  .max(200)
-  .refine((value) => !value.includes('\0'), 'must not contain NUL');
+/**
+ * A command schema whose `safeParse` answers every value. zod reads what it validates — and reads
+ * it again to word its issues, when `error` is first read — so a getter or proxy trap that throws
+ * (or a revoked proxy) escapes a plain `safeParse`, and the command would throw instead of
+ * answering `InvalidInput`.
+ */
+function readSafely<S extends z.ZodType>(schema: S): S {
+  const parse = schema.safeParse.bind(schema);
+  return Object.assign(schema, {
+    safeParse: (value: unknown): z.ZodSafeParseResult<z.output<S>> => {
+      try {
+        const result = parse(value);
+        return result.success ? result : { success: false, error: result.error };
+      } catch {
+        const error = new z.ZodError([{ code: 'custom', path: [], message: 'the value could not be read (a getter or proxy threw)', input: undefined }]);
+        return { success: false, error: error as z.ZodError<z.output<S>> };
+      }
+    },
+  });
+}
+
+/**
+ * Text that storage gives back as it was given: PostgreSQL refuses NUL in text, and a lone UTF-16
+ * surrogate has no UTF-8 form — PostgreSQL stores U+FFFD (so two different ids become one, and the
+ * second turn fails on the unique request id), SQLite reads it back as three U+FFFD (so a request
+ * id no longer matches itself after a restart).
+ */
+const storable = (value: string) => !value.includes('\0') && !/\p{Cs}/u.test(value);
+const STORABLE = 'must not contain NUL or a lone UTF-16 surrogate';
+
+export const idSchema = z.string().min(1).max(200).refine(storable, STORABLE);
+
+/** A session id handed to `openSession` or `inspectContextWindow`. */
+export const sessionIdSchema = readSafely(idSchema.clone());
 
 /** A single text part may be large, but not unbounded: 1 MB of text is refused, not truncated. */
 export const MAX_TEXT_CHARS = 1_000_000;
@@ -19,40 +47,41 @@ export const inputPartSchema = z.discriminatedUnion('type', [
 
 export const triggerTypeSchema = z.enum(['message', 'manual_action', 'api_action', 'hook', 'system']);
 
-export const startTurnSchema = z.object({
-  clientRequestId: idSchema,
-  input: z.array(inputPartSchema).max(100),
-  /** What started the run (RL-1); `message` by default. */
-  trigger: triggerTypeSchema.default('message'),
-});
+export const startTurnSchema = readSafely(
+  z.object({
+    clientRequestId: idSchema,
+    input: z.array(inputPartSchema).max(100),
+    /** What started the run (RL-1); `message` by default. */
+    trigger: triggerTypeSchema.default('message'),
+  }),
+);
 
-export const turnIdSchema = idSchema;
+export const turnIdSchema = readSafely(idSchema.clone());
 
-export const resolvePermissionSchema = z.object({
-  turnId: idSchema,
-  toolCallId: idSchema,
-  decision: z.enum(['allow_once', 'deny']),
-});
+export const resolvePermissionSchema = readSafely(
+  z.object({
+    turnId: idSchema,
+    toolCallId: idSchema,
+    decision: z.enum(['allow_once', 'deny']),
+  }),
+);
 
 export const permissionModeSchema = z.enum(['ask', 'auto', 'read_only']);
 
-export const agentMessageSchema = z.object({ from: idSchema, text: z.string().min(1) });
+export const agentMessageSchema = readSafely(z.object({ from: idSchema, text: z.string().min(1) }));
 
-export const afterSequenceSchema = z.number().int().min(0);
+export const afterSequenceSchema = readSafely(z.number().int().min(0));
 
 export const busyPolicySchema = z.enum(['reject', 'enqueue', 'interrupt']);
 
-export const createSessionSchema = z.object({
-  agent: idSchema.default('default'),
-  permissionMode: permissionModeSchema.default('ask'),
-  workspaceDir: z
-    .string()
-    .min(1)
-    .max(4_096)
-    .refine((value) => !value.includes('\0'), 'must not contain NUL')
-    .optional(),
-  busyPolicy: busyPolicySchema.default('reject'),
-});
+export const createSessionSchema = readSafely(
+  z.object({
+    agent: idSchema.default('default'),
+    permissionMode: permissionModeSchema.default('ask'),
+    workspaceDir: z.string().min(1).max(4_096).refine(storable, STORABLE).optional(),
+    busyPolicy: busyPolicySchema.default('reject'),
+  }),
+);
 
 export type StartTurnCommand = z.infer<typeof startTurnSchema>;
 export type InputPart = z.infer<typeof inputPartSchema>;

@@ -4,7 +4,7 @@ import { Subject, type Observable } from 'rxjs';
 import { createActor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
-import { createSessionSchema, type CreateSessionOptions } from '../protocol/commands.js';
+import { createSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
 import { previewContextWindow, type ContextWindowPreview } from '../context/inspect.js';
@@ -57,8 +57,6 @@ export interface RuntimeOptions {
   /** Update sequences reserved in storage at a time (see `SequenceReservation`); for tests. */
   sequenceBlock?: number;
 }
-
-const sessionIdSchema = z.string().min(1).max(200);
 
 const optionsSchema = z.object({
   storage: z.custom<SessionStorage>((v) => typeof (v as SessionStorage | null)?.beginTurn === 'function', 'a SessionStorage'),

@@ -1,0 +1,3 @@
+import { describeHttpEvents } from '../support/hostile/suites/http-events.js';
+
+describeHttpEvents('quick', 'test/hostile/http-events.test.ts');

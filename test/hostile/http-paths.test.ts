@@ -1,0 +1,3 @@
+import { describeHttpPaths } from '../support/hostile/suites/http-paths.js';
+
+describeHttpPaths('quick', 'test/hostile/http-paths.test.ts');

@@ -1,0 +1,3 @@
+import { describeHttpQueries } from '../support/hostile/suites/http-queries.js';
+
+describeHttpQueries('full', 'test/reliability/hostile-http-queries.test.ts');

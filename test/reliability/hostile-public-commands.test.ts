@@ -1,0 +1,3 @@
+import { describePublicCommands } from '../support/hostile/suites/public-commands.js';
+
+describePublicCommands('full', 'test/reliability/hostile-public-commands.test.ts');

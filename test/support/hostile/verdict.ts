@@ -1,0 +1,51 @@
+import type { HttpAnswer } from './http-request.js';
+
+/** The only 5xx the service may answer with, and only while its storage is failing. */
+export const STORAGE_CODES: readonly string[] = ['StorageUnavailable', 'PersistenceError'];
+
+const STACK_TRACE = /\bat .*\.(ts|js|mjs|cjs):\d+|node:internal|\n\s+at /;
+
+/**
+ * What every answer to a hostile request must be: a success, or JSON `{ error: { code, message } }`
+ * with a 4xx status — a 503 with a storage code only when `storageMayFail` — and never a stack trace.
+ * Returns the reason it is not, or null.
+ */
+export function untypedAnswer(answer: HttpAnswer, storageMayFail = false): string | null {
+  if (STACK_TRACE.test(answer.text)) return 'a stack trace in the body';
+  if (answer.status >= 200 && answer.status < 300) return answer.contentType.startsWith('text/event-stream') ? badStream(answer) : badJson(answer.text);
+  if (!answer.contentType.startsWith('application/json')) return `status ${answer.status} with content type '${answer.contentType}'`;
+  const error = errorOf(answer.text);
+  if (!error) return `status ${answer.status} without { error: { code, message } }`;
+  if (answer.status >= 400 && answer.status < 500) return null;
+  if (answer.status === 503 && storageMayFail && STORAGE_CODES.includes(error.code)) return null;
+  return `status ${answer.status} (${error.code})`;
+}
+
+function errorOf(text: string): { code: string; message: string } | null {
+  try {
+    const body = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+    const { code, message } = body.error ?? {};
+    return typeof code === 'string' && code !== '' && typeof message === 'string' ? { code, message } : null;
+  } catch {
+    return null;
+  }
+}
+
+function badJson(text: string): string | null {
+  try {
+    JSON.parse(text);
+    return null;
+  } catch {
+    return 'a success whose body is not JSON';
+  }
+}
+
+function badStream(answer: HttpAnswer): string | null {
+  if (!answer.text.startsWith('retry: ')) return 'an event stream that does not start with its retry field';
+  return null;
+}
+
+/** The error code of an answer, if it has one. */
+export function codeOf(answer: HttpAnswer): string | null {
+  return errorOf(answer.text)?.code ?? null;
+}
