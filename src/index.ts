@@ -45,5 +45,7 @@ export * from './protocol/outcome.js';
 export * from './protocol/plan.js';
 export * from './protocol/updates.js';
 export * from './protocol/trace.js';
+export * from './protocol/usage.js';
+export type { JsonValue, ProviderMetadata, ContentBlock, AssistantProviderData } from './protocol/provider-data.js';
 export { TurnchartError } from './protocol/errors.js';
 export { TurnFailure, type ToolResult, type AuthorizationDecision } from './protocol/tool-result.js';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { startHost, type RunningHost } from '../host/host.js';
-import { modelFromSpec } from '../model/model-spec.js';
+import { modelFromSpec, type ProviderSettings } from '../model/model-spec.js';
 
 /** `turnchart serve`: each flag also read from its environment variable, flags winning. */
 const FLAGS = {
@@ -10,7 +10,13 @@ const FLAGS = {
   db: { env: 'TURNCHART_DB', help: 'SQLite file (default .turnchart/turnchart.db)' },
   'database-url': { env: 'DATABASE_URL', help: 'PostgreSQL URL (instead of SQLite)' },
   workspace: { env: 'TURNCHART_WORKSPACE', help: 'directory the sessions work in (default: the current directory)' },
-  model: { env: 'TURNCHART_MODEL', help: 'scripted:FILE (default: the demo model)' },
+  model: { env: 'TURNCHART_MODEL', help: 'openai-compatible:BASE_URL#MODEL or scripted:FILE (default: the demo model); API key from TURNCHART_API_KEY' },
+  'context-window': { env: 'TURNCHART_CONTEXT_WINDOW', help: "the model's context window in tokens (default 128000)" },
+  'max-output-tokens': { env: 'TURNCHART_MAX_OUTPUT_TOKENS', help: 'output tokens asked for per model call (default 8192)' },
+  'max-reasoning-tokens': { env: 'TURNCHART_MAX_REASONING_TOKENS', help: 'reasoning tokens kept free of the window (default 0)' },
+  'model-retries': { env: 'TURNCHART_MODEL_RETRIES', help: 'retries of a rate-limited or transiently failed model call (default 2)' },
+  'stall-timeout': { env: 'TURNCHART_STALL_TIMEOUT', help: 'seconds without a stream part before a model call fails (default 180; 0: never)' },
+  'provider-name': { env: 'TURNCHART_PROVIDER_NAME', help: "provider metadata key (default openai-compatible; 'google' for Gemini's endpoint)" },
   token: { env: 'TURNCHART_TOKEN', help: 'bearer token every route but /healthz requires' },
   'idle-ttl': { env: 'TURNCHART_IDLE_TTL', help: 'seconds before an unused session is closed (default 300)' },
   'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
@@ -27,6 +33,14 @@ const settingsSchema = z.object({
   'database-url': z.string().min(1).optional(),
   workspace: z.string().min(1).default('.'),
   model: z.string().optional(),
+  'context-window': z.coerce.number().int().min(1_000).max(100_000_000).optional(),
+  'max-output-tokens': z.coerce.number().int().min(1).max(10_000_000).optional(),
+  'max-reasoning-tokens': z.coerce.number().int().min(0).max(10_000_000).optional(),
+  'model-retries': z.coerce.number().int().min(0).max(20).optional(),
+  'stall-timeout': z.coerce.number().min(0).max(3_600).optional(),
+  'provider-name': z.string().min(1).max(100).optional(),
+  /** Environment only: a secret has no business in a process's argument list. */
+  apiKey: z.string().min(1).optional(),
   token: z.string().min(1).optional(),
   'idle-ttl': z.coerce.number().int().min(0).max(2_000_000).default(300),
   'cors-origin': z.string().min(1).optional(),
@@ -37,7 +51,7 @@ const settingsSchema = z.object({
 export type ServeSettings = z.infer<typeof settingsSchema>;
 
 export function serveUsage(): string {
-  const lines = Object.entries(FLAGS).map(([name, { env, help }]) => `  --${name.padEnd(13)} ${help} [${env}]`);
+  const lines = Object.entries(FLAGS).map(([name, { env, help }]) => `  --${name.padEnd(21)} ${help} [${env}]`);
   return ['Usage: turnchart serve [options]', '', ...lines].join('\n');
 }
 
@@ -47,6 +61,7 @@ export function serveSettings(args: string[], env: NodeJS.ProcessEnv): ServeSett
   const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
   const merged: Record<string, string | undefined> = {};
   for (const name of Object.keys(FLAGS) as Flag[]) merged[name] = (values[name] as string | undefined) ?? env[FLAGS[name].env] ?? undefined;
+  merged.apiKey = env.TURNCHART_API_KEY || undefined;
   const parsed = settingsSchema.safeParse(merged);
   if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
   return parsed.data;
@@ -54,7 +69,7 @@ export function serveSettings(args: string[], env: NodeJS.ProcessEnv): ServeSett
 
 /** Starts the host from settings and reports on the terminal. */
 export async function serve(settings: ServeSettings, log: (line: string) => void): Promise<RunningHost> {
-  const choice = await modelFromSpec(settings.model);
+  const choice = await modelFromSpec(settings.model, providerSettings(settings));
   log(`turnchart: model: ${choice.description}`);
   log(`turnchart: storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
   return startHost({
@@ -72,4 +87,20 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     },
     warn: (message) => log(`turnchart: ${message}`),
   });
+}
+
+/** The model flags as provider settings: only those given, so the adapter's defaults hold for the rest. */
+function providerSettings(settings: ServeSettings): ProviderSettings {
+  const capabilities = {
+    ...(settings['context-window'] !== undefined && { contextWindow: settings['context-window'] }),
+    ...(settings['max-output-tokens'] !== undefined && { maxOutputTokens: settings['max-output-tokens'] }),
+    ...(settings['max-reasoning-tokens'] !== undefined && { maxReasoningTokens: settings['max-reasoning-tokens'] }),
+  };
+  return {
+    ...(settings.apiKey && { apiKey: settings.apiKey }),
+    ...(Object.keys(capabilities).length > 0 && { capabilities }),
+    ...(settings['model-retries'] !== undefined && { maxRetries: settings['model-retries'] }),
+    ...(settings['stall-timeout'] !== undefined && { stallTimeoutMs: Math.round(settings['stall-timeout'] * 1000) }),
+    ...(settings['provider-name'] && { providerName: settings['provider-name'] }),
+  };
 }

@@ -64,8 +64,10 @@ function renderUser(message: Extract<ChatMessage, { role: 'user' }>): RequestMes
   return { role: 'user', text: message.text };
 }
 
+/** Provider data goes out as stored (RT-18): the same object, so its bytes cannot drift. */
 function renderAssistant(message: Extract<ChatMessage, { role: 'assistant' }>): RequestMessage {
-  return { role: 'assistant', text: message.text, reasoning: message.reasoning, toolCalls: message.toolCalls };
+  const { text, reasoning, toolCalls, providerData } = message;
+  return providerData ? { role: 'assistant', text, reasoning, toolCalls, providerData } : { role: 'assistant', text, reasoning, toolCalls };
 }
 
 function toolMessage(result: ToolResultMessage, options: { dataBlocks: boolean }): RequestMessage {

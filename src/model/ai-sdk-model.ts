@@ -1,169 +1,93 @@
-import {
-  APICallError,
-  getErrorMessage,
-  type LanguageModelV3,
-  type LanguageModelV3CallOptions,
-  type LanguageModelV3FunctionTool,
-  type LanguageModelV3Message,
-  type LanguageModelV3Prompt,
-  type LanguageModelV3StreamPart,
-  type LanguageModelV3ToolResultPart,
-  type SharedV3ProviderOptions,
-} from '@ai-sdk/provider';
-import type { ToolCallPart } from '../protocol/messages.js';
-import { ModelCallError, type ModelCapabilities, type ModelPort, type ModelRequest, type RequestMessage } from '../protocol/model.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { LanguageModelV3, SharedV3ProviderOptions } from '@ai-sdk/provider';
+import { z } from 'zod';
+import { TurnchartError } from '../protocol/errors.js';
+import { ModelCallError, type ModelCapabilities, type ModelPort } from '../protocol/model.js';
+import { AttemptFailure, streamAttempt } from './ai-sdk-attempt.js';
+import { callOptions } from './ai-sdk-prompt.js';
+import { decideRetry, type RetryPolicy } from './retry-policy.js';
 import { DEFAULT_CAPABILITIES } from './scripted-model.js';
 
 export interface AiSdkModelOptions {
   capabilities?: Partial<ModelCapabilities>;
   /** Passed through to every call, e.g. `{ openai: { reasoningEffort: 'low' } }`. */
   providerOptions?: SharedV3ProviderOptions;
+  /** Retries of a rate limit or transient failure that came before any output (default 2). */
+  maxRetries?: number;
+  /** The first backoff when the provider names no wait; doubled each retry, jittered (default 1 000 ms). */
+  retryBaseDelayMs?: number;
+  /** The longest backoff (default 30 000 ms). */
+  retryMaxDelayMs?: number;
+  /** A provider's `retry-after` longer than this fails the call instead of waiting (default 60 000 ms). */
+  maxRetryAfterMs?: number;
+  /** No stream part (or no response) for this long ends the call as `model_error` (default 180 000 ms; 0: never). */
+  stallTimeoutMs?: number;
+  /** The wait between attempts; must reject when `signal` aborts. For tests: no real waiting. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** The clock an HTTP-date `retry-after` is read against. */
+  now?: () => number;
+  /** In [0, 1): the backoff jitter's source. */
+  random?: () => number;
 }
 
+const delayMs = z.number().int().min(0).max(3_600_000);
+
+const optionsSchema = z.object({
+  maxRetries: z.number().int().min(0).max(20).default(2),
+  retryBaseDelayMs: delayMs.default(1_000),
+  retryMaxDelayMs: delayMs.default(30_000),
+  maxRetryAfterMs: delayMs.default(60_000),
+  stallTimeoutMs: delayMs.default(180_000),
+});
+
+const defaultSleep = (ms: number, signal: AbortSignal): Promise<void> => delay(ms, undefined, { signal });
+
 /**
- * Adapts an AI SDK `LanguageModelV3` (any provider package) to the runtime's model port.
- * Tool calls are taken only from complete `tool-call` parts, never from `tool-input-*`
- * streaming, so a half-streamed call can never reach a tool (RT-18).
+ * Adapts an AI SDK `LanguageModelV3` (any provider package) to the runtime's model port: text,
+ * reasoning and tool calls stream through, usage and finish reason come with the completed
+ * response, provider metadata is kept to be sent back (RT-18), a context overflow is its own error
+ * kind (RT-10), and rate limits and transient failures are retried — only before any output.
  */
 export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = {}): ModelPort {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) throw new TurnchartError('InvalidOptions', `aiSdkModel: ${z.prettifyError(parsed.error)}`);
+  const settings = parsed.data;
+  const sleep = options.sleep ?? defaultSleep;
+  const attempt = { stallTimeoutMs: settings.stallTimeoutMs, now: options.now ?? Date.now };
+  const policy: RetryPolicy = {
+    maxRetries: settings.maxRetries,
+    baseDelayMs: settings.retryBaseDelayMs,
+    maxDelayMs: settings.retryMaxDelayMs,
+    maxRetryAfterMs: settings.maxRetryAfterMs,
+    random: options.random ?? Math.random,
+  };
   return {
     capabilities: { ...DEFAULT_CAPABILITIES, ...options.capabilities },
     async *stream(request, { signal }) {
-      let semantic = false;
-      let reader: ReadableStreamDefaultReader<LanguageModelV3StreamPart> | undefined;
-      // A pending read must settle on abort, or the generator could never run its cleanup.
-      const onAbort = () => void reader?.cancel().catch(() => undefined);
-      signal.addEventListener('abort', onAbort, { once: true });
-      try {
-        const { stream } = await model.doStream(callOptions(request, signal, options.providerOptions));
-        reader = stream.getReader();
-        if (signal.aborted) onAbort();
-        let text = '';
-        let reasoning = '';
-        const toolCalls: ToolCallPart[] = [];
-        for (;;) {
-          const { done, value: part } = await reader.read();
-          if (done) break;
-          switch (part.type) {
-            case 'text-delta':
-              semantic = true;
-              text += part.delta;
-              yield { type: 'text_delta', text: part.delta };
-              break;
-            case 'reasoning-delta':
-              semantic = true;
-              reasoning += part.delta;
-              yield { type: 'reasoning_delta', text: part.delta };
-              break;
-            case 'tool-call':
-              // A provider-executed call (e.g. hosted web search) is not ours to run.
-              if (part.providerExecuted) break;
-              semantic = true;
-              toolCalls.push({ id: part.toolCallId, name: part.toolName, argumentsText: part.input });
-              break;
-            case 'error':
-              throw modelError(part.error, semantic);
-            case 'finish':
-              yield { type: 'response_completed', response: { text, reasoning, toolCalls } };
-              return;
-          }
+      const call = callOptions(request, options.providerOptions);
+      for (let retries = 0; ; retries += 1) {
+        try {
+          yield* streamAttempt(model, call, signal, attempt);
+          return;
+        } catch (error) {
+          if (!(error instanceof AttemptFailure)) throw error;
+          const decision = decideRetry(error.failure, retries, policy);
+          if (!decision.retry) throw decision.error;
+          await wait(sleep, decision.delayMs, signal);
         }
-        if (signal.aborted) throw new ModelCallError('provider', 'model call aborted', semantic);
-        // Ending without `finish` is left to the runtime, which reports it as a protocol error.
-      } catch (error) {
-        throw error instanceof ModelCallError ? error : modelError(error, semantic);
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-        // Cancelling stops an unfinished provider stream (an early return or an error).
-        await reader?.cancel().catch(() => undefined);
-        reader?.releaseLock();
       }
     },
   };
 }
 
-function callOptions(request: ModelRequest, signal: AbortSignal, providerOptions: SharedV3ProviderOptions | undefined): LanguageModelV3CallOptions {
-  const tools = request.tools.map(
-    (tool): LanguageModelV3FunctionTool => ({
-      type: 'function',
-      name: tool.name,
-      description: tool.description,
-      inputSchema: tool.inputSchema as LanguageModelV3FunctionTool['inputSchema'],
-    }),
-  );
-  return {
-    prompt: toPrompt(request),
-    maxOutputTokens: request.maxOutputTokens,
-    // Providers differ on an empty tool list (some reject it), so no tools means none sent.
-    ...(tools.length > 0 ? { tools } : {}),
-    ...(providerOptions ? { providerOptions } : {}),
-    abortSignal: signal,
-  };
-}
-
-function toPrompt(request: ModelRequest): LanguageModelV3Prompt {
-  const prompt: LanguageModelV3Prompt = request.system.map((part) => ({ role: 'system', content: part.content }));
-  for (const message of request.messages) {
-    const last = prompt.at(-1);
-    if (message.role === 'tool') {
-      // Results of one assistant message travel together, as providers expect.
-      if (last?.role === 'tool') last.content.push(toolResult(message));
-      else prompt.push({ role: 'tool', content: [toolResult(message)] });
-    } else if (message.role === 'user') {
-      prompt.push({ role: 'user', content: [{ type: 'text', text: message.text }] });
-    } else {
-      const assistant = assistantMessage(message);
-      if (assistant.content.length > 0) prompt.push(assistant);
-    }
-  }
-  return prompt;
-}
-
-function assistantMessage(message: Extract<RequestMessage, { role: 'assistant' }>): LanguageModelV3Message & { role: 'assistant' } {
-  const content: (LanguageModelV3Message & { role: 'assistant' })['content'] = [];
-  // Reasoning first: the order the model produced it, which some providers require.
-  if (message.reasoning) content.push({ type: 'reasoning', text: message.reasoning });
-  if (message.text) content.push({ type: 'text', text: message.text });
-  for (const call of message.toolCalls) {
-    content.push({ type: 'tool-call', toolCallId: call.id, toolName: call.name, input: parseInput(call.argumentsText) });
-  }
-  return { role: 'assistant', content };
-}
-
-/**
- * Prompt tool-call parts carry the parsed input (providers serialize it themselves). Arguments
- * that are not a JSON object were already answered with an InvalidArguments result, so the call
- * is replayed with `{}`, as the AI SDK itself does for invalid calls.
- */
-function parseInput(argumentsText: string): unknown {
+/** A cancel ends the wait at once, as the model call it stands for. */
+async function wait(sleep: NonNullable<AiSdkModelOptions['sleep']>, ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) throw new ModelCallError('provider', 'model call aborted');
   try {
-    const parsed: unknown = JSON.parse(argumentsText);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? parsed : {};
-  } catch {
-    return {};
+    await sleep(ms, signal);
+  } catch (error) {
+    if (signal.aborted) throw new ModelCallError('provider', 'model call aborted');
+    throw error;
   }
-}
-
-function toolResult(message: Extract<RequestMessage, { role: 'tool' }>): LanguageModelV3ToolResultPart {
-  return {
-    type: 'tool-result',
-    toolCallId: message.toolCallId,
-    toolName: message.toolName,
-    output:
-      message.status === 'success'
-        ? { type: 'text', value: message.content }
-        : { type: 'error-text', value: `[${message.status}] ${message.content}` },
-  };
-}
-
-const OVERFLOW = /context[ _]length|maximum context|too many tokens|prompt is too long/i;
-
-/** Overflow is its own kind: the request, not the provider, is at fault, and only a smaller one can succeed. */
-function modelError(error: unknown, semantic: boolean): ModelCallError {
-  const message = getErrorMessage(error);
-  if (APICallError.isInstance(error)) {
-    const overflow = (error.statusCode === 400 || error.statusCode === 413) && OVERFLOW.test(`${message} ${error.responseBody ?? ''}`);
-    return new ModelCallError(overflow ? 'overflow' : 'provider', message, semantic);
-  }
-  return new ModelCallError(OVERFLOW.test(message) ? 'overflow' : 'provider', message, semantic);
+  if (signal.aborted) throw new ModelCallError('provider', 'model call aborted');
 }

@@ -1,4 +1,6 @@
 import { ModelCallError, type ModelPort, type ModelRequest, type ModelResponse } from '../protocol/model.js';
+import type { TokenUsage } from '../protocol/usage.js';
+import { malformedCompletion } from './completion-schema.js';
 import {
   MODEL_TOOL_ARGUMENTS_MAX_CHARS,
   MODEL_TOOL_CALL_ID_MAX_CHARS,
@@ -17,6 +19,12 @@ export interface DraftSink {
   reasoning(delta: string): void;
 }
 
+/** A model call read to its end: the response, and what it cost when the port says. */
+export interface CompletedCall {
+  response: ModelResponse;
+  usage?: TokenUsage;
+}
+
 /**
  * Reads one model stream to its completed response (RT-18): deltas go to the draft sink,
  * tool calls come only from the completed response, a missing or second completion is a
@@ -30,8 +38,8 @@ export async function consumeModelStream(
   request: ModelRequest,
   cancellation: StreamCancellation,
   sink: DraftSink,
-): Promise<ModelResponse> {
-  let completed: ModelResponse | undefined;
+): Promise<CompletedCall> {
+  let completed: CompletedCall | undefined;
   let semantic = false;
   // A getter, so the signal is made only if the port reads it.
   const options = {
@@ -43,7 +51,7 @@ export async function consumeModelStream(
     for await (const event of port.stream(request, options)) {
       if (cancellation.aborted) throw new ModelCallError('provider', 'model call aborted', semantic);
       if (completed) throw new ModelCallError('protocol', 'the model completed a response twice', true);
-      if (event.type === 'response_completed') completed = event.response;
+      if (event.type === 'response_completed') completed = event.usage ? { response: event.response, usage: event.usage } : { response: event.response };
       else {
         semantic = true;
         if (event.type === 'text_delta') sink.text(event.text);
@@ -57,7 +65,7 @@ export async function consumeModelStream(
     throw new ModelCallError('provider', error instanceof Error ? error.message : String(error), semantic);
   }
   if (!completed) throw new ModelCallError('protocol', 'the model stream ended without a completed response', semantic);
-  const bad = oversizedToolCall(completed);
+  const bad = oversizedToolCall(completed.response) ?? malformedCompletion(completed);
   if (bad) throw new ModelCallError('protocol', bad, true);
   return completed;
 }

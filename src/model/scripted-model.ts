@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ModelCallError, type ModelCallOptions, type ModelCapabilities, type ModelErrorKind, type ModelPort, type ModelRequest, type ModelStreamEvent } from '../protocol/model.js';
 import type { ToolCallPart } from '../protocol/messages.js';
+import type { TokenUsage } from '../protocol/usage.js';
 
 /** A tool call the script asks for; `argumentsText` overrides `args` to send malformed JSON. */
 export interface ScriptedToolCall {
@@ -11,7 +12,8 @@ export interface ScriptedToolCall {
 }
 
 export type ScriptedReply =
-  | { text?: string; reasoning?: string; toolCalls?: ScriptedToolCall[]; deltas?: string[] }
+  /** `usage`: what this call reports it cost (missing counts are 0); none reported without it. */
+  | { text?: string; reasoning?: string; toolCalls?: ScriptedToolCall[]; deltas?: string[]; usage?: Partial<TokenUsage> }
   | { error: ModelErrorKind; message?: string; afterText?: string };
 
 export type ScriptedStep = ScriptedReply | ((request: ModelRequest, options: ModelCallOptions) => ScriptedReply | Promise<ScriptedReply>);
@@ -65,8 +67,11 @@ export function* replay(reply: ScriptedReply): Generator<ModelStreamEvent> {
     name: call.name,
     argumentsText: call.argumentsText ?? JSON.stringify(call.args ?? {}),
   }));
-  yield { type: 'response_completed', response: { text: reply.deltas ? reply.deltas.join('') : text, reasoning: reply.reasoning ?? '', toolCalls } };
+  const response = { text: reply.deltas ? reply.deltas.join('') : text, reasoning: reply.reasoning ?? '', toolCalls };
+  yield reply.usage ? { type: 'response_completed', response, usage: { ...NO_USAGE, ...reply.usage } } : { type: 'response_completed', response };
 }
+
+const NO_USAGE: TokenUsage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 };
 
 function splitWords(text: string): string[] {
   return text.match(/\S+\s*|\s+/g) ?? [];

@@ -1,12 +1,19 @@
 /** The conversation vocabulary shared by chat state, storage and the model request. */
 
+import type { AssistantProviderData, ProviderMetadata } from './provider-data.js';
+
 export type MessageKind = 'normal' | 'skill_instruction' | 'agent_message' | 'world_state';
 
 /** A tool call as the provider completed it; `argumentsText` is the raw JSON the model produced. */
 export interface ToolCallPart {
+  /** The runtime's id (RT-15): unique in the session; results, updates and approvals use it. */
   id: string;
   name: string;
   argumentsText: string;
+  /** The provider's own id, when the runtime gave the call another one: the provider request uses it. */
+  providerId?: string;
+  /** Opaque data the provider attached to the call (e.g. a thought signature), sent back as received (RT-18). */
+  providerMetadata?: ProviderMetadata;
 }
 
 /** How a tool call ended, as stored (RT-17). */
@@ -35,6 +42,8 @@ export interface AssistantMessage {
   text: string;
   reasoning: string;
   toolCalls: ToolCallPart[];
+  /** Provider-opaque data of the response (RT-18): sent back on every later request, so it counts in the budget. */
+  providerData?: AssistantProviderData;
 }
 
 /** Binary content a tool returned (an image, a file); dropped for models that cannot take it. */

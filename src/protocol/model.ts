@@ -1,4 +1,6 @@
 import type { DataBlock, ModelVisibleStatus, ToolCallPart } from './messages.js';
+import type { AssistantProviderData } from './provider-data.js';
+import type { TokenUsage } from './usage.js';
 
 /** A provider-agnostic model request: system parts, conversation, tool surface (CW-1, CW-6). */
 export interface ModelRequest {
@@ -15,7 +17,7 @@ export interface SystemPart {
 
 export type RequestMessage =
   | { role: 'user'; text: string }
-  | { role: 'assistant'; text: string; reasoning: string; toolCalls: ToolCallPart[] }
+  | { role: 'assistant'; text: string; reasoning: string; toolCalls: ToolCallPart[]; providerData?: AssistantProviderData }
   | { role: 'tool'; toolCallId: string; toolName: string; status: ModelVisibleStatus; content: string; data?: DataBlock[] };
 
 export interface ToolDefinition {
@@ -33,17 +35,24 @@ export interface ModelCapabilities {
   dataBlocks?: boolean;
 }
 
+/** Why the provider ended a response; `length` means it hit the output limit. */
+export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls' | 'other';
+
 /** A completed response: the only source of tool calls (RT-18). */
 export interface ModelResponse {
   text: string;
   reasoning: string;
   toolCalls: ToolCallPart[];
+  /** Provider-opaque data to store with the assistant message and send back (RT-18). */
+  providerData?: AssistantProviderData;
+  finishReason?: FinishReason;
 }
 
 export type ModelStreamEvent =
   | { type: 'text_delta'; text: string }
   | { type: 'reasoning_delta'; text: string }
-  | { type: 'response_completed'; response: ModelResponse };
+  /** `usage`: the tokens this call cost, when the provider reports them. */
+  | { type: 'response_completed'; response: ModelResponse; usage?: TokenUsage };
 
 export interface ModelCallOptions {
   signal: AbortSignal;

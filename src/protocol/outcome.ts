@@ -1,5 +1,8 @@
 /** Turn outcomes (RT-9). The same object reaches `waitForTurn` and the `turn_finished` update. */
 
+import type { FinishReason } from './model.js';
+import type { TokenUsage } from './usage.js';
+
 export type FailureCode =
   | 'model_error'
   | 'model_protocol_error'
@@ -16,12 +19,17 @@ export type FailureCode =
   | 'project_instruction_error'
   | 'skill_catalog_task_error';
 
+/**
+ * `usage` is the sum over the turn's model calls (compaction summaries included) of what the model
+ * port reported; absent when no call reported any. It lives in memory only: an outcome read back
+ * from storage has none. `finishReason` is the final response's.
+ */
 export type TurnOutcome =
-  | { status: 'completed'; finalText: string }
-  | { status: 'failed'; code: FailureCode; message: string }
-  | { status: 'cancelled' }
+  | { status: 'completed'; finalText: string; finishReason?: FinishReason; usage?: TokenUsage }
+  | { status: 'failed'; code: FailureCode; message: string; usage?: TokenUsage }
+  | { status: 'cancelled'; usage?: TokenUsage }
   /** The run went past its agent's `runTimeoutMs` (RL-3): cancelled the way a cancel does. */
-  | { status: 'timed_out'; message: string };
+  | { status: 'timed_out'; message: string; usage?: TokenUsage };
 
 /** Stored turn status (RT-8): phases are never stored, only these. */
 export type StoredTurnStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';

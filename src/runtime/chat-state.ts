@@ -53,6 +53,11 @@ export class ChatState {
     return this.lastSequence + 1;
   }
 
+  /** Whether a tool call of the session already has this id (RT-15: the runtime then mints another). */
+  usesCallId(id: string): boolean {
+    return this.callIds.has(id);
+  }
+
   /** Throws a `chat_state_error` failure when the message would break the conversation. */
   check(message: ChatMessage): void {
     if ((message.role as string) === 'system') throw new ChatStateError('PersistedSystemMessage', 'system messages are not part of a conversation');

@@ -6,6 +6,7 @@ import type { SessionEnv, RuntimeDeps } from './session-env.js';
 import { loadConversation } from './load-conversation.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
 import type { EffectCancellation } from './effect-port.js';
+import { recordUsage } from './turn-meter.js';
 
 const SILENT = { text: () => undefined, reasoning: () => undefined };
 
@@ -16,13 +17,13 @@ const SILENT = { text: () => undefined, reasoning: () => undefined };
 export function compactionEffects(deps: RuntimeDeps) {
   const { storage, env: envOf, now } = deps;
 
-  /** Summarize the current view, store the checkpoint, install it. */
-  const compact = async (input: { sessionId: string }, cancellation: EffectCancellation): Promise<{ compactionId: string }> => {
+  /** Summarize the current view, store the checkpoint, install it. Inside a turn (`turnId` given) the summary call's usage counts in that turn's. */
+  const compact = async (input: { sessionId: string; turnId?: string }, cancellation: EffectCancellation): Promise<{ compactionId: string }> => {
     const env = envOf(input.sessionId);
     const items = env.chat.view();
     const boundary = [...items].reverse().find((item) => item.provenance.kind === 'real');
     if (!boundary || boundary.provenance.kind !== 'real') throw new CompactionError('there is nothing new to compact', false, 'NothingToCompact');
-    const summary = await summarize(env, cancellation);
+    const summary = await summarize(env, cancellation, input.turnId);
     let position: number;
     const id = deps.newId('cmp');
     try {
@@ -60,10 +61,11 @@ export function compactionEffects(deps: RuntimeDeps) {
     await install(env);
   };
 
-  async function summarize(env: SessionEnv, cancellation: EffectCancellation): Promise<string> {
+  async function summarize(env: SessionEnv, cancellation: EffectCancellation, turnId: string | undefined): Promise<string> {
     const request = summaryRequest(env.agent.systemPrompt, env.chat.view(), deps.model.capabilities);
     try {
-      const response = await consumeModelStream(deps.model, request, cancellation, SILENT);
+      const { response, usage } = await consumeModelStream(deps.model, request, cancellation, SILENT);
+      if (usage && turnId) recordUsage(env, turnId, usage);
       const text = response.text.trim();
       if (text === '') throw new Error('the model returned an empty summary');
       return text;

@@ -1,6 +1,7 @@
 import type { Plan } from '../protocol/plan.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { LiveToolCallStatus, QueuedTurnView, TurnPhase, UpdateEnvelope } from '../protocol/updates.js';
+import type { TokenUsage } from '../protocol/usage.js';
 
 export interface LiveToolCall {
   toolCallId: string;
@@ -26,6 +27,8 @@ export type RuntimeView =
       toolCalls: LiveToolCall[];
       pendingApproval: PendingApproval | null;
       plan: Plan | null;
+      /** Tokens the turn's model calls have cost so far, once one reported any. */
+      usage?: TokenUsage;
     }
   | { kind: 'terminal'; turnId: string; outcome: TurnOutcome; plan: Plan | null };
 
@@ -101,6 +104,11 @@ export class LiveView {
         run.plan = update.plan;
         break;
     }
+  }
+
+  /** The running turn's usage so far: it has no update of its own (the outcome carries the total). */
+  setUsage(turnId: string, usage: TokenUsage): void {
+    if (this.runtime.kind === 'running' && this.runtime.turnId === turnId) this.runtime.usage = usage;
   }
 
   /** Status changes that have no update of their own (e.g. approved → running). */

@@ -318,6 +318,7 @@ export class Runtime {
       openTurnRow: null,
       unclosedTurn: null,
       outcomes: new Map(),
+      turnMeters: new Map(),
       waiters: new Map(),
       stored: new DurableSignals(),
       runs: loaded.runs,

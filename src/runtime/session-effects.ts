@@ -4,6 +4,7 @@ import type { TurnEnd } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import { emit, type SessionEnv } from './session-env.js';
 import { abandonStartedReads } from './parallel-reads.js';
+import { withTurnMeter } from './turn-meter.js';
 import type { TurnEffectDeps } from './turn-effects.js';
 
 type Args = { context: SessionContext; event: SessionEvent };
@@ -94,8 +95,9 @@ export function sessionEffects(deps: TurnEffectDeps) {
         const last = context.lastOutcome;
         if (!last) return;
         const env = envOf(context.sessionId);
-        emit(env, last.turnId, { type: 'turn_finished', outcome: last.outcome });
-        settle(env, last.turnId, last.outcome);
+        const outcome = withTurnMeter(env, last.turnId, last.outcome);
+        emit(env, last.turnId, { type: 'turn_finished', outcome });
+        settle(env, last.turnId, outcome);
       },
     },
   };

@@ -3,6 +3,7 @@ import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
 import type { SystemPart } from '../protocol/model.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { SessionUpdate } from '../protocol/updates.js';
+import type { TurnMeter } from './turn-meter.js';
 import type { PreparedModelCall } from '../context/engine.js';
 import type { WorldStateBaseline } from '../context/world-state/types.js';
 import type { SkillsConfig } from '../skills/types.js';
@@ -65,6 +66,8 @@ export interface SessionEnv {
   /** A terminal status whose write failed: retried before the next turn's first write. */
   unclosedTurn: { turnId: string; end: TurnEnd } | null;
   readonly outcomes: Map<string, TurnOutcome>;
+  /** What each running turn's model calls reported so far: usage, finish reason (memory only). */
+  readonly turnMeters: Map<string, TurnMeter>;
   readonly waiters: Map<string, ((outcome: TurnOutcome) => void)[]>;
   /** Per accepted turn: settles once its input is durable (turn row and user message, or its queued row). */
   readonly stored: DurableSignals;

@@ -15,6 +15,8 @@ import type { TurnPhase } from '../protocol/updates.js';
 import type { Toolset } from '../tools/toolset.js';
 import { emit, persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
 import type { TraceRecorder } from './trace-recorder.js';
+import { assignToolCallIds } from './tool-call-ids.js';
+import { recordFinishReason, recordUsage } from './turn-meter.js';
 
 export interface TurnEffectDeps extends RuntimeDeps {
   toolset: Toolset;
@@ -115,12 +117,15 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
     trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', now()));
     try {
-      const response = await consumeModelStream(deps.model, request, cancellation, {
+      const { response, usage } = await consumeModelStream(deps.model, request, cancellation, {
         text: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'text_delta', text }),
         reasoning: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'reasoning_delta', text }),
       });
       trace.end(spanId, { status: 'succeeded', errorCode: null, endedAtMs: now() });
-      return response;
+      if (usage) recordUsage(env, input.turnId, usage);
+      recordFinishReason(env, input.turnId, response.finishReason);
+      // RT-15: ids are the runtime's from here on; the provider's stay beside them for its requests.
+      return assignToolCallIds(response, (id) => env.chat.usesCallId(id), () => deps.newId('call'));
     } catch (error) {
       trace.end(spanId, { status: cancellation.aborted ? 'cancelled' : 'failed', errorCode: errorCode(error), endedAtMs: now() });
       throw error;
@@ -129,8 +134,8 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
 
   const writeAssistant = async (input: WriteAssistantInput): Promise<void> => {
     const env = envOf(input.sessionId);
-    const { text, reasoning, toolCalls } = input.response;
-    await persistAndAppend(env, deps, input.turnId, { role: 'assistant', text, reasoning, toolCalls });
+    const { text, reasoning, toolCalls, providerData } = input.response;
+    await persistAndAppend(env, deps, input.turnId, { role: 'assistant', text, reasoning, toolCalls, ...(providerData && { providerData }) });
     emit(env, input.turnId, { type: 'draft_cleared' });
   };
 

@@ -137,4 +137,23 @@ describe('normalization through prepare', () => {
     expect(provenance).toEqual(['m0', 'm1', 'synthetic', 'm2']);
     expect(JSON.stringify(prepare(sources).request)).toBe(JSON.stringify(request));
   });
+
+  it("carries provider data and the provider's ids through unchanged, and only where they were (RT-15, RT-18)", () => {
+    const withData: AssistantMessage = {
+      role: 'assistant',
+      text: 'a',
+      reasoning: 'r',
+      toolCalls: [{ id: 'call_x', providerId: 'call_0', name: 'tool_c1', argumentsText: '{}', providerMetadata: { google: { thoughtSignature: 's' } } }],
+      providerData: { blocks: [{ type: 'reasoning', text: 'r', providerMetadata: { anthropic: { signature: 'sig' } } }, { type: 'tool_call', index: 0 }, { type: 'text', text: 'a' }] },
+    };
+    const stored: ChatMessage[] = [user('go'), withData, result('call_x'), assistant('plain')];
+    const conversation: ConversationItem[] = stored.map((message, i) => ({ message, provenance: { kind: 'real', messageId: `m${i}`, sequence: i + 1 } }));
+    const sources = { system: [{ key: 'core/agent-system', content: 'p' }], conversation, tools: [], capabilities: { contextWindow: 100_000, maxOutputTokens: 1_000, maxReasoningTokens: 0 }, watermark: 0 };
+    const { request } = prepare(sources);
+    expect(request.messages[1]).toEqual({ role: 'assistant', text: 'a', reasoning: 'r', toolCalls: withData.toolCalls, providerData: withData.providerData });
+    // The stored objects themselves: nothing is rebuilt, so no byte can differ.
+    expect((request.messages[1] as AssistantMessage).providerData).toBe(withData.providerData);
+    expect(request.messages[3]).not.toHaveProperty('providerData');
+    expect(JSON.stringify(prepare(structuredClone(sources)).request)).toBe(JSON.stringify(request));
+  });
 });

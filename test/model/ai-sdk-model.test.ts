@@ -1,39 +1,9 @@
 import { APICallError, type LanguageModelV3StreamPart } from '@ai-sdk/provider';
-import { simulateReadableStream } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { afterEach, describe, expect, it } from 'vitest';
-import { aiSdkModel, createRuntime, ModelCallError, sqliteStorage, type ModelRequest, type ModelStreamEvent, type Runtime } from '../../src/index.js';
+import { aiSdkModel, createRuntime, sqliteStorage, type ModelRequest, type ModelStreamEvent, type Runtime } from '../../src/index.js';
+import { apiError, collect, EMPTY_REQUEST, failureOf, FINISH, mockStreaming } from '../support/ai-sdk-mock.js';
 import { readFileTool } from '../support/harness.js';
-
-const FINISH: LanguageModelV3StreamPart = {
-  type: 'finish',
-  finishReason: { unified: 'stop', raw: 'stop' },
-  usage: {
-    inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-    outputTokens: { total: 5, text: 5, reasoning: 0 },
-  },
-};
-
-function mockStreaming(...responses: LanguageModelV3StreamPart[][]): MockLanguageModelV3 {
-  return new MockLanguageModelV3({ doStream: responses.map((chunks) => ({ stream: simulateReadableStream({ chunks }) })) });
-}
-
-const EMPTY_REQUEST: ModelRequest = { system: [], messages: [{ role: 'user', text: 'hi' }], tools: [], maxOutputTokens: 100 };
-
-async function collect(events: AsyncIterable<ModelStreamEvent>): Promise<ModelStreamEvent[]> {
-  const out: ModelStreamEvent[] = [];
-  for await (const event of events) out.push(event);
-  return out;
-}
-
-async function failureOf(events: AsyncIterable<ModelStreamEvent>): Promise<ModelCallError> {
-  const error = await collect(events).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(ModelCallError);
-  return error as ModelCallError;
-}
 
 describe('aiSdkModel request translation', () => {
   it('turns a request into the LanguageModelV3 call options', async () => {
@@ -103,8 +73,65 @@ describe('aiSdkModel request translation', () => {
       ],
       maxOutputTokens: 512,
       tools: [{ type: 'function', name: 'read_file', description: 'Read a file', inputSchema: schema }],
-      abortSignal: signal,
+      // The adapter's own signal, so a stall can abort the provider request too; the caller's cancel reaches it.
+      abortSignal: expect.any(AbortSignal),
     });
+  });
+
+  it("sends tool calls and results under the provider's ids, and provider data exactly as stored (RT-15, RT-18)", async () => {
+    const mock = mockStreaming([FINISH]);
+    const signature = { anthropic: { signature: 'c2lnLTE=', nested: { list: [1, 'two', null, true] } } };
+    const request: ModelRequest = {
+      system: [],
+      messages: [
+        { role: 'user', text: 'go' },
+        {
+          role: 'assistant',
+          text: 'Reading.',
+          reasoning: 'first thought, second thought',
+          toolCalls: [
+            // The runtime renamed this one: the provider reused `call_0`.
+            { id: 'call_minted', providerId: 'call_0', name: 'read_file', argumentsText: '{"path":"a"}', providerMetadata: { google: { thoughtSignature: 'ts' } } },
+            { id: 'call_1', name: 'read_file', argumentsText: '{"path":"b"}' },
+          ],
+          providerData: {
+            blocks: [
+              { type: 'reasoning', text: 'first thought', providerMetadata: signature },
+              { type: 'tool_call', index: 0 },
+              { type: 'reasoning', text: ', second thought', providerMetadata: { anthropic: { redactedData: 'enc' } } },
+              { type: 'text', text: 'Reading.' },
+            ],
+          },
+        },
+        { role: 'tool', toolCallId: 'call_minted', toolName: 'read_file', status: 'success', content: 'A' },
+        { role: 'tool', toolCallId: 'call_1', toolName: 'read_file', status: 'success', content: 'B' },
+      ],
+      tools: [],
+      maxOutputTokens: 100,
+    };
+
+    await collect(aiSdkModel(mock).stream(request, { signal: new AbortController().signal }));
+
+    expect(mock.doStreamCalls[0]!.prompt.slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: [
+          { type: 'reasoning', text: 'first thought', providerOptions: signature },
+          { type: 'tool-call', toolCallId: 'call_0', toolName: 'read_file', input: { path: 'a' }, providerOptions: { google: { thoughtSignature: 'ts' } } },
+          { type: 'reasoning', text: ', second thought', providerOptions: { anthropic: { redactedData: 'enc' } } },
+          { type: 'text', text: 'Reading.' },
+          // A call no block places still goes out, last.
+          { type: 'tool-call', toolCallId: 'call_1', toolName: 'read_file', input: { path: 'b' } },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'call_0', toolName: 'read_file', output: { type: 'text', value: 'A' } },
+          { type: 'tool-result', toolCallId: 'call_1', toolName: 'read_file', output: { type: 'text', value: 'B' } },
+        ],
+      },
+    ]);
   });
 
   it('sends no tools when there are none and passes provider options through', async () => {
@@ -168,9 +195,94 @@ describe('aiSdkModel stream translation', () => {
             { id: 'c1', name: 'read_file', argumentsText: '{"path":"a"}' },
             { id: 'c2', name: 'read_file', argumentsText: '{"path": ' },
           ],
+          finishReason: 'tool_calls',
         },
+        usage: { inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 0 },
       },
     ]);
+  });
+
+  it('keeps provider metadata of text, reasoning and tool-call parts, in order, as plain JSON (RT-18)', async () => {
+    const mock = mockStreaming([
+      { type: 'reasoning-start', id: 'r1', providerMetadata: { anthropic: { phase: 'start' } } },
+      { type: 'reasoning-delta', id: 'r1', delta: 'think' },
+      // The signature arrives last, on an empty delta: the block keeps the latest metadata, as the AI SDK does.
+      { type: 'reasoning-delta', id: 'r1', delta: '', providerMetadata: { anthropic: { signature: 'sig==' } } },
+      { type: 'reasoning-end', id: 'r1' },
+      { type: 'tool-call', toolCallId: 'c1', toolName: 'read_file', input: '{}', providerMetadata: { google: { thoughtSignature: 'ts', dropped: undefined } } },
+      // Redacted reasoning: no text, only data the provider needs back.
+      { type: 'reasoning-start', id: 'r2', providerMetadata: { anthropic: { redactedData: 'opaque' } } },
+      { type: 'reasoning-end', id: 'r2' },
+      { type: 'text-start', id: 't' },
+      { type: 'text-delta', id: 't', delta: 'done' },
+      { type: 'text-end', id: 't', providerMetadata: { openai: { itemId: 'msg_1' } } },
+      // An empty text block without metadata is nothing to send back.
+      { type: 'text-start', id: 'empty' },
+      { type: 'text-end', id: 'empty' },
+      FINISH,
+    ]);
+
+    const events = await collect(aiSdkModel(mock).stream(EMPTY_REQUEST, { signal: new AbortController().signal }));
+
+    expect(events.at(-1)).toEqual({
+      type: 'response_completed',
+      response: {
+        text: 'done',
+        reasoning: 'think',
+        toolCalls: [{ id: 'c1', name: 'read_file', argumentsText: '{}', providerMetadata: { google: { thoughtSignature: 'ts' } } }],
+        providerData: {
+          blocks: [
+            { type: 'reasoning', text: 'think', providerMetadata: { anthropic: { signature: 'sig==' } } },
+            { type: 'tool_call', index: 0 },
+            { type: 'reasoning', text: '', providerMetadata: { anthropic: { redactedData: 'opaque' } } },
+            { type: 'text', text: 'done', providerMetadata: { openai: { itemId: 'msg_1' } } },
+          ],
+        },
+        finishReason: 'stop',
+      },
+      usage: { inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 0 },
+    });
+    // `undefined` members are gone: what is sent now is what storage gives back later.
+    const completed = events.at(-1) as Extract<ModelStreamEvent, { type: 'response_completed' }>;
+    expect(Object.keys(completed.response.toolCalls[0]!.providerMetadata!.google!)).toEqual(['thoughtSignature']);
+  });
+
+  it('reports usage with cached and reasoning tokens, none when the provider counts nothing, and the finish reason', async () => {
+    const usage = (
+      input: Partial<Record<'total' | 'noCache' | 'cacheRead' | 'cacheWrite', number>>,
+      output: Partial<Record<'total' | 'text' | 'reasoning', number>>,
+    ): LanguageModelV3StreamPart => ({
+      type: 'finish',
+      finishReason: { unified: 'length', raw: 'max_tokens' },
+      usage: {
+        inputTokens: { total: input.total, noCache: input.noCache, cacheRead: input.cacheRead, cacheWrite: input.cacheWrite },
+        outputTokens: { total: output.total, text: output.text, reasoning: output.reasoning },
+      },
+    });
+    const mock = mockStreaming(
+      [usage({ total: 1200, noCache: 200, cacheRead: 1000 }, { total: 300, text: 100, reasoning: 200 })],
+      // No totals: the parts are added up.
+      [usage({ noCache: 5, cacheRead: 7, cacheWrite: 1 }, { text: 2, reasoning: 3 })],
+      [usage({}, {})],
+    );
+    const port = aiSdkModel(mock);
+    const signal = new AbortController().signal;
+    const [first, second, none] = [await collect(port.stream(EMPTY_REQUEST, { signal })), await collect(port.stream(EMPTY_REQUEST, { signal })), await collect(port.stream(EMPTY_REQUEST, { signal }))];
+    expect(first).toEqual([
+      {
+        type: 'response_completed',
+        response: { text: '', reasoning: '', toolCalls: [], finishReason: 'length' },
+        usage: { inputTokens: 1200, outputTokens: 300, cachedInputTokens: 1000, reasoningTokens: 200 },
+      },
+    ]);
+    expect(second[0]).toMatchObject({ usage: { inputTokens: 13, outputTokens: 5, cachedInputTokens: 7, reasoningTokens: 3 } });
+    expect(none[0]).not.toHaveProperty('usage');
+  });
+
+  it('fails a response the provider finished with an error', async () => {
+    const mock = mockStreaming([{ type: 'text-delta', id: 't', delta: 'par' }, { ...FINISH, finishReason: { unified: 'error', raw: 'server_error' } }]);
+    const error = await failureOf(aiSdkModel(mock).stream(EMPTY_REQUEST, { signal: new AbortController().signal }));
+    expect(error).toMatchObject({ kind: 'provider', semanticOutputProduced: true, message: expect.stringContaining('server_error') });
   });
 
   it('just ends when the stream has no finish part', async () => {
@@ -210,6 +322,32 @@ describe('aiSdkModel errors', () => {
     expect(error.message).toMatch(/maximum context length/);
   });
 
+  it.each([
+    ['Anthropic', 400, 'prompt is too long: 201234 tokens > 200000 maximum', undefined],
+    ['OpenAI, by its code only', 400, 'Bad request', '{"error":{"message":"Invalid","code":"context_length_exceeded"}}'],
+    ['vLLM', 400, "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.", undefined],
+    ['Gemini', 400, 'The input token count (1200000) exceeds the maximum number of tokens allowed (1048576).', undefined],
+    ['a body too large (HTTP 413)', 413, 'Request Entity Too Large', undefined],
+  ])('maps a context overflow from %s to overflow', async (_name, status, message, responseBody) => {
+    const mock = new MockLanguageModelV3({
+      doStream: async () => {
+        throw apiError(status, message, responseBody === undefined ? {} : { responseBody });
+      },
+    });
+    const error = await failureOf(aiSdkModel(mock, { maxRetries: 0 }).stream(EMPTY_REQUEST, { signal: new AbortController().signal }));
+    expect(error).toMatchObject({ kind: 'overflow', semanticOutputProduced: false, message });
+  });
+
+  it('maps an overflow reported in the stream (an error part) to overflow, and a rate limit to a provider error', async () => {
+    const mock = mockStreaming(
+      [{ type: 'error', error: { message: 'context window exceeded', code: 'context_length_exceeded' } }],
+      [{ type: 'error', error: { message: 'Request too large for gpt-4o on tokens per min (TPM)', code: 'rate_limit_exceeded' } }],
+    );
+    const port = aiSdkModel(mock);
+    expect(await failureOf(port.stream(EMPTY_REQUEST, { signal: new AbortController().signal }))).toMatchObject({ kind: 'overflow' });
+    expect(await failureOf(port.stream(EMPTY_REQUEST, { signal: new AbortController().signal }))).toMatchObject({ kind: 'provider' });
+  });
+
   it('maps other thrown API errors to provider errors', async () => {
     const mock = new MockLanguageModelV3({
       doStream: async () => {
@@ -241,6 +379,8 @@ describe('aiSdkModel errors', () => {
     await expect(pending).rejects.toMatchObject({ kind: 'provider', message: 'model call aborted', semanticOutputProduced: true });
     expect(cancelled).toBe(true);
     expect(stream.locked).toBe(false);
+    // The provider's request itself was told to stop.
+    expect(mock.doStreamCalls[0]!.abortSignal!.aborted).toBe(true);
   });
 });
 
@@ -266,7 +406,13 @@ describe('aiSdkModel end to end', () => {
 
     const started = await session.startTurn({ clientRequestId: 'c-1', input: [{ type: 'text', text: 'read a.txt' }] });
     if (!started.ok) throw new Error(`turn refused: ${JSON.stringify(started.error)}`);
-    expect(await session.waitForTurn(started.turnId)).toEqual({ status: 'completed', finalText: 'It says hello.' });
+    expect(await session.waitForTurn(started.turnId)).toEqual({
+      status: 'completed',
+      finalText: 'It says hello.',
+      finishReason: 'stop',
+      // Both calls' usage, summed.
+      usage: { inputTokens: 20, outputTokens: 10, cachedInputTokens: 0, reasoningTokens: 0 },
+    });
 
     expect(log).toEqual(['read_file a.txt']);
     expect(mock.doStreamCalls).toHaveLength(2);
