@@ -6,7 +6,10 @@
  * It also prints `CALL <method>` as each storage call starts, without waiting, so the test can kill
  * it at a moment drawn at random: the host runs on while the signal is on its way.
  *
- *   node --import tsx test/reliability/crash-host.ts '{"sqlite":"/tmp/x.db"}' | '{"postgres":"…","schema":"…"}'
+ *   node --import tsx test/reliability/crash-host.ts '{"sqlite":"/tmp/x.db","effects":"/tmp/log"}'
+ *                                                   | '{"postgres":"…","schema":"…","effects":"/tmp/log"}'
+ *
+ * The harness runs it bundled (`test/support/crash-host-bundle.ts`), which starts four times faster.
  */
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';

@@ -1,0 +1,3 @@
+import { randomCallSuite } from './crash-suites.js';
+
+await randomCallSuite('postgres', 85, import.meta.filename);

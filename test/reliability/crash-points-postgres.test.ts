@@ -1,0 +1,3 @@
+import { namedPointSuite } from './crash-suites.js';
+
+namedPointSuite('postgres', 4);

@@ -1,0 +1,3 @@
+import { postgresScheduleShard } from './schedule-suites.js';
+
+postgresScheduleShard(2, 2, 500, import.meta.filename);
