@@ -1,6 +1,6 @@
 import type { TurnContext } from '../../machines/turn.machine.js';
 import { callSignature, parseArguments } from '../../machines/signature.js';
-import type { ToolCallPart } from '../protocol/messages.js';
+import { NOT_EXECUTED_RESULT_TEXT, type ToolCallPart } from '../protocol/messages.js';
 import type { ToolResult } from '../protocol/tool-result.js';
 import type { Toolset } from '../tools/toolset.js';
 import type { EffectCancellation } from './effect-port.js';
@@ -60,6 +60,12 @@ export class ParallelReads {
       const signal = new EffectSignal();
       const result = new Promise<ToolResult>((resolve) => {
         const begin = () => {
+          // Given up on while it waited for a slot (the call was skipped, the turn ended): it never starts.
+          if (signal.aborted) {
+            resolve({ status: 'cancelled', content: NOT_EXECUTED_RESULT_TEXT });
+            queue.shift()?.();
+            return;
+          }
           active += 1;
           void read(call, args, signal)
             .catch((error: unknown): ToolResult => ({ status: 'failed', content: `tool error: ${error instanceof Error ? error.message : String(error)}` }))
@@ -85,12 +91,20 @@ export class ParallelReads {
     return tool !== undefined && tool.effect === 'read' && tool.authorize === undefined && !env.startedReads.has(call.id);
   }
 
+  /**
+   * The arguments, if they pass the tool's schema. A schema that throws is left to the call's own
+   * chart, which reports it (RT-12): thrown here, it would crash the turn inside its action.
+   */
   private validArguments(call: ToolCallPart): Record<string, unknown> | undefined {
     const parsed = parseArguments(call.argumentsText);
     const schema = this.toolset.registryTool(call.name)?.input;
     if (!parsed || !schema) return undefined;
-    const valid = schema.safeParse(parsed);
-    return valid.success ? (valid.data as Record<string, unknown>) : undefined;
+    try {
+      const valid = schema.safeParse(parsed);
+      return valid.success ? (valid.data as Record<string, unknown>) : undefined;
+    } catch {
+      return undefined;
+    }
   }
 }
 

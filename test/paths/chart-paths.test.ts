@@ -9,7 +9,7 @@ import { Stage } from './stage.js';
 import { edgeTour, type PathStep } from './tour.js';
 import { TransitionLedger } from './transitions.js';
 import { TurnDirector } from './turn-director.js';
-import { TURN_LIMITS, turnModel } from './turn-model.js';
+import { TURN_LIMITS, TURN_SCENARIOS, turnModel, type TurnEnv, type TurnScenario } from './turn-model.js';
 
 const ledger = new TransitionLedger();
 
@@ -21,9 +21,9 @@ const ledger = new TransitionLedger();
 const UNREACHABLE_SESSION_TRANSITIONS = { 'session.running xstate.error.actor.turn#0': 'defect guard' };
 
 /** Drives one generated turn path through a fresh runtime and returns what went wrong, if anything. */
-async function driveTurnPath(path: ReturnType<typeof edgeTour<import('./turn-model.js').TurnEnv>>[number]) {
+async function driveTurnPath(path: PathStep<TurnEnv>[], scenario: TurnScenario) {
   const director = new TurnDirector(path);
-  const stage = await Stage.open(director, [ledger.observe], { limits: TURN_LIMITS });
+  const stage = await Stage.open(director, [ledger.observe], { limits: TURN_LIMITS, ...(scenario.parallelToolCalls !== null && { parallelToolCalls: scenario.parallelToolCalls }) });
   director.stage = stage;
   try {
     const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });
@@ -88,13 +88,14 @@ async function driveToolCallPath(path: PathStep<null>[], scenario: ToolCallScena
 const describePath = <Env>(path: PathStep<Env>[]) => path.map((s) => `${JSON.stringify(s.state.machine.value)} ${s.event.type}`).join(' | ');
 
 describe('generated paths through the real runtime (XS-5)', () => {
-  const turnPaths = edgeTour(turnModel);
+  const turnPaths = TURN_SCENARIOS.flatMap((scenario) => edgeTour(turnModel(scenario)).map((path) => ({ scenario, path })));
+  const parallelPaths = turnPaths.filter(({ scenario }) => scenario.name === 'parallel').length;
 
-  it(`drives ${turnPaths.length} turn-chart paths and keeps the invariants after every step`, async () => {
+  it(`drives ${turnPaths.length} turn-chart paths (${parallelPaths} with parallel tool calls) and keeps the invariants after every step`, async () => {
     const failures: string[] = [];
-    for (const [i, path] of turnPaths.entries()) {
-      const problems = await driveTurnPath(path);
-      if (problems.length > 0) failures.push(`path ${i}: ${path.map((s) => `${JSON.stringify(s.state.machine.value)} ${s.event.type}`).join(' | ')}\n  ${problems.join('\n  ')}`);
+    for (const [i, { scenario, path }] of turnPaths.entries()) {
+      const problems = await driveTurnPath(path, scenario);
+      if (problems.length > 0) failures.push(`path ${i} (${scenario.name}): ${describePath(path)}\n  ${problems.join('\n  ')}`);
     }
     expect(failures.slice(0, 5).join('\n\n')).toBe('');
   }, 120_000);

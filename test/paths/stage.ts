@@ -44,6 +44,8 @@ export interface StageOptions {
   limits: StageLimits;
   permissionMode?: PermissionMode;
   busyPolicy?: BusyPolicy;
+  /** The agent's `parallelToolCalls` (RL-5); off when not given. */
+  parallelToolCalls?: number;
 }
 
 /** What a path's script decides when the runtime asks: the model's reply, a tool's result. */
@@ -79,6 +81,7 @@ export class Stage {
     readonly workspace: string,
     /** The charts' clock: `expire()` makes the run pass its time limit. */
     readonly clock: DeadlineClock,
+    private readonly runs: ToolRuns,
   ) {
     session.updates$.subscribe((u) => this.onUpdate(u));
   }
@@ -97,7 +100,7 @@ export class Stage {
   }
 
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
-    const { limits, permissionMode = 'ask', busyPolicy = 'reject' } = options;
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls } = options;
     const watched = new WatchedStorage(await migratedMemoryStorage());
     const storage = withFaults(watched.storage);
     const model = scriptedModel(
@@ -105,14 +108,17 @@ export class Stage {
       { capabilities: SMALL_WINDOW },
     );
     const opened: { stage?: Stage } = {};
-    const tools = pathTools(script, (toolCallId) => opened.stage?.checkAssistantStored(toolCallId) ?? Promise.resolve());
+    const runs = new ToolRuns(watched.violations);
+    const tools = pathTools(script, runs, (toolCallId) => opened.stage?.checkAssistantStored(toolCallId) ?? Promise.resolve());
     const clock = new DeadlineClock();
     const { runTimeoutMs, ...counts } = limits;
     const runtime = await createRuntime({
       storage,
       model,
       tools,
-      agents: { default: { systemPrompt: 'path agent', ...counts, ...(runTimeoutMs !== null && { runTimeoutMs }) } },
+      agents: {
+        default: { systemPrompt: 'path agent', ...counts, ...(runTimeoutMs !== null && { runTimeoutMs }), ...(parallelToolCalls !== undefined && { parallelToolCalls }) },
+      },
       clock,
       inspect: (event) => {
         for (const observe of observers) observe(event);
@@ -122,7 +128,7 @@ export class Stage {
     });
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'turnchart-paths-'));
     const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace, busyPolicy });
-    opened.stage = new Stage(runtime, session, storage, watched, workspace, clock);
+    opened.stage = new Stage(runtime, session, storage, watched, workspace, clock, runs);
     return opened.stage;
   }
 
@@ -143,7 +149,10 @@ export class Stage {
   private onUpdate(u: UpdateEnvelope): void {
     if (u.sequence !== this.updates.length + 1) this.violations.push(`update sequence ${u.sequence} after ${this.updates.length}`);
     if (this.finished.has(u.turnId)) this.violations.push(`'${u.update.type}' emitted after turn_finished of ${u.turnId}`);
-    if (u.update.type === 'turn_finished') this.finished.add(u.turnId);
+    if (u.update.type === 'turn_finished') {
+      this.finished.add(u.turnId);
+      this.runs.end(u.turnId);
+    }
     this.updates.push(u);
   }
 
@@ -176,6 +185,7 @@ export class Stage {
       const lostToAFault = n === 0 && outcome.status === 'failed' && outcome.code === 'persistence_error';
       if (n !== 1 && !lostToAFault) this.violations.push(`tool call ${id} has ${n} stored results (outcome ${JSON.stringify(outcome)})`);
     }
+    this.violations.push(...resultsOutOfOrder(stored));
     if (outcome.status === 'timed_out') this.checkTimedOutCalls(turnId, stored);
     const row = await this.storage.getTurn(turnId);
     // A turn whose first write failed left nothing behind at all, which is consistent too.
@@ -255,10 +265,59 @@ class WatchedStorage {
   }
 }
 
-function pathTools(script: Script, beforeRun: (toolCallId: string) => Promise<void>) {
-  const run = (name: string) => async (_args: unknown, ctx: { signal: AbortSignal; toolCallId: string }) => {
-    await beforeRun(ctx.toolCallId);
-    return script.toolResult(name, ctx.signal, ctx.toolCallId);
+/** The results of each assistant message's calls are stored in the order of its calls (RT-12, RL-5). */
+function resultsOutOfOrder(stored: StoredMessage[]): string[] {
+  const position = new Map<string, number>();
+  for (const { message } of stored) if (message.role === 'assistant') message.toolCalls.forEach((c, i) => position.set(c.id, i));
+  const problems: string[] = [];
+  let last: { id: string; at: number } | null = null;
+  for (const { message } of stored) {
+    if (message.role === 'assistant') last = null;
+    if (message.role !== 'tool') continue;
+    const at = position.get(message.toolCallId) ?? -1;
+    if (last && at < last.at) problems.push(`the result of ${message.toolCallId} is stored after that of ${last.id}, a later call`);
+    last = { id: message.toolCallId, at };
+  }
+  return problems;
+}
+
+/**
+ * Every run of a path tool, as the tool sees it. A run — a read started ahead of its call (RL-5)
+ * included — is over by the time its turn announces `turn_finished`: it answered, or its signal
+ * was aborted. None starts after that, nor with its signal already aborted (a call the turn gave
+ * up on runs nothing).
+ */
+class ToolRuns {
+  constructor(private readonly violations: string[]) {}
+
+  private readonly running = new Map<string, { turnId: string; signal: AbortSignal }>();
+  private readonly ended = new Set<string>();
+
+  start(turnId: string, toolCallId: string, signal: AbortSignal): () => void {
+    if (this.ended.has(turnId)) this.violations.push(`tool call ${toolCallId} started after turn_finished of ${turnId}`);
+    if (signal.aborted) this.violations.push(`tool call ${toolCallId} started with its signal already aborted`);
+    this.running.set(toolCallId, { turnId, signal });
+    return () => this.running.delete(toolCallId);
+  }
+
+  /** `turnId` announced `turn_finished`: none of its runs may still be going unaborted. */
+  end(turnId: string): void {
+    this.ended.add(turnId);
+    for (const [id, run] of this.running) {
+      if (run.turnId === turnId && !run.signal.aborted) this.violations.push(`tool call ${id} still running, unaborted, at turn_finished of ${turnId}`);
+    }
+  }
+}
+
+function pathTools(script: Script, runs: ToolRuns, beforeRun: (toolCallId: string) => Promise<void>) {
+  const run = (name: string) => async (_args: unknown, ctx: { signal: AbortSignal; toolCallId: string; turnId: string }) => {
+    const over = runs.start(ctx.turnId, ctx.toolCallId, ctx.signal);
+    try {
+      await beforeRun(ctx.toolCallId);
+      return await script.toolResult(name, ctx.signal, ctx.toolCallId);
+    } finally {
+      over();
+    }
   };
   const input = z.object({ path: z.string() });
   return [

@@ -8,7 +8,7 @@ import { RestLog } from './rest-log.js';
 import { StepCursor } from './step-cursor.js';
 import { pendingEffectOf } from './recorded-effects.js';
 import type { PathStep } from './tour.js';
-import { DONE_CHILD, ERROR_CHILD, type TurnEnv } from './turn-model.js';
+import { ANY_TOOL, DONE_CHILD, ERROR_CHILD, startsReads, type TurnEnv } from './turn-model.js';
 
 type Step = PathStep<TurnEnv>;
 const value = (s: { value: unknown }) => JSON.stringify(s.value);
@@ -19,6 +19,9 @@ const INTERRUPTS = new Set(['turn.cancel', 'turn.timeout', 'turn.stop']);
 type Interruption = 'turn.cancel' | 'turn.timeout' | 'turn.stop';
 /** The effects an interrupt aborts while the chart waits for their reply (`abortEffect`). */
 const ABORTABLE = new Set(['prepareRequest', 'compact']);
+/** The branches that start a run of reads ahead of their calls (RL-5), and how a step that took one is labelled. */
+const PARALLEL_GUARDS = new Set(['callsReadInParallel', 'nextCallsReadInParallel']);
+const STARTS_READS = ' (reads started)';
 /** The step's event is the failure of an effect the interrupt aborted (see `ABORTED` in turn-model.ts). */
 const isAborted = (event: EventObject) => (event as { error?: { aborted?: boolean } }).error?.aborted === true;
 
@@ -68,7 +71,7 @@ export class TurnDirector implements Script {
    */
   eventProblem(): string | null {
     const again = (step: Step) => INTERRUPTS.has(step.event.type) && (step.state.machine.context as TurnContext).interrupt !== null;
-    const expected = this.path.filter((step) => !again(step)).map((step) => label(step.event));
+    const expected = this.path.filter((step) => !again(step)).map((step) => label(step.event) + (startsReads(step) ? STARTS_READS : ''));
     if (JSON.stringify(this.taken) === JSON.stringify(expected)) return null;
     return `took ${this.taken.join(' → ')}; the path says ${expected.join(' → ')}`;
   }
@@ -95,11 +98,13 @@ export class TurnDirector implements Script {
     }
     if (event.type !== '@xstate.microstep') return;
     const id = machineId(event.snapshot);
-    const transitions = event._transitions as unknown as Array<{ target?: unknown; eventType: string }>;
+    const transitions = event._transitions as unknown as Array<{ target?: unknown; eventType: string; guard?: unknown }>;
     const moved = transitions.some((t) => t.target !== undefined);
     if (id === 'turn') {
       const again = this.interrupted && INTERRUPTS.has(event.event.type);
-      if (!again && transitions.some((t) => t.eventType !== '')) this.taken.push(label(event.event));
+      // Which branch started reads ahead (RL-5) is part of what the turn took: the rests alone cannot tell.
+      const reads = transitions.some((t) => typeof t.guard === 'string' && PARALLEL_GUARDS.has(t.guard));
+      if (!again && transitions.some((t) => t.eventType !== '')) this.taken.push(label(event.event) + (reads ? STARTS_READS : ''));
       this.interrupted = ((event.snapshot as AnyMachineSnapshot).context as TurnContext).interrupt !== null;
       if (this.interrupted && this.releaseOnInterrupt) {
         this.releaseOnInterrupt();
@@ -265,8 +270,10 @@ export class TurnDirector implements Script {
       const kind = event.error!.kind as 'overflow' | 'provider' | 'protocol';
       return { error: kind, afterText: event.error?.semanticOutputProduced ? 'partial answer' : undefined };
     }
-    const names = this.upcomingToolNames(event.output?.toolCalls?.length ?? 0);
-    return { text: 'answer', toolCalls: names.map((name) => ({ name, args: { path: `f${++this.callCounter}` } })) };
+    // The parallel course names each call's tool; in the serial course the path's steps pick it.
+    const calls = (event.output?.toolCalls ?? []) as Array<{ id: string; name: string }>;
+    const names = calls.some((call) => call.name === ANY_TOOL) ? this.upcomingToolNames(calls.length) : calls.map((call) => call.name);
+    return { text: 'answer', toolCalls: calls.map(({ id }, i) => ({ id, name: names[i]!, args: { path: `f${++this.callCounter}` } })) };
   }
 
   /** The tools the calls of this response must name, so the calls behave as the steps after it say. */
@@ -281,16 +288,29 @@ export class TurnDirector implements Script {
     return names;
   }
 
-  toolResult(_name: string, signal: AbortSignal): ToolExecutionResult | Promise<ToolExecutionResult> {
-    const step = this.current!;
-    if (COMMANDS.has(step.event.type) && this.lateCommands.length === 0) return untilAborted<ToolExecutionResult>(signal, { status: 'cancelled', content: 'stopped' });
-    if (step.event.type === DONE_CHILD && terminationOf(step.event) === 'cancelled') return { status: 'cancelled', content: 'the tool gave up' };
-    return { status: 'succeeded', content: this.nextPrepareOver() ? BIG_TEXT : 'contents' };
+  /**
+   * A tool answers as its call's steps say, found by the call's id (the director gives each call the
+   * traversal's id): the steps while its tool runs (after its approval, if it asked). A call an
+   * interrupt reaches while its tool runs waits for its signal, unless the interrupt comes while its
+   * result is written; one that ends cancelled gives up by itself. A read started ahead of its call
+   * (RL-5) is answered the same way, however early it starts; one whose call the path never reaches
+   * waits for its signal: skipping the call, or ending the turn, must abort it.
+   */
+  toolResult(_name: string, signal: AbortSignal, toolCallId: string): ToolExecutionResult | Promise<ToolExecutionResult> {
+    const steps = this.path.filter((s) => s.state.machine.matches({ running_tools: 'tool_call' }) && currentCallId(s) === toolCallId);
+    // While the tool runs: from the start, or from the approval; then, once an interrupt reached it, until it ends.
+    const from = steps.some((s) => s.state.env.child === 'approved') ? 'approved' : 'fresh';
+    const running = steps.filter((s) => [from, 'cancel', 'stop'].includes(s.state.env.child));
+    const finish = running.find((s) => s.event.type === DONE_CHILD);
+    const interrupted = running.some((s) => INTERRUPTS.has(s.event.type));
+    if (!finish || (interrupted && terminationOf(finish.event) !== null)) return untilAborted<ToolExecutionResult>(signal, { status: 'cancelled', content: 'stopped' });
+    if (terminationOf(finish.event) === 'cancelled') return { status: 'cancelled', content: 'the tool gave up' };
+    return { status: 'succeeded', content: this.prepareOverAfter(finish) ? BIG_TEXT : 'contents' };
   }
 
-  /** Whether the next model call's request must be over the line, so this result must be big. */
-  private nextPrepareOver(): boolean {
-    const prepare = this.cursor.rest().find((s) => effectOf(s) === 'prepareRequest');
+  /** Whether the next model call's request after `step` must be over the line, so a result before it must be big. */
+  private prepareOverAfter(step: Step): boolean {
+    const prepare = this.path.slice(this.path.indexOf(step)).find((s) => effectOf(s) === 'prepareRequest');
     return (prepare?.event as { output?: { overLine?: boolean } } | undefined)?.output?.overLine === true;
   }
 
@@ -307,6 +327,12 @@ function label(event: EventObject): string {
   const error = (event as { error?: unknown }).error;
   const aborted = isAborted(event) || (error instanceof Error && /\baborted\b/.test(error.message));
   return aborted ? 'effect.failed (aborted)' : event.type;
+}
+
+/** The id of the call a step's turn is running (the traversal's, which the director gives the runtime's call too). */
+function currentCallId(step: Step): string | undefined {
+  const context = step.state.machine.context as TurnContext;
+  return context.response?.toolCalls[context.toolIndex]?.id;
 }
 
 function terminationOf(event: EventObject): 'cancelled' | 'failed' | null {

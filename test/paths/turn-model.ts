@@ -1,5 +1,6 @@
-import type { AnyMachineSnapshot, EventObject } from 'xstate';
+import { assign, type AnyMachineSnapshot, type EventObject } from 'xstate';
 import { turnMachine, type TurnContext } from '../../machines/turn.machine.js';
+import type { ToolCallPart } from '../../src/index.js';
 import { abortEffect, abortedEffectOf, forgetEffect, pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel, ModelState } from './tour.js';
 
@@ -7,11 +8,51 @@ import type { ChartModel, ModelState } from './tour.js';
  * The turn chart for traversal, with its surroundings modelled. Effects are recorded by name in
  * `pendingEffect` (the runtime keeps a request id there), so a reply event names the effect it
  * answers. Whether agent mail waits is carried by the event (`mail: true`) that leads into the
- * chart's `checking` state, which is where the runtime's guard reads the mailbox.
+ * chart's `checking` state, which is where the runtime's guard reads the mailbox. Whether a run of
+ * reads starts ahead of its calls (RL-5) is decided from the response's tool names, as the runtime
+ * decides it from its toolset; the traversal records which calls' reads were started.
  */
 
 /** The agent's limits in turn paths; the run has a time limit, which passes only when a path says so. */
 export const TURN_LIMITS = { maxModelCalls: 2, doomLoopThreshold: 3, runTimeoutMs: 1_000 };
+
+/**
+ * A course of turn paths: the agent's settings, and which responses its model gives. `serial` has
+ * parallel tool calls off and walks the whole loop, with calls whose tools the director picks from
+ * what the path does with them; `parallel` (RL-5) has them on, with a bound of 2, and its first
+ * response names its tools: a run of reads at the start, a run after a call that asks for approval,
+ * a run of four (two wait for a slot), a run holding a read whose schema throws. Its course up to
+ * that response is the plain one (the serial course walks the rest), and its second response ends
+ * the turn; from the response on, every interrupt, tool result, approval and failed write the
+ * serial course allows is allowed (agent mail aside).
+ */
+export interface TurnScenario {
+  name: 'serial' | 'parallel';
+  /** The agent's `parallelToolCalls`: null leaves it off. */
+  parallelToolCalls: number | null;
+}
+
+export const TURN_SCENARIOS: TurnScenario[] = [
+  { name: 'serial', parallelToolCalls: null },
+  { name: 'parallel', parallelToolCalls: 2 },
+];
+
+/** A call of the serial course: its tool is picked by the director from what the path does with it. */
+export const ANY_TOOL = 'any';
+
+/**
+ * The path tools (stage.ts) as RL-5 sees them: the reads with no `authorize` hook may be started
+ * ahead. The schema of `exploding` throws, so its arguments never pass: a run is started up to it.
+ */
+const PARALLEL_READS = new Set(['read_file', 'exploding']);
+
+/** The first responses of the parallel course, by tool name. */
+const PARALLEL_RESPONSES = [
+  ['read_file', 'read_file'],
+  ['read_file', 'read_file', 'read_file', 'read_file'],
+  ['write_file', 'read_file', 'read_file'],
+  ['read_file', 'exploding'],
+];
 
 /** How far the current tool call has got, as far as the turn can tell. */
 export type ChildPhase =
@@ -30,21 +71,61 @@ export interface TurnEnv {
   bigSummary: boolean;
 }
 
-export const traversalTurnMachine = turnMachine.provide({
-  actions: {
-    requestEffect: recordEffect,
-    cancelEffect: forgetEffect,
-    abortEffect,
-    emitPhase: () => undefined,
-    discardDraft: () => undefined,
-  },
-  guards: {
-    mailboxHasMessages: ({ event }: { event: EventObject }) => (event as { mail?: boolean }).mail === true,
-  },
-});
+/** The traversal's context: the chart's, the calls whose reads were started ahead (RL-5), and how many runs were. */
+type WalkedContext = TurnContext & { startedReads?: string[]; runsStarted?: number };
 
-const ctx = (s: AnyMachineSnapshot) => s.context as TurnContext;
+const ctx = (s: AnyMachineSnapshot) => s.context as WalkedContext;
+const startedOf = (c: WalkedContext) => c.startedReads ?? [];
+
+/** As `ParallelReads` decides: the calls from `from` that qualify, in a row (none started yet). */
+function runFrom(c: WalkedContext, from: number): ToolCallPart[] {
+  const calls = c.response?.toolCalls ?? [];
+  let end = from;
+  while (end < calls.length && PARALLEL_READS.has(calls[end]!.name) && !startedOf(c).includes(calls[end]!.id)) end += 1;
+  return calls.slice(from, end);
+}
+
+/**
+ * What `startParallelReads` starts: the run from the current call, up to the first whose arguments
+ * fail (`exploding`). The doom loop never stops one here: every call of a path has its own path argument.
+ */
+function startedRun(c: WalkedContext): string[] {
+  const run = runFrom(c, c.toolIndex);
+  const invalid = run.findIndex((call) => call.name === 'exploding');
+  return (invalid === -1 ? run : run.slice(0, invalid)).map((call) => call.id);
+}
+
+/** The step took a branch that starts a run of reads (`startParallelReads`). */
+export function startsReads(step: { state: { machine: AnyMachineSnapshot }; next: { machine: AnyMachineSnapshot } }): boolean {
+  return (ctx(step.next.machine).runsStarted ?? 0) > (ctx(step.state.machine).runsStarted ?? 0);
+}
+
+/** The turn chart for traversal, with the parallel-read guards deciding as the runtime does for `scenario`. */
+function traversalTurnMachine(scenario: TurnScenario) {
+  const parallel = scenario.parallelToolCalls !== null && scenario.parallelToolCalls > 1;
+  return turnMachine.provide({
+    actions: {
+      requestEffect: recordEffect,
+      cancelEffect: forgetEffect,
+      abortEffect,
+      emitPhase: () => undefined,
+      discardDraft: () => undefined,
+      startParallelReads: assign(({ context }: { context: WalkedContext }) => ({
+        startedReads: [...startedOf(context), ...startedRun(context)],
+        runsStarted: (context.runsStarted ?? 0) + 1,
+      })) as never,
+    },
+    guards: {
+      mailboxHasMessages: ({ event }: { event: EventObject }) => (event as { mail?: boolean }).mail === true,
+      callsReadInParallel: ({ context }: { context: WalkedContext }) => parallel && runFrom(context, context.toolIndex).length >= 2,
+      nextCallsReadInParallel: ({ context }: { context: WalkedContext }) => parallel && runFrom(context, context.toolIndex + 1).length >= 2,
+    },
+  });
+}
+
 const callCount = (c: TurnContext) => c.response?.toolCalls.length ?? 0;
+/** The tool the current call names: `ANY_TOOL` in the serial course. */
+const currentTool = (c: TurnContext) => c.response?.toolCalls[c.toolIndex]?.name ?? ANY_TOOL;
 
 export const DONE_CHILD = 'xstate.done.actor.toolCall';
 export const ERROR_CHILD = 'xstate.error.actor.toolCall';
@@ -64,36 +145,49 @@ const childDone = (termination: Termination, mail = false) => ({
 /** The error of an effect that stopped because the chart aborted it (`abortEffect`). */
 export const ABORTED = { aborted: true };
 
-export function modelResponse(calls: number) {
-  return { text: 'answer', reasoning: '', toolCalls: Array.from({ length: calls }, (_, i) => ({ id: `c${i}`, name: 'read_file', argumentsText: '{}' })) };
+/**
+ * A response of model call `index` calling `tools` (the director gives each call its own path
+ * argument; ids are unique within the turn, as the runtime's are).
+ */
+export function modelResponse(index: number, tools: readonly string[]) {
+  return {
+    text: 'answer',
+    reasoning: '',
+    toolCalls: tools.map((name, i) => ({ id: `m${index}c${i}`, name, argumentsText: JSON.stringify({ path: `m${index}c${i}` }) })),
+  };
 }
 
-function effectReplies(state: ModelState<TurnEnv>): EventObject[] {
+function effectReplies(state: ModelState<TurnEnv>, scenario: TurnScenario): EventObject[] {
   const c = ctx(state.machine);
   const id = pendingEffectOf(state.machine);
   const done = (extra: object = {}) => ({ type: 'effect.done', id, output: undefined, ...extra });
   const failed = (error: object = {}) => ({ type: 'effect.failed', id, error });
   const aborted = abortedEffectOf(state.machine) === id;
+  const parallel = scenario.name === 'parallel';
   switch (id) {
     case 'beginTurn':
-      return [done(), done({ mail: true }), failed()];
+      return parallel ? [done()] : [done(), done({ mail: true }), failed()];
     case 'drainMailbox':
-    case 'writeAssistant':
       return [done(), failed()];
+    case 'writeAssistant':
+      return parallel ? [done()] : [done(), failed()];
     case 'skipToolCalls':
       // Only a write can fail, and with no call left to skip nothing is written.
       return c.toolIndex < callCount(c) ? [done(), failed()] : [done()];
     // An interrupt aborted the sampling: it still succeeds if it had passed its last check, or it
     // stops (after the write under way, if any) and fails as aborted.
     case 'prepareRequest':
+      if (parallel) return [done({ output: { overLine: false } })];
       return [...overLineChoices(state).map((overLine) => done({ output: { overLine } })), aborted ? failed(ABORTED) : failed({ code: 'project_instruction_error' })];
     // An interrupt aborted the summary call: the checkpoint may still be stored (it was past the call),
     // or the call stops and the compaction fails as aborted.
     case 'compact':
       return [done({ output: { compactionId: 'k' }, big: false }), done({ output: { compactionId: 'k' }, big: true }), failed({ reloadRequired: true }), failed(aborted ? ABORTED : {})];
     case 'callModel':
+      // The parallel course: its first response holds a run of reads; the next ends the turn.
+      if (parallel) return (c.response === null ? PARALLEL_RESPONSES : [[]]).map((tools) => done({ output: modelResponse(c.modelCallIndex, tools) }));
       return [
-        ...[0, 1, 2].map((n) => done({ output: modelResponse(n) })),
+        ...[0, 1, 2].map((n) => done({ output: modelResponse(c.modelCallIndex, Array<string>(n).fill(ANY_TOOL)) })),
         ...[{ kind: 'overflow' }, { kind: 'overflow', semanticOutputProduced: true }, { kind: 'provider' }, { kind: 'protocol' }].map(failed),
       ];
     default:
@@ -113,20 +207,31 @@ function overLineChoices({ machine, env }: ModelState<TurnEnv>): boolean[] {
 /** What can end a turn early: the user's cancel, the run's time limit (RL-3), the session stopping. */
 const commands = [{ type: 'turn.cancel' }, { type: 'turn.timeout' }, { type: 'turn.stop' }];
 
+/**
+ * The events of the current call. In the serial course the director picks its tool, so any of them
+ * can happen; in the parallel course its tool is named: a read runs and answers (and never asks),
+ * `write_file` asks for approval first, `exploding` crashes its chart. Agent mail arrives during a
+ * call in the serial course only.
+ */
 function childEvents({ machine, env }: ModelState<TurnEnv>): Array<EventObject & Record<string, unknown>> {
   const c = ctx(machine);
   const settle = { type: 'tool.permission_settled', toolCallId: c.pendingPermission };
   const live = c.interrupt === null ? commands : [];
+  const tool = currentTool(c);
+  const mail = tool === ANY_TOOL;
   switch (env.child) {
     case 'fresh':
+      if (tool === 'read_file') return [...doneChoices([null, 'cancelled', 'failed'], mail), ...live];
+      if (tool === 'write_file') return [{ type: 'tool.permission_requested', toolCallId: 'call', name: 'write_file', paths: [] }, ...live];
+      if (tool === 'exploding') return [{ type: ERROR_CHILD, error: new Error('the tool schema threw') }];
       return [
         { type: 'tool.permission_requested', toolCallId: 'call', name: 'write_file', paths: [] },
         { type: ERROR_CHILD, error: new Error('the tool schema threw') },
-        ...doneChoices([null, 'cancelled', 'failed']),
+        ...doneChoices([null, 'cancelled', 'failed'], mail),
         ...live,
       ];
     case 'approved':
-      return [...doneChoices([null, 'cancelled', 'failed']), ...live];
+      return [...doneChoices([null, 'cancelled', 'failed'], mail), ...live];
     case 'asking':
       return [
         { type: 'turn.resolve_permission', toolCallId: c.pendingPermission, decision: 'allow_once' },
@@ -140,24 +245,26 @@ function childEvents({ machine, env }: ModelState<TurnEnv>): Array<EventObject &
       return [settle];
     case 'denied':
     case 'stopped':
-      return doneChoices(['failed']);
+      return doneChoices(['failed'], mail);
     case 'cancelled':
-      return doneChoices(['cancelled']);
+      return doneChoices(['cancelled'], mail);
     // A cancel that reaches the call while its tool runs ends it cancelled; one that arrives
     // while its result is being written finds nothing to stop, and the turn notices at `next`.
     case 'cancel':
-      return doneChoices(['cancelled', null]);
+      return doneChoices(['cancelled', null], mail);
     case 'stop':
-      return doneChoices(['failed', null]);
+      return doneChoices(['failed', null], mail);
   }
 }
 
-function doneChoices(terminations: Termination[]): Array<EventObject & Record<string, unknown>> {
-  return terminations.flatMap((t) => [childDone(t), childDone(t, true)]);
+function doneChoices(terminations: Termination[], mail: boolean): Array<EventObject & Record<string, unknown>> {
+  return terminations.flatMap((t) => (mail ? [childDone(t), childDone(t, true)] : [childDone(t)]));
 }
 
-function nextChild(child: ChildPhase, event: EventObject): ChildPhase {
+function nextChild(child: ChildPhase, event: EventObject, tool: string): ChildPhase {
   const e = event as { type: string; decision?: string };
+  // A named write that has not asked yet is still with its `authorize` hook: an interrupt ends it before it runs.
+  const beforeAsking = child === 'fresh' && tool === 'write_file';
   switch (e.type) {
     case 'tool.permission_requested':
       return 'asking';
@@ -168,8 +275,10 @@ function nextChild(child: ChildPhase, event: EventObject): ChildPhase {
     // The time limit cancels the running call as the user would (with its own reason).
     case 'turn.cancel':
     case 'turn.timeout':
+      if (beforeAsking) return 'cancelled';
       return child === 'asking' ? 'cancel_asking' : child === 'fresh' || child === 'approved' ? 'cancel' : child;
     case 'turn.stop':
+      if (beforeAsking) return 'stopped';
       return child === 'asking' ? 'stop_asking' : child === 'fresh' || child === 'approved' ? 'stop' : child;
     case DONE_CHILD:
     case ERROR_CHILD:
@@ -180,41 +289,50 @@ function nextChild(child: ChildPhase, event: EventObject): ChildPhase {
   }
 }
 
-export const turnModel: ChartModel<TurnEnv> = {
-  machine: traversalTurnMachine,
-  input: { sessionId: 's', turnId: 't', limits: TURN_LIMITS },
-  env: { child: 'fresh', stickyOver: false, bigSummary: false },
-  events: (state) => {
-    if (state.machine.matches({ running_tools: 'tool_call' })) return childEvents(state);
-    return [...effectReplies(state), ...commands];
-  },
-  nextEnv: (env, event, before) => {
-    const e = event as { type: string; big?: boolean; output?: { overLine?: boolean } };
-    // Before the first response of the turn only the user's own message can be over the line.
-    const firstPrepare = pendingEffectOf(before) === 'prepareRequest' && !ctx(before).compactedThisCall && ctx(before).response === null;
-    return {
-      child: nextChild(env.child, event),
-      stickyOver: env.stickyOver || (firstPrepare && e.output?.overLine === true),
-      bigSummary: pendingEffectOf(before) === 'compact' && e.type === 'effect.done' ? e.big === true : env.bigSummary,
-    };
-  },
-  key: ({ machine, env }) => {
-    const c = ctx(machine);
-    return JSON.stringify([
-      machine.value,
-      machine.status,
-      pendingEffectOf(machine),
-      abortedEffectOf(machine),
-      c.interrupt,
-      c.compactedThisCall,
-      c.overflowRetried,
-      c.modelCallIndex,
-      c.toolIndex,
-      callCount(c),
-      c.termination?.kind ?? null,
-      c.pendingPermission !== null,
-      c.outcome?.status ?? null,
-      env,
-    ]);
-  },
-};
+/** The turn chart and its surroundings in one course. */
+export function turnModel(scenario: TurnScenario): ChartModel<TurnEnv> {
+  const parallel = scenario.name === 'parallel';
+  return {
+    machine: traversalTurnMachine(scenario),
+    input: { sessionId: 's', turnId: 't', limits: TURN_LIMITS },
+    env: { child: 'fresh', stickyOver: false, bigSummary: false },
+    events: (state) => {
+      if (state.machine.matches({ running_tools: 'tool_call' })) return childEvents(state);
+      const replies = effectReplies(state, scenario);
+      // The parallel course interrupts only where reads can be started or running: from its response on.
+      if (parallel && !(state.machine.matches({ running_model: 'writing_response' }) && callCount(ctx(state.machine)) > 0)) return replies;
+      return [...replies, ...commands];
+    },
+    nextEnv: (env, event, before) => {
+      const e = event as { type: string; big?: boolean; output?: { overLine?: boolean } };
+      // Before the first response of the turn only the user's own message can be over the line.
+      const firstPrepare = pendingEffectOf(before) === 'prepareRequest' && !ctx(before).compactedThisCall && ctx(before).response === null;
+      return {
+        child: nextChild(env.child, event, currentTool(ctx(before))),
+        stickyOver: env.stickyOver || (firstPrepare && e.output?.overLine === true),
+        bigSummary: pendingEffectOf(before) === 'compact' && e.type === 'effect.done' ? e.big === true : env.bigSummary,
+      };
+    },
+    key: ({ machine, env }) => {
+      const c = ctx(machine);
+      return JSON.stringify([
+        machine.value,
+        machine.status,
+        pendingEffectOf(machine),
+        abortedEffectOf(machine),
+        c.interrupt,
+        c.compactedThisCall,
+        c.overflowRetried,
+        c.modelCallIndex,
+        c.toolIndex,
+        callCount(c),
+        // The calls still to come: their tools, and whether their reads were started ahead.
+        (c.response?.toolCalls ?? []).slice(c.toolIndex).map((call) => [call.name, startedOf(c).includes(call.id)]),
+        c.termination?.kind ?? null,
+        c.pendingPermission !== null,
+        c.outcome?.status ?? null,
+        env,
+      ]);
+    },
+  };
+}

@@ -156,4 +156,40 @@ describe('parallel tool calls (RL-5)', () => {
     expect(gated.started).toEqual([7, 7]);
     expect(resultsOf(await h.storage.listMessages(h.session.id)).map((r) => r.split(':')[1])).toEqual(['succeeded', 'succeeded', 'failed', 'cancelled']);
   });
+
+  it('a read whose schema throws, in a run, crashes only its own call, as without parallel calls: the turn fails typed and every call gets its result', async () => {
+    const gated = gatedReads();
+    const exploding = defineTool({
+      name: 'exploding',
+      description: 'a read whose schema throws while it checks the arguments',
+      effect: 'read',
+      input: z.object({ n: z.number() }).refine(() => {
+        throw new Error('the tool schema threw');
+      }),
+      execute: () => ({ status: 'succeeded', content: 'never' }),
+    });
+    h = await harness([{ text: 'two', toolCalls: [...reads(1), { name: 'exploding', args: { n: 2 } }] }], {
+      tools: [gated.tool, exploding],
+      agents: { default: { parallelToolCalls: true } },
+    });
+    const turnId = await startTurn(h.session, 'go');
+    await gated.untilStarted(1);
+    gated.release(1);
+    expect(await h.session.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'tool_call_crashed' });
+    expect(resultsOf(await h.storage.listMessages(h.session.id)).map((r) => r.split(':').slice(0, 2).join(':'))).toEqual(['read:succeeded', 'exploding:cancelled']);
+  });
+
+  it('never starts a read the turn gave up on while it waited for a slot', async () => {
+    const gated = gatedReads();
+    h = await harness([{ text: 'four reads', toolCalls: reads(1, 2, 3, 4) }], { tools: [gated.tool], agents: { default: { parallelToolCalls: 2 } } });
+    const turnId = await startTurn(h.session, 'go');
+    await gated.untilStarted(2);
+    // The cancel stops read 1 with its call, which lets read 3 take its slot; skipping calls 2 to 4
+    // then aborts reads 2 and 3 and read 4, which still waits: the end of read 2 must not start it.
+    expect(await h.session.cancelTurn(turnId)).toEqual({ ok: true });
+    expect(await h.session.waitForTurn(turnId)).toEqual({ status: 'cancelled' });
+    expect(gated.started).toEqual([1, 2, 3]);
+    expect([...gated.aborted].sort()).toEqual([1, 2, 3]);
+    expect(resultsOf(await h.storage.listMessages(h.session.id)).map((r) => r.split(':')[1])).toEqual(['cancelled', 'cancelled', 'cancelled', 'cancelled']);
+  });
 });
