@@ -1,15 +1,28 @@
 #!/usr/bin/env node
 /** The `turnchart` command: argument parsing and wiring only. */
+import { chatSettings, chatUsage, runChat } from './chat.js';
 import { serve, serveSettings, serveUsage } from './serve.js';
 
-const USAGE = ['Usage: turnchart <command> [options]', '', 'Commands:', '  serve    run the HTTP service (the default)', '', serveUsage()].join('\n');
+const USAGE = [
+  'Usage: turnchart <command> [options]',
+  '',
+  'Commands:',
+  '  serve    run the HTTP service (the default)',
+  '  chat     chat in the terminal, with a running host or embedded',
+  '',
+  serveUsage(),
+  '',
+  chatUsage(),
+].join('\n');
 
 async function main(argv: string[]): Promise<number> {
   const [command = 'serve', ...rest] = argv[0]?.startsWith('-') ? ['serve', ...argv] : argv;
   if (command === 'help' || rest.includes('--help') || rest.includes('-h')) {
-    console.log(USAGE);
+    const named = argv[0] === command; // `turnchart --help` names no command
+    console.log(named && command === 'chat' ? chatUsage() : named && command === 'serve' ? serveUsage() : USAGE);
     return 0;
   }
+  if (command === 'chat') return chat(rest);
   if (command !== 'serve') {
     console.error(`turnchart: unknown command '${command}'\n\n${USAGE}`);
     return 2;
@@ -39,6 +52,20 @@ async function main(argv: string[]): Promise<number> {
   });
   console.log('turnchart: stopped');
   return 0;
+}
+
+async function chat(args: string[]): Promise<number> {
+  let settings;
+  try {
+    settings = chatSettings(args, process.env);
+  } catch (error) {
+    console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}\n\n${chatUsage()}`);
+    return 2;
+  }
+  const code = await runChat(settings, { input: process.stdin, output: process.stdout, env: process.env });
+  // Nothing is left to wait for once the chat is over (an idle keep-alive socket, a timer of the runtime).
+  await new Promise<void>((flushed) => process.stdout.write('', () => flushed()));
+  process.exit(code);
 }
 
 main(process.argv.slice(2)).then(

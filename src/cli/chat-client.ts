@@ -1,0 +1,103 @@
+import type { SessionSnapshot } from '../runtime/session-handle.js';
+import type { PermissionDecision, UpdateEnvelope } from '../protocol/updates.js';
+import type { TurnOutcome } from '../protocol/outcome.js';
+
+/**
+ * What the terminal chat needs from a turnchart: one interface, two backends — a host over HTTP and
+ * Server-Sent Events (`chat-http.ts`) or a runtime in this process on a local database
+ * (`chat-embedded.ts`). The UI never knows which one it talks to.
+ */
+export interface ChatClient {
+  /** A host keeps running a turn after the chat leaves; an embedded runtime stops with the chat. */
+  readonly kind: 'host' | 'embedded';
+  /** Where the sessions live, for the banner: the host's URL or the database file. */
+  readonly description: string;
+  createSession(options: { permissionMode?: PermissionMode }): Promise<SessionInfo>;
+  /** A stored session (reopened when it was closed). */
+  openSession(sessionId: string): Promise<SessionInfo>;
+  /** Newest first. */
+  listSessions(limit: number): Promise<SessionSummary[]>;
+  /** Answers once the turn's input is durable, with whether it runs now or waits behind another. */
+  startTurn(sessionId: string, text: string, clientRequestId: string): Promise<{ turnId: string; status: string }>;
+  turnStatus(sessionId: string, turnId: string): Promise<{ status: string; outcome?: TurnOutcome }>;
+  cancelTurn(sessionId: string, turnId: string): Promise<void>;
+  resolvePermission(sessionId: string, turnId: string, toolCallId: string, decision: PermissionDecision): Promise<void>;
+  setPermissionMode(sessionId: string, mode: PermissionMode): Promise<void>;
+  compact(sessionId: string): Promise<{ compactionId: string }>;
+  context(sessionId: string): Promise<ContextUsage>;
+  /** The call as the model made it (its stored assistant message), or null when it cannot be found. */
+  toolCall(sessionId: string, toolCallId: string): Promise<{ name: string; argumentsText: string } | null>;
+  /**
+   * The session's live updates. The first event is a snapshot (`ready` resolves then); after a lost
+   * connection the feed resumes where it stopped, or sends a snapshot when that is no longer possible.
+   */
+  follow(sessionId: string, listener: (event: FeedEvent) => void): Feed;
+  close(): Promise<void>;
+}
+
+export type PermissionMode = 'ask' | 'auto' | 'read_only';
+
+export const PERMISSION_MODES: readonly PermissionMode[] = ['ask', 'auto', 'read_only'];
+
+export interface SessionInfo {
+  sessionId: string;
+  snapshot: SessionSnapshot;
+}
+
+export interface SessionSummary {
+  sessionId: string;
+  agent: string;
+  permissionMode: string;
+  createdAtMs: number;
+  /** `idle` or the running turn's phase. */
+  status: string;
+  lastOutcome: string | null;
+}
+
+/** The context window as the next model call would see it, in estimated tokens. */
+export interface ContextUsage {
+  system: number;
+  conversation: number;
+  tools: number;
+  reservedOutput: number;
+  /** Where automatic compaction starts (input plus reserved output). */
+  autoCompactLine: number;
+  /** The model's whole window, when the backend knows it. */
+  window: number | null;
+  /** Input plus reserved output as a percentage of the line. */
+  percentUsed: number;
+}
+
+export type FeedEvent =
+  | { kind: 'update'; envelope: UpdateEnvelope }
+  /** `resumed: false` on the first connection; true when a resume could not replay what was missed. */
+  | { kind: 'snapshot'; snapshot: SessionSnapshot; resumed: boolean }
+  | { kind: 'connection_lost'; error: ChatError }
+  | { kind: 'connection_restored' }
+  /** The feed stopped for good (the host refused it); no more events follow. */
+  | { kind: 'ended'; error: ChatError };
+
+export interface Feed {
+  /** Resolves once the first snapshot arrived; rejects when the first connection is refused. */
+  ready: Promise<void>;
+  close(): void;
+}
+
+/** Anything a backend refuses or fails with: the host's error code (or a client-side one) and its message. */
+export class ChatError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ChatError';
+  }
+}
+
+/** Any thrown value as a `ChatError`, keeping a typed code when there is one. */
+export function asChatError(error: unknown, fallbackCode = 'ClientError'): ChatError {
+  if (error instanceof ChatError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return new ChatError(typeof code === 'string' && /^[A-Z][A-Za-z]+$/.test(code) ? code : fallbackCode, message);
+}

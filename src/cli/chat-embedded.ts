@@ -1,0 +1,169 @@
+import { resolve } from 'node:path';
+import { sqliteStorage } from '../../storage/sqlite.js';
+import { defaultMessage } from '../host/errors.js';
+import { modelFromSpec } from '../model/model-spec.js';
+import { createRuntime, type Runtime } from '../runtime/runtime.js';
+import type { SessionHandle } from '../runtime/session-handle.js';
+import { workspaceTools } from '../tools/workspace/index.js';
+import { asChatError, ChatError, type ChatClient, type Feed, type SessionSummary } from './chat-client.js';
+import { ToolCallIndex } from './chat-tool-calls.js';
+
+export interface EmbeddedOptions {
+  /** SQLite file; its directory is created. */
+  db: string;
+  /** The directory the sessions work in (their tools are confined to it). */
+  workspace: string;
+  /** `scripted:FILE`, or undefined for the demo model (as `turnchart serve --model`). */
+  model?: string;
+  /** Notes from the runtime (a skill folder it skipped, a subscriber that threw, …). */
+  warn?: (message: string) => void;
+}
+
+/**
+ * The chat client on a runtime in this process: the same runtime, workspace tools and SQLite
+ * storage `turnchart serve` runs, driven through the session handle. The sessions are held under a
+ * lease, so a host serving the same file at the same time answers `SessionOwnedElsewhere` for them
+ * (and this client does for the host's).
+ */
+export async function embeddedChatClient(options: EmbeddedOptions): Promise<ChatClient & { runtime: Runtime; modelDescription: string }> {
+  const choice = await modelFromSpec(options.model);
+  const workspaceDir = resolve(options.workspace);
+  const storage = sqliteStorage({ filename: options.db });
+  const runtime = await createRuntime({
+    storage,
+    model: choice.model,
+    tools: workspaceTools({ root: workspaceDir }),
+    warn: options.warn ?? (() => undefined),
+  }).catch(async (error: unknown) => {
+    await storage.close().catch(() => undefined);
+    throw asChatError(error);
+  });
+  const indexes = new Map<string, ToolCallIndex>();
+
+  /** Runs a call, any thrown error as a `ChatError` with its code. */
+  const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      throw asChatError(error, 'PersistenceError');
+    }
+  };
+  const handle = (sessionId: string): Promise<SessionHandle> =>
+    guarded(async () => {
+      const open = runtime.openHandle(sessionId);
+      return open?.isOpen ? open : runtime.openSession(sessionId);
+    });
+  /** A command's `{ ok: false, error }` as a thrown `ChatError`. */
+  const unwrap = <T extends { ok: boolean }>(result: T): Extract<T, { ok: true }> => {
+    if (result.ok) return result as Extract<T, { ok: true }>;
+    const { code, message } = (result as unknown as { error: { code: string; message?: string } }).error;
+    throw new ChatError(code, message ?? defaultMessage(code));
+  };
+
+  return {
+    kind: 'embedded',
+    runtime,
+    description: resolve(options.db),
+    modelDescription: choice.description,
+
+    async createSession({ permissionMode }) {
+      const session = await guarded(() => runtime.createSession({ workspaceDir, ...(permissionMode && { permissionMode }) }));
+      return { sessionId: session.id, snapshot: session.snapshot() };
+    },
+
+    async openSession(sessionId) {
+      const session = await handle(sessionId);
+      return { sessionId, snapshot: session.snapshot() };
+    },
+
+    async listSessions(limit): Promise<SessionSummary[]> {
+      const rows = await guarded(() => storage.listSessions({ limit }));
+      return rows.map((row) => {
+        const view = runtime.openHandle(row.id)?.snapshot().runtime;
+        return {
+          sessionId: row.id,
+          agent: row.agent,
+          permissionMode: row.permissionMode,
+          createdAtMs: row.createdAtMs,
+          status: view?.kind === 'running' ? view.phase : 'idle',
+          lastOutcome: view?.kind === 'terminal' ? view.outcome.status : null,
+        };
+      });
+    },
+
+    async startTurn(sessionId, text, clientRequestId) {
+      const session = await handle(sessionId);
+      const accepted = unwrap(await session.submitTurn({ clientRequestId, input: [{ type: 'text', text }], trigger: 'message' }));
+      return { turnId: accepted.turnId, status: accepted.status };
+    },
+
+    async turnStatus(sessionId, turnId) {
+      const session = await handle(sessionId);
+      const state = unwrap(await guarded(() => session.turnStatus(turnId)));
+      return { status: state.status, ...(state.outcome && { outcome: state.outcome }) };
+    },
+
+    async cancelTurn(sessionId, turnId) {
+      unwrap(await (await handle(sessionId)).cancelTurn(turnId));
+    },
+
+    async resolvePermission(sessionId, turnId, toolCallId, decision) {
+      unwrap(await (await handle(sessionId)).resolvePermission({ turnId, toolCallId, decision }));
+    },
+
+    async setPermissionMode(sessionId, mode) {
+      unwrap(await (await handle(sessionId)).setPermissionMode(mode));
+    },
+
+    async compact(sessionId) {
+      const { compactionId } = unwrap(await (await handle(sessionId)).compactConversation());
+      return { compactionId };
+    },
+
+    async context(sessionId) {
+      await handle(sessionId);
+      const preview = await guarded(() => runtime.inspectContextWindow(sessionId));
+      return {
+        system: preview.budget.systemContextTokens,
+        conversation: preview.budget.conversationTokens,
+        tools: preview.budget.toolSurfaceTokens,
+        reservedOutput: preview.budget.reservedOutputTokens,
+        autoCompactLine: preview.autoCompactTokenLimit,
+        window: choice.model.capabilities.contextWindow,
+        percentUsed: preview.percentUsed,
+      };
+    },
+
+    async toolCall(sessionId, toolCallId) {
+      let index = indexes.get(sessionId);
+      if (!index) {
+        index = new ToolCallIndex(async (after, limit) => ({ messages: await storage.listMessages(sessionId, { afterSequence: after, limit }) }));
+        indexes.set(sessionId, index);
+      }
+      return guarded(() => index.find(toolCallId));
+    },
+
+    follow(sessionId, listener): Feed {
+      const open = runtime.openHandle(sessionId);
+      if (!open?.isOpen) {
+        const error = new ChatError('SessionClosed', `session ${sessionId} is not open`);
+        listener({ kind: 'ended', error });
+        const ready = Promise.reject(error);
+        ready.catch(() => undefined);
+        return { ready, close: () => undefined };
+      }
+      // Subscribed before the snapshot is read, in the same tick: nothing falls between the two.
+      const subscription = open.updates$.subscribe({
+        next: (envelope) => listener({ kind: 'update', envelope }),
+        complete: () => listener({ kind: 'ended', error: new ChatError('SessionClosed', `session ${sessionId} was closed`) }),
+      });
+      listener({ kind: 'snapshot', snapshot: open.snapshot(), resumed: false });
+      return { ready: Promise.resolve(), close: () => subscription.unsubscribe() };
+    },
+
+    /** Stops the runtime: a turn still running ends `actor_stopped`; storage is closed. */
+    async close() {
+      await runtime.shutdown();
+    },
+  };
+}

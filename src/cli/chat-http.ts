@@ -1,0 +1,168 @@
+import type { SessionSnapshot } from '../runtime/session-handle.js';
+import type { TurnOutcome } from '../protocol/outcome.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
+import { ChatError, type ChatClient, type ContextUsage, type Feed, type FeedEvent, type SessionInfo, type SessionSummary } from './chat-client.js';
+import { errorOf, followEventStream, unreachable } from './chat-sse.js';
+import { ToolCallIndex, type StoredPage } from './chat-tool-calls.js';
+
+export interface HttpClientOptions {
+  /** The host's base URL, e.g. `http://127.0.0.1:4477`. */
+  url: string;
+  token?: string | null;
+  /** A request the host has not answered after this long fails `HostTimeout`. Default 30 s. */
+  requestTimeoutMs?: number;
+}
+
+/** The chat client against a running host: its HTTP API, and its event stream for live updates. */
+export function httpChatClient(options: HttpClientOptions): ChatClient {
+  const base = options.url.replace(/\/+$/, '');
+  const auth: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
+  const timeoutMs = options.requestTimeoutMs ?? 30_000;
+  const indexes = new Map<string, ToolCallIndex>();
+  const feeds = new Set<Feed>();
+
+  async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
+    let response: Response;
+    try {
+      response = await fetch(base + route, {
+        method,
+        headers: body === undefined ? auth : { ...auth, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      throw unreachable(base, error);
+    }
+    if (!response.ok) throw await errorOf(response);
+    try {
+      return (await response.json()) as T;
+    } catch (error) {
+      throw new ChatError('InvalidResponse', `the host's answer to ${method} ${route} is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  const session = (id: string) => `/sessions/${encodeURIComponent(id)}`;
+
+  return {
+    kind: 'host',
+    description: base,
+
+    async createSession({ permissionMode }) {
+      const created = await call<{ sessionId: string; snapshot: SessionSnapshot }>('POST', '/sessions', permissionMode ? { permissionMode } : {});
+      return { sessionId: created.sessionId, snapshot: created.snapshot };
+    },
+
+    async openSession(sessionId): Promise<SessionInfo> {
+      return { sessionId, snapshot: await call<SessionSnapshot>('GET', session(sessionId)) };
+    },
+
+    async listSessions(limit) {
+      return (await call<{ sessions: SessionSummary[] }>('GET', `/sessions?limit=${limit}`)).sessions;
+    },
+
+    async startTurn(sessionId, text, clientRequestId) {
+      return call<{ turnId: string; status: string }>('POST', `${session(sessionId)}/turns`, { clientRequestId, input: [{ type: 'text', text }] });
+    },
+
+    async turnStatus(sessionId, turnId) {
+      return call<{ status: string; outcome?: TurnOutcome }>('GET', `${session(sessionId)}/turns/${encodeURIComponent(turnId)}`);
+    },
+
+    async cancelTurn(sessionId, turnId) {
+      await call('POST', `${session(sessionId)}/turns/${encodeURIComponent(turnId)}/cancel`);
+    },
+
+    async resolvePermission(sessionId, turnId, toolCallId, decision) {
+      await call('POST', `${session(sessionId)}/turns/${encodeURIComponent(turnId)}/permissions/${encodeURIComponent(toolCallId)}`, { decision });
+    },
+
+    async setPermissionMode(sessionId, mode) {
+      await call('PUT', `${session(sessionId)}/permission-mode`, { mode });
+    },
+
+    async compact(sessionId) {
+      return call<{ compactionId: string }>('POST', `${session(sessionId)}/compact`);
+    },
+
+    async context(sessionId): Promise<ContextUsage> {
+      const preview = await call<{
+        budget: { systemContextTokens: number; conversationTokens: number; toolSurfaceTokens: number; reservedOutputTokens: number };
+        autoCompactTokenLimit: number;
+        percentUsed: number;
+      }>('GET', `${session(sessionId)}/context`);
+      return {
+        system: preview.budget.systemContextTokens,
+        conversation: preview.budget.conversationTokens,
+        tools: preview.budget.toolSurfaceTokens,
+        reservedOutput: preview.budget.reservedOutputTokens,
+        autoCompactLine: preview.autoCompactTokenLimit,
+        // The API does not tell the model's window; the line is 85 % of the usable input.
+        window: Math.round(preview.autoCompactTokenLimit / 0.85) + preview.budget.reservedOutputTokens,
+        percentUsed: preview.percentUsed,
+      };
+    },
+
+    async toolCall(sessionId, toolCallId) {
+      let index = indexes.get(sessionId);
+      if (!index) {
+        index = new ToolCallIndex((after, limit) => call<StoredPage>('GET', `${session(sessionId)}/messages?after=${after}&limit=${limit}`));
+        indexes.set(sessionId, index);
+      }
+      return index.find(toolCallId);
+    },
+
+    follow(sessionId, listener): Feed {
+      let markReady: () => void = () => undefined;
+      let refuse: (error: ChatError) => void = () => undefined;
+      let connected = false;
+      const ready = new Promise<void>((resolve, reject) => {
+        markReady = resolve;
+        refuse = reject;
+      });
+      // A rejection nobody awaits is not a crash: the caller may have moved on to another session.
+      ready.catch(() => undefined);
+      const emit = (event: FeedEvent) => listener(event);
+      const stream = followEventStream({
+        url: `${base}${session(sessionId)}/events`,
+        headers: auth,
+        onMessage: (message) => {
+          let data: unknown;
+          try {
+            data = JSON.parse(message.data);
+          } catch {
+            return;
+          }
+          if (message.event === 'message') return emit({ kind: 'update', envelope: data as UpdateEnvelope });
+          if (message.event !== 'snapshot' && message.event !== 'snapshot_required') return;
+          emit({ kind: 'snapshot', snapshot: data as SessionSnapshot, resumed: message.event === 'snapshot_required' });
+          if (!connected) {
+            connected = true;
+            markReady();
+          }
+        },
+        onLost: (error) => {
+          if (!connected) refuse(error);
+          emit({ kind: 'connection_lost', error });
+        },
+        onRestored: () => emit({ kind: 'connection_restored' }),
+        onRefused: (error) => {
+          refuse(error);
+          emit({ kind: 'ended', error });
+        },
+      });
+      const feed: Feed = {
+        ready,
+        close: () => {
+          stream.close();
+          feeds.delete(feed);
+        },
+      };
+      feeds.add(feed);
+      return feed;
+    },
+
+    async close() {
+      for (const feed of [...feeds]) feed.close();
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { asChatError, PERMISSION_MODES, type ChatClient } from './chat-client.js';
+import { ChatController } from './chat-controller.js';
+import { embeddedChatClient } from './chat-embedded.js';
+import { formatError } from './chat-format.js';
+import { httpChatClient } from './chat-http.js';
+import { runInputLoop } from './chat-input.js';
+import { Screen } from './chat-screen.js';
+
+/** `turnchart chat`: each flag also read from its environment variable, flags winning. */
+const FLAGS = {
+  url: { env: 'TURNCHART_URL', help: 'a running host to talk to (default: embedded, no host)' },
+  token: { env: 'TURNCHART_TOKEN', help: 'the host\'s bearer token' },
+  session: { env: undefined, help: 'continue this session (default: a new one)' },
+  mode: { env: undefined, help: 'permission mode of the new session: ask, auto or read_only (default ask)' },
+  db: { env: 'TURNCHART_DB', help: 'embedded: SQLite file (default .turnchart/turnchart.db)' },
+  workspace: { env: 'TURNCHART_WORKSPACE', help: 'embedded: directory the sessions work in (default: the current directory)' },
+  model: { env: 'TURNCHART_MODEL', help: 'embedded: scripted:FILE (default: the demo model)' },
+} as const;
+
+type Flag = keyof typeof FLAGS;
+
+const EMBEDDED_ONLY: Flag[] = ['db', 'workspace', 'model'];
+
+const settingsSchema = z.object({
+  url: z.url({ protocol: /^https?$/ }).optional(),
+  token: z.string().min(1).optional(),
+  session: z.string().min(1).max(200).optional(),
+  mode: z.enum(PERMISSION_MODES as [string, ...string[]]).optional(),
+  db: z.string().min(1).default(resolve('.turnchart', 'turnchart.db')),
+  workspace: z.string().min(1).default('.'),
+  model: z.string().optional(),
+});
+
+export type ChatSettings = z.infer<typeof settingsSchema>;
+
+export function chatUsage(): string {
+  const lines = Object.entries(FLAGS).map(([name, { env, help }]) => `  --${name.padEnd(10)} ${help}${env ? ` [${env}]` : ''}`);
+  return [
+    'Usage: turnchart chat [options]',
+    '',
+    'An interactive chat in the terminal, with a running host (--url) or embedded on a local database.',
+    '',
+    ...lines,
+    '',
+    'In the chat: /help lists the commands; Ctrl+C cancels the running turn; Ctrl+D or /exit leaves.',
+  ].join('\n');
+}
+
+/** Flags over environment variables, validated; throws a message fit for the terminal. */
+export function chatSettings(args: string[], env: NodeJS.ProcessEnv): ChatSettings {
+  const options = Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const }]));
+  const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
+  const flag = (name: Flag) => values[name] as string | undefined;
+  const variable = (name: Flag): string | undefined => {
+    const key = FLAGS[name].env;
+    return key && env[key] !== '' ? env[key] : undefined;
+  };
+  const url = flag('url') ?? variable('url');
+  if (url) {
+    const misplaced = EMBEDDED_ONLY.filter((name) => flag(name) !== undefined);
+    if (misplaced.length > 0) {
+      const names = misplaced.map((name) => `--${name}`).join(', ');
+      throw new Error(`${names} ${misplaced.length === 1 ? 'applies' : 'apply'} only to the embedded chat, not with --url`);
+    }
+  } else if (flag('token') !== undefined) {
+    throw new Error('--token only applies with --url');
+  }
+  const merged: Record<string, string | undefined> = {};
+  for (const name of Object.keys(FLAGS) as Flag[]) merged[name] = flag(name) ?? variable(name);
+  if (!url) delete merged.token;
+  const parsed = settingsSchema.safeParse(merged);
+  if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
+  return parsed.data;
+}
+
+export interface ChatIo {
+  input: NodeJS.ReadableStream & { isTTY?: boolean };
+  output: NodeJS.WritableStream & { isTTY?: boolean };
+  env: NodeJS.ProcessEnv;
+}
+
+/** Runs the chat until the user leaves; resolves with the exit code. */
+export async function runChat(settings: ChatSettings, io: ChatIo): Promise<number> {
+  const tty = Boolean(io.output.isTTY);
+  const screen = new Screen(io.output, { tty, color: tty && io.env.NO_COLOR === undefined && io.env.TERM !== 'dumb' });
+  let client: ChatClient;
+  try {
+    if (settings.url) {
+      client = httpChatClient({ url: settings.url, token: settings.token ?? null });
+      screen.line(`${screen.paint('bold', 'turnchart chat')} ${screen.paint('dim', `— host ${client.description}`)}`);
+    } else {
+      const embedded = await embeddedChatClient({
+        db: settings.db,
+        workspace: settings.workspace,
+        ...(settings.model !== undefined && { model: settings.model }),
+        warn: (message) => screen.line(screen.paint('dim', `turnchart: ${message}`)),
+      });
+      client = embedded;
+      screen.line(
+        `${screen.paint('bold', 'turnchart chat')} ${screen.paint('dim', `— embedded on ${embedded.description}; workspace ${resolve(settings.workspace)}; ${embedded.modelDescription}`)}`,
+      );
+    }
+  } catch (error) {
+    screen.line(formatError(asChatError(error), screen.paint));
+    return 1;
+  }
+  screen.line(screen.paint('dim', 'Type /help for commands. Ctrl+C cancels a running turn; Ctrl+D or /exit leaves.'));
+  const controller = new ChatController(client, screen, settings.mode ? { newSessionMode: settings.mode as 'ask' | 'auto' | 'read_only' } : {});
+  let started: () => void = () => undefined;
+  const startup = new Promise<void>((done) => (started = done));
+  const loop = runInputLoop({ input: io.input, output: io.output, screen, controller, startup });
+  await controller.start(settings.session);
+  started();
+  await loop;
+  await controller.close();
+  return 0;
+}
