@@ -25,7 +25,8 @@ import { sqliteDatabase } from '../storage/sqlite.js';
 import { KyselySessionStorage } from '../storage/kysely-storage.js';
 import { startHost } from '../src/host/host.js';
 import { gcIfAvailable, readTool, stepModel } from './common.js';
-import { BENCH_TOOL, nodeHttpClient, type BenchClient } from './http.js';
+import { BENCH_TOOL } from './http.js';
+import { nodeHttpClient, type BenchClient } from './http-client.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 

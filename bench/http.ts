@@ -12,7 +12,9 @@
  *   `GET /sessions/:id/events` that is connected (its `event: snapshot` read) before the clock
  *   starts, then per turn `POST /sessions/:id/turns` and `GET /sessions/:id/turns/:turnId?wait=60`.
  *   The client is node:http (`nodeHttpClient`; `fetchClient`, Node's fetch reading `response.body`,
- *   when run directly with `fetch`). Client and host share this process and its thread.
+ *   when run directly with `fetch`). The client runs in a process of its own
+ *   (`http-client-process.ts`, forked once and reused by every round), as a service's clients do;
+ *   the host runs in this process.
  * - In-process side: `createRuntime` with the same tools (the workspace tools + `bench_read`), the same
  *   sessions (same workspace), `session.startTurn` + `waitForTurn`, one `updates$` subscriber per session.
  *
@@ -21,10 +23,11 @@
  * gets a fresh host or runtime (set up and shut down outside the timed region), so rounds do not
  * weigh on each other; the two sides alternate order.
  *
- * Delta latency: the model stamps `performance.now()` right before it yields each delta (its text
- * carries a process-wide counter, and the model knows the session from the user message); the SSE
- * client stamps it when the parsed `data:` envelope arrives and matches it by session id and text.
- * One process, one clock. Only the timed rounds of the HTTP side are counted. One more, untimed, HTTP
+ * Delta latency: the model stamps `epochNow()` (`performance.timeOrigin + performance.now()`, a
+ * wall clock with sub-millisecond resolution that both processes share) right before it yields each
+ * delta (its text carries a process-wide counter, and the model knows the session from the user
+ * message); the SSE client stamps each parsed `data:` envelope's arrival and sends the stamps back
+ * with its round's answer, matched by session id and text. Only the timed rounds of the HTTP side are counted. One more, untimed, HTTP
  * round splits the latency at the host's socket write (`stampSocketWrites`).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -32,7 +35,8 @@ import { tmpdir } from 'node:os';
 import * as http from 'node:http';
 import { join } from 'node:path';
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startHost } from '../src/host/host.js';
 import {
   createRuntime,
@@ -43,9 +47,10 @@ import {
   type ModelStreamEvent,
   type SessionHandle,
   type ToolCallPart,
-  type UpdateEnvelope,
 } from '../src/index.js';
 import { median, readTool, stepOf } from './common.js';
+import { epochNow, FinishLine, turnText, type ClientKind } from './http-client.js';
+import type { RoundReply, RoundRequest } from './http-client-process.js';
 
 export const BENCH_TOOL = 'bench_read';
 const DELTAS_PER_STEP = 3;
@@ -73,16 +78,15 @@ export class DeltaProbe {
   stamp(sessionId: string, text: string): void {
     if (!this.recording) return;
     this.stamped += 1;
-    this.sent.set(`${sessionId}\u0000${text}`, performance.now());
+    this.sent.set(`${sessionId}\u0000${text}`, epochNow());
   }
 
   wrote(sessionId: string, text: string, at: number): void {
     if (this.recording) this.written.set(`${sessionId}\u0000${text}`, at);
   }
 
-  arrived(sessionId: string, text: string): void {
+  arrived(sessionId: string, text: string, at = epochNow()): void {
     if (!this.recording) return;
-    const at = performance.now();
     const key = `${sessionId}\u0000${text}`;
     const sent = this.sent.get(key);
     if (sent === undefined) return;
@@ -114,7 +118,7 @@ export function stampSocketWrites(probe: DeltaProbe): () => void {
   const original = http.ServerResponse.prototype.write;
   const patched = function (this: http.ServerResponse, chunk: unknown, ...rest: unknown[]): boolean {
     if (chunk instanceof Uint8Array) {
-      const at = performance.now();
+      const at = epochNow();
       const text = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
       for (const match of text.matchAll(DELTA_IN_CHUNK)) probe.wrote(match[1]!, match[2]!, at);
     }
@@ -162,168 +166,47 @@ function sessionOfRequest(request: ModelRequest): string {
   return '?';
 }
 
-const turnText = (sessionId: string) => `read the files for ${sessionId}`;
-
 export interface RoundResult {
   turns: number;
   elapsedMs: number;
   turnsPerSecond: number;
 }
 
-/** Counts `turn_finished` per session so a round can wait until every subscriber has seen its last one. */
-class FinishLine {
-  private readonly finished = new Map<string, number>();
-  private readonly waiting = new Map<string, { count: number; done: () => void }>();
+/** The forked client process (`http-client-process.ts`), one request at a time. */
+export class ClientProcess {
+  private readonly child: ChildProcess;
 
-  finish(sessionId: string): void {
-    const count = (this.finished.get(sessionId) ?? 0) + 1;
-    this.finished.set(sessionId, count);
-    const waiter = this.waiting.get(sessionId);
-    if (waiter && count >= waiter.count) {
-      this.waiting.delete(sessionId);
-      waiter.done();
-    }
+  constructor() {
+    this.child = fork(fileURLToPath(new URL('./http-client-process.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'] });
   }
 
-  reached(sessionId: string, count: number): Promise<void> {
-    if ((this.finished.get(sessionId) ?? 0) >= count) return Promise.resolve();
-    return new Promise((done) => this.waiting.set(sessionId, { count, done }));
-  }
-}
-
-/** What a round needs from an HTTP client; `nodeHttpClient` (node:http) or `fetchClient` (Node's fetch). */
-export interface BenchClient {
-  post<T>(path: string, body: unknown, status: number): Promise<T>;
-  get<T>(path: string, status: number): Promise<T>;
-  /**
-   * An SSE client on `path`: resolves once its `event: snapshot` has arrived (it is subscribed), then
-   * hands every update envelope to `onEnvelope` until the stream ends or the client is closed.
-   */
-  follow(path: string, onEnvelope: (envelope: UpdateEnvelope) => void): Promise<{ done: Promise<void> }>;
-  /** Ends the event streams and frees pooled connections. */
-  close(): void;
-}
-
-export type ClientKind = 'node-http' | 'fetch';
-
-function checked<T>(status: number, expected: number, text: string): T {
-  if (status !== expected) throw new Error(`HTTP ${status} (expected ${expected}): ${text}`);
-  return JSON.parse(text) as T;
-}
-
-/** Splits an SSE byte stream (already decoded) into events; envelopes go to `onEnvelope`, the snapshot to `onSnapshot`. */
-function sseParser(onEnvelope: (envelope: UpdateEnvelope) => void, onSnapshot: () => void): (text: string) => void {
-  let buffer = '';
-  return (text) => {
-    buffer += text;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = 'message';
-      let data = '';
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event: ')) event = line.slice(7);
-        else if (line.startsWith('data: ')) data += line.slice(6);
-      }
-      if (event === 'snapshot') onSnapshot();
-      else if (event === 'message' && data !== '') onEnvelope(JSON.parse(data) as UpdateEnvelope);
-    }
-  };
-}
-
-/** node:http with a keep-alive agent for requests; each event stream on its own connection. */
-export function nodeHttpClient(base: string): BenchClient {
-  const agent = new http.Agent({ keepAlive: true });
-  const streams: http.ClientRequest[] = [];
-  const send = <T>(method: string, path: string, body: unknown, status: number) =>
-    new Promise<T>((resolve, reject) => {
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const headers: http.OutgoingHttpHeaders = payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
-      const request = http.request(`${base}${path}`, { method, agent, headers }, (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('error', reject);
-        response.on('end', () => {
-          try {
-            resolve(checked<T>(response.statusCode ?? 0, status, text));
-          } catch (error) {
-            reject(error as Error);
-          }
-        });
+  round(request: RoundRequest): Promise<Extract<RoundReply, { ok: true }>> {
+    return new Promise((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the bench client process exited (${code})`));
+      this.child.once('exit', onExit);
+      this.child.once('message', (reply: RoundReply) => {
+        this.child.off('exit', onExit);
+        if (reply.ok) resolve(reply);
+        else reject(new Error(`bench client: ${reply.message}`));
       });
-      request.on('error', reject);
-      request.end(payload);
+      this.child.send(request);
     });
-  return {
-    post: (path, body, status) => send('POST', path, body, status),
-    get: (path, status) => send('GET', path, undefined, status),
-    follow: (path, onEnvelope) =>
-      new Promise((resolve, reject) => {
-        const request = http.get(`${base}${path}`, { agent: false, headers: { accept: 'text/event-stream' } }, (response) => {
-          if (response.statusCode !== 200) return reject(new Error(`events: HTTP ${response.statusCode}`));
-          const done = new Promise<void>((ended) => {
-            response.on('close', () => {
-              ended();
-              // Nothing once the snapshot has resolved this promise.
-              reject(new Error('event stream ended before its snapshot'));
-            });
-            response.on('error', () => ended());
-          });
-          response.setEncoding('utf8');
-          response.on('data', sseParser(onEnvelope, () => resolve({ done })));
-        });
-        request.on('error', (error) => (request.destroyed && streams.includes(request) ? undefined : reject(error)));
-        streams.push(request);
-      }),
-    close: () => {
-      for (const request of streams) request.destroy();
-      agent.destroy();
-    },
-  };
+  }
+
+  close(): void {
+    if (this.child.connected) this.child.send('exit');
+  }
 }
 
-/** Node's fetch (undici): the body read as text for requests, `response.body` read for event streams. */
-export function fetchClient(base: string): BenchClient {
-  const abort = new AbortController();
-  const send = async <T>(path: string, init: RequestInit, status: number): Promise<T> => {
-    const response = await fetch(`${base}${path}`, init);
-    return checked<T>(response.status, status, await response.text());
-  };
-  return {
-    post: (path, body, status) => send(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }, status),
-    get: (path, status) => send(path, {}, status),
-    async follow(path, onEnvelope) {
-      const response = await fetch(`${base}${path}`, { signal: abort.signal, headers: { accept: 'text/event-stream' } });
-      if (response.status !== 200 || !response.body) throw new Error(`events: HTTP ${response.status}`);
-      const reader = response.body.getReader();
-      const decoder = new TextDecoder();
-      let connected!: () => void;
-      const subscribed = new Promise<void>((resolve) => (connected = resolve));
-      const parse = sseParser(onEnvelope, () => connected());
-      const done = (async () => {
-        try {
-          for (;;) {
-            const { done: ended, value } = await reader.read();
-            if (ended) return;
-            parse(decoder.decode(value, { stream: true }));
-          }
-        } catch (error) {
-          if (!abort.signal.aborted) throw error;
-        }
-      })();
-      await Promise.race([subscribed, done.then(() => Promise.reject(new Error('event stream ended before its snapshot')))]);
-      return { done };
-    },
-    close: () => abort.abort(),
-  };
-}
-
-/** One round through the HTTP API: a fresh host, sessions and SSE clients, then the timed turns. */
+/**
+ * One round through the HTTP API: a fresh host in this process, its clients in `clients`. The
+ * round's time runs from the client starting the turns to the trace queue being flushed after the
+ * last subscriber has seen its last `turn_finished`.
+ */
 export async function httpRound(
   options: HttpBenchOptions,
   workspace: string,
+  clients: ClientProcess,
   probe: DeltaProbe | null,
   clientKind: ClientKind = 'node-http',
   loopDelay?: RecordableHistogram,
@@ -337,39 +220,16 @@ export async function httpRound(
     storage: sqliteStorage({ filename: ':memory:' }),
     runtime: { tools: [readTool(BENCH_TOOL)], agents: { default: { maxModelCalls: 50 } } },
   });
-  const client = clientKind === 'fetch' ? fetchClient(host.url) : nodeHttpClient(host.url);
-  const finishLine = new FinishLine();
   try {
-    const ids: string[] = [];
-    for (let i = 0; i < options.sessions; i++) ids.push((await client.post<{ sessionId: string }>('/sessions', { permissionMode: 'auto' }, 201)).sessionId);
-    const onEnvelope = (envelope: UpdateEnvelope) => {
-      const update = envelope.update;
-      if (update.type === 'text_delta') probe?.arrived(envelope.sessionId, update.text);
-      else if (update.type === 'turn_finished') finishLine.finish(envelope.sessionId);
-    };
-    const streams = await Promise.all(ids.map((id) => client.follow(`/sessions/${id}/events`, onEnvelope)));
     const stopSampling = sampleLoopDelay(loopDelay);
-    const started = performance.now();
-    await Promise.all(
-      ids.map(async (id) => {
-        for (let t = 0; t < options.turnsPerSession; t++) {
-          const input = [{ type: 'text', text: turnText(id) }];
-          const turn = await client.post<{ turnId: string }>(`/sessions/${id}/turns`, { clientRequestId: `r${t}`, input }, 202);
-          const state = await client.get<{ status: string }>(`/sessions/${id}/turns/${turn.turnId}?wait=60`, 200);
-          if (state.status !== 'completed') throw new Error(`HTTP bench turn did not complete: ${JSON.stringify(state)}`);
-        }
-        await finishLine.reached(id, options.turnsPerSession);
-      }),
-    );
+    const reply = await clients.round({ base: host.url, options, clientKind, recordDeltas: probe !== null });
     await host.runtime.flushTrace();
-    const elapsedMs = performance.now() - started;
+    const elapsedMs = epochNow() - reply.startedAt;
     stopSampling();
-    client.close();
-    await Promise.all(streams.map((s) => s.done));
+    for (const [sessionId, text, at] of reply.arrivals) probe?.arrived(sessionId, text, at);
     const turns = options.sessions * options.turnsPerSession;
     return { turns, elapsedMs, turnsPerSecond: (turns * 1000) / elapsedMs };
   } finally {
-    client.close();
     await host.close();
   }
 }
@@ -484,9 +344,10 @@ export function quantile(values: readonly number[], q: number): number {
 
 export async function measureHttpTurns(options: HttpBenchOptions, clientKind: ClientKind = 'node-http'): Promise<HttpBenchResult> {
   const workspace = mkdtempSync(join(tmpdir(), 'turnchart-bench-'));
+  const clients = new ClientProcess();
   try {
     for (let i = 0; i < options.warmupRounds; i++) {
-      await httpRound(options, workspace, null, clientKind);
+      await httpRound(options, workspace, clients, null, clientKind);
       await inProcessRound(options, workspace, null);
     }
     const httpProbe = new DeltaProbe();
@@ -498,7 +359,7 @@ export async function measureHttpTurns(options: HttpBenchOptions, clientKind: Cl
     const httpLoop = createHistogram();
     const localLoop = createHistogram();
     for (let i = 0; i < options.rounds; i++) {
-      const runHttp = async () => http.push((await httpRound(options, workspace, httpProbe, clientKind, httpLoop)).turnsPerSecond);
+      const runHttp = async () => http.push((await httpRound(options, workspace, clients, httpProbe, clientKind, httpLoop)).turnsPerSecond);
       const runLocal = async () => local.push((await inProcessRound(options, workspace, localProbe, localLoop)).turnsPerSecond);
       if (i % 2 === 0) {
         await runHttp();
@@ -512,7 +373,7 @@ export async function measureHttpTurns(options: HttpBenchOptions, clientKind: Cl
     splitProbe.recording = true;
     const unstamp = stampSocketWrites(splitProbe);
     try {
-      await httpRound(options, workspace, splitProbe, clientKind);
+      await httpRound(options, workspace, clients, splitProbe, clientKind);
     } finally {
       unstamp();
     }
@@ -540,6 +401,7 @@ export async function measureHttpTurns(options: HttpBenchOptions, clientKind: Cl
       },
     };
   } finally {
+    clients.close();
     rmSync(workspace, { recursive: true, force: true });
   }
 }

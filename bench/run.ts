@@ -13,7 +13,7 @@
  *   http_turns_ratio: X             turns/s through the HTTP API (50 sessions, an SSE client each)
  *                                   ÷ turns/s of the same workload in process, ratio of the medians   bar ≥ 0.5
  *   sse_delta_p99_ms: X             text delta yielded by the model → its SSE event parsed by the
- *                                   client, p99 under that HTTP load (client in this process)   bar ≤ 50
+ *                                   client, p99 under that HTTP load (client in its own process) bar ≤ 50
  *   host_rss_growth_mb_per_1000_sessions: X  host RSS (end − start) over 10 000 sessions served one
  *                                   after another with idleTtlSeconds 0, per 1 000 sessions     bar ≤ 5
  *
@@ -149,7 +149,7 @@ async function main(): Promise<void> {
   const httpRatio = round(web.ratio, 2);
   const ms = (x: number) => round(x, 2);
   log(`[http] ${HTTP.sessions} sessions at once, ${HTTP.turnsPerSession} turns each of ${HTTP.toolSteps} tool steps + final, ${HTTP.warmupRounds} warm-up + ${HTTP.rounds} rounds per side`);
-  log('  through the API: POST turn + GET ?wait per turn, one SSE client per session (node:http, in this process);' +
+  log('  through the API: POST turn + GET ?wait per turn, one SSE client per session (node:http, in a client process of its own);' +
     ' in process: startTurn + waitForTurn, one updates$ subscriber per session');
   log(`  HTTP        median ${round(web.http.median, 1)} turns/s  (samples ${samples(web.http.samples)})`);
   log(`  in process  median ${round(web.inProcess.median, 1)} turns/s  (samples ${samples(web.inProcess.samples)})`);
