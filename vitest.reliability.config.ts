@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   resolve: { alias: { turnchart: new URL('./src/index.ts', import.meta.url).pathname } },
   test: {
-    globalSetup: ['test/support/postgres-probe.ts', 'test/support/reliability-setup.ts'],
+    globalSetup: ['test/support/postgres-probe.ts', 'test/support/rabbitmq-probe.ts', 'test/support/reliability-setup.ts'],
     include: ['test/reliability/**/*.test.ts'],
     // Vitest's default here is one worker per core but one. Much of this suite waits rather than
     // computes — on PostgreSQL's commits, on host processes starting — so three files at a time keep
