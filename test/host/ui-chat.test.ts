@@ -186,6 +186,16 @@ describe.each(durableTargets)('the AI SDK UI endpoint on $name', ({ skip, create
     expect(await host.storage.listTurns('chat-again')).toHaveLength(1);
   });
 
+  it.skipIf(skip)('takes the host\'s bearer token like every other route', async () => {
+    db = create();
+    host = await testHost(db, [{ text: 'let in' }], { token: 's3cret' });
+    await expect(new UiChatClient(host.url, 'chat-auth').send([userMessage('u1', 'hi')])).rejects.toThrow(/Unauthorized/);
+    await expect(new UiChatClient(host.url, 'chat-auth').reconnect()).rejects.toThrow(/Unauthorized/);
+    const client = new UiChatClient(host.url, 'chat-auth', 's3cret');
+    expect(texts((await fold(await client.send([userMessage('u1', 'hi')]))).message)).toEqual(['let in']);
+    expect(await client.reconnect()).toBeNull();
+  });
+
   it.skipIf(skip)('refuses a bad request as JSON before any stream: 400 InvalidInput, regenerate, a foreign approval id', async () => {
     db = create();
     host = await testHost(db, [{ text: 'unused' }]);
