@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelPort, ModelStreamEvent } from '../../src/index.js';
@@ -145,6 +146,33 @@ describe.each(durableTargets)('the AI SDK UI endpoint on $name', ({ skip, create
     expect(toolParts(message)).toEqual([expect.objectContaining({ type: 'tool-list_dir', state: 'output-available', input: { path: '.' } })]);
   });
 
+  it.skipIf(skip)('disconnects a client that stops reading rather than hold the turn for it, and the turn goes on', async () => {
+    db = create();
+    const big = 'x'.repeat(64 * 1024);
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const model: ModelPort = {
+      capabilities: DEFAULT_CAPABILITIES,
+      async *stream() {
+        await gate;
+        for (let i = 0; i < 400; i++) yield { type: 'text_delta', text: big };
+        yield { type: 'response_completed', response: { text: 'done', reasoning: '', toolCalls: [] } };
+      },
+    };
+    host = await testHost(db, model, { sse: { bufferBytes: 1024 * 1024 } });
+    const client = new UiChatClient(host.url, 'chat-slow');
+    const first = await client.send([userMessage('u1', 'talk a lot')]);
+    await first.cancel();
+    const [turn] = await host.storage.listTurns('chat-slow');
+    const stalled = await stalledClient(host.url, '/api/chat/chat-slow/stream');
+    release();
+    expect(await finished(host, 'chat-slow', turn!.id)).toMatchObject({ status: 'completed' });
+    // Kept alive, a finished response would leave the connection open: only the host's cut-off closes it.
+    stalled.resume();
+    await stalled.closed;
+    expect(stalled.received()).toBeLessThan(400 * big.length);
+  });
+
   it.skipIf(skip)('answers 204 on resume when no turn of the chat is running (none yet, or its turn ended)', async () => {
     db = create();
     host = await testHost(db, [{ text: 'over' }]);
@@ -251,4 +279,19 @@ function draftingModel(steps: { text: string; toolCalls?: { name: string; args: 
     },
   };
   return model;
+}
+
+/** An HTTP client that sends a GET and then never reads: its socket's receive window fills up. */
+async function stalledClient(base: string, route: string): Promise<{ closed: Promise<void>; received: () => number; resume: () => void }> {
+  const url = new URL(base);
+  const socket = net.connect({ host: url.hostname, port: Number(url.port) });
+  await new Promise<void>((resolve) => socket.once('connect', resolve));
+  let received = 0;
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+    socket.pause();
+  });
+  socket.write(`GET ${route} HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`);
+  return { closed, received: () => received, resume: () => socket.resume() };
 }
