@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { startHost, type RunningHost } from '../host/host.js';
+import { permissionModeSchema } from '../protocol/commands.js';
 import { modelFromSpec, type ProviderSettings } from '../model/model-spec.js';
 
 /** `turnchart serve`: each flag also read from its environment variable, flags winning. */
@@ -17,6 +18,7 @@ const FLAGS = {
   'model-retries': { env: 'TURNCHART_MODEL_RETRIES', help: 'retries of a rate-limited or transiently failed model call (default 2)' },
   'stall-timeout': { env: 'TURNCHART_STALL_TIMEOUT', help: 'seconds without a stream part before a model call fails (default 180; 0: never)' },
   'provider-name': { env: 'TURNCHART_PROVIDER_NAME', help: "provider metadata key (default openai-compatible; 'google' for Gemini's endpoint)" },
+  'permission-mode': { env: 'TURNCHART_PERMISSION_MODE', help: 'mode of sessions created without one: ask, auto or read_only (default ask)' },
   token: { env: 'TURNCHART_TOKEN', help: 'bearer token every route but /healthz requires' },
   'idle-ttl': { env: 'TURNCHART_IDLE_TTL', help: 'seconds before an unused session is closed (default 300)' },
   'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
@@ -41,6 +43,7 @@ const settingsSchema = z.object({
   'provider-name': z.string().min(1).max(100).optional(),
   /** Environment only: a secret has no business in a process's argument list. */
   apiKey: z.string().min(1).optional(),
+  'permission-mode': permissionModeSchema.default('ask'),
   token: z.string().min(1).optional(),
   'idle-ttl': z.coerce.number().int().min(0).max(2_000_000).default(300),
   'cors-origin': z.string().min(1).optional(),
@@ -79,6 +82,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     ...(settings['database-url'] && { databaseUrl: settings['database-url'] }),
     workspace: settings.workspace,
     model: choice.model,
+    permissionMode: settings['permission-mode'],
     token: settings.token ?? null,
     idleTtlSeconds: settings['idle-ttl'],
     corsOrigin: settings['cors-origin'] ?? null,

@@ -12,6 +12,7 @@ import { healthRoutes } from './routes/health.js';
 import { sessionCommandRoutes } from './routes/session-commands.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { turnRoutes } from './routes/turns.js';
+import { uiChatRoutes } from './routes/ui-chat.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -42,6 +43,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   turnRoutes(app, host);
   sessionCommandRoutes(app, host);
   eventRoutes(app, host);
+  uiChatRoutes(app, host);
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
     info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE.' },

@@ -39,6 +39,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   PermissionNotPending: 409,
   SessionOwnedElsewhere: 409,
   SessionActive: 409,
+  SessionExists: 409,
   ReloadRequired: 409,
   NothingToCompact: 409,
   CompactionFailed: 409,

@@ -1,4 +1,4 @@
-import type { SessionStorage } from '../../storage/session-storage.js';
+import type { PermissionMode, SessionStorage } from '../../storage/session-storage.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { ApiError, defaultMessage, viaStorage } from './errors.js';
@@ -10,6 +10,8 @@ export interface HostContext {
   storage: SessionStorage;
   /** Every session the service creates works in this directory. */
   workspaceDir: string;
+  /** The mode of sessions created without one. */
+  defaultPermissionMode: PermissionMode;
   sse: SseOptions;
   warn: (message: string) => void;
   /** Whether the last storage check failed (read by `/healthz`). */

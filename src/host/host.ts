@@ -2,10 +2,11 @@ import { resolve } from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { SessionStorage } from '../../storage/session-storage.js';
+import type { PermissionMode, SessionStorage } from '../../storage/session-storage.js';
 import { postgresStorage } from '../../storage/postgres.js';
 import { sqliteStorage } from '../../storage/sqlite.js';
 import type { ModelPort } from '../protocol/model.js';
+import { permissionModeSchema } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import { workspaceTools } from '../tools/workspace/index.js';
@@ -27,6 +28,8 @@ export interface HostOptions {
   /** The directory every session works in (its tools are confined to it). */
   workspace: string;
   model: ModelPort;
+  /** The permission mode of sessions created without one (the AI SDK endpoint's, `POST /sessions` without `permissionMode`); `ask` by default. */
+  permissionMode?: PermissionMode;
   token?: string | null;
   /** Sessions idle this long (seconds) are closed and reopened from storage on their next request. */
   idleTtlSeconds: number;
@@ -70,7 +73,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await storage.close().catch(() => undefined);
     throw error;
   });
-  Object.assign(context, { runtime, storage, workspaceDir, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn });
+  const defaultPermissionMode = permissionModeSchema.parse(options.permissionMode ?? 'ask');
+  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn });
   const app = createApp(context, { token, corsOrigin: options.corsOrigin ?? null });
   const server = await listen(app.fetch, options.host, options.port);
   const { port } = server.address() as AddressInfo;

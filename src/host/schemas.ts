@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { busyPolicySchema, idSchema, inputPartSchema, permissionModeSchema } from '../protocol/commands.js';
+import { busyPolicySchema, idSchema, inputPartSchema, MAX_TEXT_CHARS, permissionModeSchema } from '../protocol/commands.js';
 
 /**
  * The HTTP API's shapes, from the same zod schemas the runtime validates commands with; the
@@ -112,3 +112,37 @@ export function errors(...statuses: (400 | 401 | 404 | 409 | 413 | 503)[]) {
   };
   return Object.fromEntries(statuses.map((s) => [s, { description: described[s]!, content: { 'application/json': { schema: ErrorSchema } } }]));
 }
+
+/**
+ * The body the AI SDK's `DefaultChatTransport` sends (`ai@6`): the chat id (the session id), the
+ * conversation as the client holds it, and why it was sent. Only the last message is read; fields
+ * a front end adds through the transport's `body` option are tolerated.
+ */
+const UiPart = z.object({ type: z.string().max(200) }).loose();
+const UiMessage = z
+  .object({ id: z.string().min(1).max(200), role: z.enum(['system', 'user', 'assistant']), parts: z.array(UiPart).max(10_000) })
+  .loose();
+
+export const UiChatRequest = z
+  .object({
+    id: idSchema,
+    messages: z.array(UiMessage).min(1).max(100_000),
+    trigger: z.enum(['submit-message', 'regenerate-message']).default('submit-message'),
+    messageId: z.string().max(200).optional(),
+  })
+  .loose()
+  .openapi('UiChatRequest');
+
+export const UiChatParams = z.object({ id: idSchema });
+
+/** A text part of the user message that starts a turn. */
+export const UiTextPart = z.object({ type: z.literal('text'), text: z.string().max(MAX_TEXT_CHARS) }).loose();
+
+/** A tool part the client answered with `addToolApprovalResponse`. */
+export const UiApprovalAnswer = z
+  .object({
+    toolCallId: idSchema,
+    state: z.literal('approval-responded'),
+    approval: z.object({ id: z.string().min(1).max(2_000), approved: z.boolean(), reason: z.string().max(10_000).optional() }).loose(),
+  })
+  .loose();

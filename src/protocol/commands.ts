@@ -76,6 +76,8 @@ export const busyPolicySchema = z.enum(['reject', 'enqueue', 'interrupt']);
 
 export const createSessionSchema = readSafely(
   z.object({
+    /** The session's id when the host names it (the AI SDK endpoint's chat id); a fresh one otherwise. */
+    id: idSchema.optional(),
     agent: idSchema.default('default'),
     permissionMode: permissionModeSchema.default('ask'),
     workspaceDir: z.string().min(1).max(4_096).refine(storable, STORABLE).optional(),

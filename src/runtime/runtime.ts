@@ -188,13 +188,15 @@ export class Runtime {
     return this.trace.flush();
   }
 
+  /** A new session, held by this runtime; with an `id`, under that id (`SessionExists` when it is taken). */
   async createSession(options: CreateSessionOptions = {}): Promise<SessionHandle> {
     this.assertRunning();
     const parsed = createSessionSchema.safeParse(options);
     if (!parsed.success) throw new TurnchartError('InvalidInput', z.prettifyError(parsed.error));
     if (!agentNamed(this.agents, parsed.data.agent)) throw new TurnchartError('UnknownAgent', `no agent named '${parsed.data.agent}'`);
+    if (parsed.data.id !== undefined && (await this.sessionExists(parsed.data.id))) throw sessionTaken(parsed.data.id);
     const row: SessionRow = {
-      id: this.services.newId('ses'),
+      id: parsed.data.id ?? this.services.newId('ses'),
       agent: parsed.data.agent,
       permissionMode: parsed.data.permissionMode,
       workspaceDir: parsed.data.workspaceDir === undefined ? null : resolve(parsed.data.workspaceDir),
@@ -202,10 +204,20 @@ export class Runtime {
       busyPolicy: parsed.data.busyPolicy,
       updateSequence: this.sequenceBlock,
     };
-    const fence = await this.options.storage.createSession(row, this.ownership.lease).catch((error: unknown) => {
+    const fence = await this.options.storage.createSession(row, this.ownership.lease).catch(async (error: unknown) => {
+      // Named by the caller, the id may have been taken since the check: the insert's key violation says so.
+      if (parsed.data.id !== undefined && (await this.sessionExists(row.id).catch(() => false))) throw sessionTaken(row.id);
       throw persistenceError(error);
     });
     return this.start({ row: { ...row, updateSequence: 0 }, fence, chat: new ChatState(), plan: null, accepted: {}, runs: new Map(), queued: [] });
+  }
+
+  private async sessionExists(id: string): Promise<boolean> {
+    try {
+      return (await this.options.storage.getSession(id)) !== undefined;
+    } catch (error) {
+      throw persistenceError(error);
+    }
   }
 
   /**
@@ -404,6 +416,10 @@ export class Runtime {
   private assertRunning(): void {
     if (this.stopping) throw new TurnchartError('RuntimeStopped', 'the runtime has been shut down');
   }
+}
+
+function sessionTaken(id: string): TurnchartError {
+  return new TurnchartError('SessionExists', `a session '${id}' exists already`);
 }
 
 function describe(error: unknown): string {

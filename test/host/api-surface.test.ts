@@ -44,6 +44,8 @@ describe('the HTTP surface: validation, errors, OpenAPI, security defaults', () 
         'GET /sessions/{sessionId}/messages',
         'GET /sessions/{sessionId}/context',
         'GET /sessions/{sessionId}/events',
+        'POST /api/chat',
+        'GET /api/chat/{id}/stream',
       ].sort(),
     );
   });

@@ -61,7 +61,7 @@ const context = createRoute({
 export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(create, async (c) => {
     const body = c.req.valid('json');
-    const session = await viaStorage(() => host.runtime.createSession({ ...body, workspaceDir: host.workspaceDir }));
+    const session = await viaStorage(() => host.runtime.createSession({ permissionMode: host.defaultPermissionMode, ...body, workspaceDir: host.workspaceDir }));
     return c.json({ sessionId: session.id, snapshot: session.snapshot() }, 201);
   });
 

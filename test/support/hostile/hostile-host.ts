@@ -18,7 +18,7 @@ export interface HostileHost {
   compactionId: string;
   /** Live ids and names for generated strings and path segments. */
   known: string[];
-  /** The live id for each path parameter (`sessionId`, `turnId`, `toolCallId`). */
+  /** The live id for each path parameter (`sessionId`, `turnId`, `toolCallId`, and `id`, the chat id of `/api/chat`). */
   ids: Record<string, string>;
   context: SchemaContext;
   /** The Authorization header the host requires, if any. */
@@ -37,7 +37,7 @@ export async function hostileHost(db: DurableDatabase, options: { token?: string
   await completedTurn(authorized, sessionId, 'setup-2');
   const compactionId = compacted.body.compactionId as string;
   const known = [sessionId, turnId, compactionId, 'default', 'setup-1', 'call_nope'];
-  const ids = { sessionId, turnId, toolCallId: 'call_nope' };
+  const ids = { sessionId, turnId, toolCallId: 'call_nope', id: sessionId };
   return { host: authorized, db, operations: operationsOf(doc), sessionId, turnId, compactionId, known, ids, context: { components: doc.components.schemas, known }, auth };
 }
 

@@ -53,6 +53,8 @@ export interface HttpAnswer {
   text: string;
   /** For an event stream: the first event's name (`message` for an update), or null if only fields without data came. */
   firstEvent?: string | null;
+  /** The AI SDK's UI message stream (`x-vercel-ai-ui-message-stream`), not the session event stream. */
+  uiMessageStream?: boolean;
 }
 
 /**
@@ -68,7 +70,7 @@ export async function send(base: string, request: HttpRequest, eventDue = false)
   if (!contentType.startsWith('text/event-stream')) return { status: response.status, contentType, text: await response.text() };
   try {
     const { text, event } = await firstEvent(response.body!, eventDue);
-    return { status: response.status, contentType, text, firstEvent: event };
+    return { status: response.status, contentType, text, firstEvent: event, uiMessageStream: response.headers.has('x-vercel-ai-ui-message-stream') };
   } finally {
     controller.abort();
   }

@@ -12,6 +12,7 @@ const STACK_TRACE = /\bat .*\.(ts|js|mjs|cjs):\d+|node:internal|\n\s+at /;
  */
 export function untypedAnswer(answer: HttpAnswer, storageMayFail = false): string | null {
   if (STACK_TRACE.test(answer.text)) return 'a stack trace in the body';
+  if (answer.status === 204) return answer.text === '' ? null : 'a 204 with a body';
   if (answer.status >= 200 && answer.status < 300) return answer.contentType.startsWith('text/event-stream') ? badStream(answer) : badJson(answer.text);
   if (!answer.contentType.startsWith('application/json')) return `status ${answer.status} with content type '${answer.contentType}'`;
   const error = errorOf(answer.text);
@@ -41,7 +42,21 @@ function badJson(text: string): string | null {
 }
 
 function badStream(answer: HttpAnswer): string | null {
+  if (answer.uiMessageStream) return uiStreamStart(answer.text);
   if (!answer.text.startsWith('retry: ')) return 'an event stream that does not start with its retry field';
+  return null;
+}
+
+/** The AI SDK's UI message stream (`/api/chat`): comments, then `data:` blocks of JSON chunks. */
+function uiStreamStart(text: string): string | null {
+  const blocks = text.split('\n\n').slice(0, -1);
+  if (blocks.length === 0) return 'a UI message stream without one whole block';
+  for (const block of blocks) {
+    if (block.startsWith(':')) continue;
+    if (!block.startsWith('data: ')) return 'a UI message stream block that is neither a comment nor data';
+    const data = block.slice('data: '.length);
+    if (data !== '[DONE]' && badJson(data)) return 'a UI message stream chunk that is not JSON';
+  }
   return null;
 }
 

@@ -1,0 +1,178 @@
+import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { createUIMessageStreamResponse } from 'ai';
+import type { Context } from 'hono';
+import { z } from 'zod';
+import { TurnchartError } from '../../protocol/errors.js';
+import type { SessionHandle } from '../../runtime/session-handle.js';
+import { parseApprovalId } from '../approval-id.js';
+import { ApiError, viaStorage } from '../errors.js';
+import { sessionOf, unwrap, type HostContext } from '../host-context.js';
+import { errors, UiApprovalAnswer, UiChatParams, UiChatRequest, UiTextPart } from '../schemas.js';
+import { TurnRecords } from '../turn-records.js';
+import { UiMessageTranslator } from '../ui-message-stream.js';
+import { replayTurn, uiChunkStream, UpdateTap, type PreparedTurn } from '../ui-turn-stream.js';
+
+const STREAM = 'the AI SDK 6 UI message stream (text/event-stream, `x-vercel-ai-ui-message-stream: v1`)';
+
+const post = createRoute({
+  method: 'post',
+  path: '/api/chat',
+  summary: 'The AI SDK UI endpoint: what `useChat` with `DefaultChatTransport` sends',
+  description:
+    'The chat `id` is the session id; an unknown one creates the session in the host\'s default permission mode. ' +
+    'A last message from the user starts a turn, its message id the `clientRequestId` (sent again, it answers with the same turn, replayed). ' +
+    'A last message from the assistant with tool parts in `approval-responded` answers the pending approval, and the response continues that message. ' +
+    'A response ends with the turn, or at an approval request while the turn waits. Only the last message is read.',
+  request: { body: { content: { 'application/json': { schema: UiChatRequest } }, required: true } },
+  responses: { 200: { description: STREAM }, ...errors(400, 401, 404, 409, 413, 503) },
+});
+
+const resume = createRoute({
+  method: 'get',
+  path: '/api/chat/{id}/stream',
+  summary: 'Resume the running turn\'s UI message stream from its start (`useChat({ resume: true })`)',
+  request: { params: UiChatParams },
+  responses: { 200: { description: STREAM }, 204: { description: 'no turn of this chat is running' }, ...errors(400, 401, 409, 503) },
+});
+
+type ChatRequest = z.infer<typeof UiChatRequest>;
+type UiMessage = ChatRequest['messages'][number];
+
+export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
+  const sessions = new ChatSessions(host);
+
+  app.openapi(post, async (c) => {
+    const body = c.req.valid('json');
+    if (body.trigger === 'regenerate-message') {
+      throw new ApiError('InvalidInput', 'regenerating a response is not supported: a turn, once stored, is never replaced; send a new message instead');
+    }
+    const last = body.messages.at(-1)!;
+    if (last.role === 'user') return startTurn(c, host, await sessions.get(body.id), last);
+    if (last.role === 'assistant') return answerApprovals(c, host, await sessionOf(host, body.id), last);
+    throw new ApiError('InvalidInput', 'the last message must be the user\'s new message or the assistant message whose approval was answered');
+  });
+
+  app.openapi(resume, async (c) => {
+    const { id } = c.req.valid('param');
+    // A chat this host does not hold open has no turn running here; nothing is opened to find that out.
+    const session = host.runtime.openHandle(id);
+    const view = session?.isOpen ? session.snapshot().runtime : null;
+    if (!session || view?.kind !== 'running') return c.body(null, 204);
+    const tap = new UpdateTap(session);
+    return respond(c, host, tap, await prepared(tap, () => replayTurn(session, host.storage, view.turnId, view.turnId)));
+  });
+}
+
+/** The turn the user's message starts, or the one it started before (the same message id): replayed from its start. */
+async function startTurn(c: Context, host: HostContext, session: SessionHandle, message: UiMessage): Promise<Response> {
+  if (message.parts.some((part) => part.type === 'file')) throw new ApiError('InvalidInput', 'file parts are not supported; send text');
+  const texts: string[] = [];
+  for (const part of message.parts) {
+    if (part.type !== 'text') continue;
+    const text = UiTextPart.safeParse(part);
+    if (!text.success) throw new ApiError('InvalidInput', z.prettifyError(text.error));
+    texts.push(text.data.text);
+  }
+  const tap = new UpdateTap(session);
+  return respond(
+    c,
+    host,
+    tap,
+    await prepared(tap, async () => {
+      const accepted = unwrap(await session.submitTurn({ clientRequestId: message.id, input: [{ type: 'text', text: texts.join('\n\n') }], trigger: 'message' }));
+      return replayTurn(session, host.storage, accepted.turnId, accepted.turnId);
+    }),
+  );
+}
+
+/**
+ * The client answered approvals (`addToolApprovalResponse`): each resolves its pending permission,
+ * and the response continues the same assistant message from there. The client holds everything
+ * up to the approval already, so only what follows is sent.
+ */
+async function answerApprovals(c: Context, host: HostContext, session: SessionHandle, message: UiMessage): Promise<Response> {
+  const answers = message.parts.filter((part) => (part as { state?: unknown }).state === 'approval-responded').map((part) => approvalAnswer(part));
+  if (answers.length === 0) throw new ApiError('InvalidInput', 'the last message is the assistant\'s but answers no approval');
+  const turnId = answers[0]!.turnId;
+  if (answers.some((answer) => answer.turnId !== turnId)) throw new ApiError('InvalidInput', 'the approvals answered belong to different turns');
+  const tap = new UpdateTap(session);
+  return respond(
+    c,
+    host,
+    tap,
+    await prepared(tap, async () => {
+      const records = new TurnRecords(host.storage, session.id, turnId);
+      await viaStorage(() => records.refresh());
+      const translator = new UiMessageTranslator(turnId, records);
+      translator.continueAfter(answers.map((answer) => answer.toolCallId));
+      for (const answer of answers) {
+        unwrap(await session.resolvePermission({ turnId, toolCallId: answer.toolCallId, decision: answer.approved ? 'allow_once' : 'deny' }));
+      }
+      return { turnId, translator, records, opening: translator.start(message.id), floor: -1 } satisfies PreparedTurn;
+    }),
+  );
+}
+
+function approvalAnswer(part: unknown): { turnId: string; toolCallId: string; approved: boolean } {
+  const answer = UiApprovalAnswer.safeParse(part);
+  if (!answer.success) throw new ApiError('InvalidInput', z.prettifyError(answer.error));
+  const target = parseApprovalId(answer.data.approval.id);
+  if (!target || target.toolCallId !== answer.data.toolCallId) throw new ApiError('InvalidInput', `approval '${answer.data.approval.id}' is not one this host asked for`);
+  return { ...target, approved: answer.data.approval.approved };
+}
+
+/** Prepares the turn with the tap open; a failure before streaming closes it and answers as a JSON error. */
+async function prepared(tap: UpdateTap, prepare: () => Promise<PreparedTurn>): Promise<PreparedTurn> {
+  try {
+    return await viaStorage(prepare);
+  } catch (error) {
+    tap.close();
+    throw error;
+  }
+}
+
+function respond(c: Context, host: HostContext, tap: UpdateTap, turn: PreparedTurn): Response {
+  // Node's response, so a client that falls behind can be cut off at once (the Node adapter passes it as env).
+  const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
+  const stream = uiChunkStream(tap, turn, {
+    bufferBytes: host.sse.bufferBytes,
+    signal: c.req.raw.signal,
+    ...(outgoing && { disconnect: () => outgoing.destroy() }),
+  });
+  return createUIMessageStreamResponse({ stream, keepAliveMs: host.sse.heartbeatMs });
+}
+
+/**
+ * The chat's session, created on first use under the chat's id in the host's default permission
+ * mode. Creations of one id share one attempt, so two first requests of a chat make one session.
+ */
+class ChatSessions {
+  private readonly creating = new Map<string, Promise<SessionHandle>>();
+
+  constructor(private readonly host: HostContext) {}
+
+  async get(id: string): Promise<SessionHandle> {
+    const pending = this.creating.get(id);
+    if (pending) return pending;
+    try {
+      return await sessionOf(this.host, id);
+    } catch (error) {
+      if (!(error instanceof TurnchartError && error.code === 'UnknownSession')) throw error;
+    }
+    return this.create(id);
+  }
+
+  private create(id: string): Promise<SessionHandle> {
+    let creation = this.creating.get(id);
+    if (creation) return creation;
+    const { runtime, defaultPermissionMode, workspaceDir } = this.host;
+    creation = viaStorage(() => runtime.createSession({ id, permissionMode: defaultPermissionMode, workspaceDir })).catch((error: unknown) => {
+      // Another host (or a request before this one) created it meanwhile: it is the chat's session all the same.
+      if (error instanceof TurnchartError && error.code === 'SessionExists') return sessionOf(this.host, id);
+      throw error;
+    });
+    this.creating.set(id, creation);
+    void creation.finally(() => this.creating.delete(id)).catch(() => undefined);
+    return creation;
+  }
+}

@@ -1,0 +1,165 @@
+import type { UIMessageChunk } from 'ai';
+import type { Subscription } from 'rxjs';
+import type { SessionStorage } from '../../storage/session-storage.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { SessionHandle } from '../runtime/session-handle.js';
+import { TurnRecords } from './turn-records.js';
+import { UiMessageTranslator } from './ui-message-stream.js';
+
+/**
+ * A session's updates, held from the moment the tap opens. It is opened before the command that
+ * starts, answers or is resumed into a turn, so no update of that turn falls between the command
+ * and its stream.
+ */
+export class UpdateTap {
+  private readonly held: UpdateEnvelope[] = [];
+  private wake: (() => void) | null = null;
+  private done = false;
+  private readonly subscription: Subscription;
+
+  constructor(readonly session: SessionHandle) {
+    this.subscription = session.updates$.subscribe({
+      next: (envelope) => {
+        this.held.push(envelope);
+        this.wake?.();
+      },
+      complete: () => this.close(),
+    });
+  }
+
+  /** The envelopes that arrived since the last take, waiting for one; null once the tap is closed. */
+  async take(): Promise<UpdateEnvelope[] | null> {
+    while (this.held.length === 0) {
+      if (this.done) return null;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+      this.wake = null;
+    }
+    return this.held.splice(0);
+  }
+
+  close(): void {
+    this.done = true;
+    this.subscription.unsubscribe();
+    this.wake?.();
+  }
+}
+
+/** A turn ready to stream: the chunks that open the response, then the live updates after `floor`. */
+export interface PreparedTurn {
+  turnId: string;
+  translator: UiMessageTranslator;
+  records: TurnRecords;
+  opening: UIMessageChunk[];
+  /** Updates up to this sequence are already in `opening`. */
+  floor: number;
+}
+
+/** Tries to read storage and the live view at one point in time before settling for an approximate one. */
+const CONSISTENT_READ_ATTEMPTS = 5;
+
+/**
+ * The whole turn from its start, for a client with nothing of it (a resumed stream, a message sent
+ * again): what storage holds, the model call under way as the snapshot shows it, then live updates
+ * after the snapshot. Storage and snapshot must describe one moment, or a model response stored
+ * between the two would be sent twice (stored, and as the draft); a read is taken as consistent
+ * when the turn's stored messages did not change across the snapshot.
+ */
+export async function replayTurn(session: SessionHandle, storage: SessionStorage, turnId: string, messageId: string): Promise<PreparedTurn> {
+  const records = new TurnRecords(storage, session.id, turnId);
+  const translator = new UiMessageTranslator(turnId, records);
+  let snapshot = session.snapshot();
+  for (let attempt = 1; attempt <= CONSISTENT_READ_ATTEMPTS; attempt++) {
+    await records.refresh();
+    const before = records.size;
+    snapshot = session.snapshot();
+    await records.refresh();
+    if (records.size === before) break;
+  }
+  const opening = translator.start(messageId);
+  const view = snapshot.runtime;
+  if (view.kind === 'running' && view.turnId === turnId) opening.push(...translator.replay(view, null));
+  else if (view.kind === 'terminal' && view.turnId === turnId) opening.push(...translator.replay(null, view.outcome));
+  else {
+    const status = await session.turnStatus(turnId);
+    if (status.ok && status.outcome) opening.push(...translator.replay(null, status.outcome));
+    else if (!status.ok || (status.status !== 'queued' && status.status !== 'running')) {
+      opening.push(...translator.interrupted(`the turn ended without an outcome (${status.ok ? status.status : 'unknown turn'})`));
+    }
+    // Otherwise it waits in the queue, or started after the snapshot: its updates come live.
+  }
+  return { turnId, translator, records, opening, floor: snapshot.lastUpdateSequence };
+}
+
+export interface ChunkStreamOptions {
+  /** Bytes of chunks a client may fall behind by before it is disconnected (it can resume). */
+  bufferBytes: number;
+  /** Drops the client's connection at once; without it the stream errors. */
+  disconnect?: () => void;
+  /** Aborted when the client goes away. */
+  signal?: AbortSignal;
+}
+
+/** Updates that name a tool call whose arguments or result must be read from storage first. */
+const READS_RECORDS = new Set(['tool_call_started', 'tool_call_finished', 'permission_requested', 'turn_finished']);
+
+/**
+ * The prepared turn as a stream of UI message chunks: the opening, then each later update of the
+ * turn translated, until the response ends (the turn's end, or an approval request). Closing the
+ * connection only unsubscribes; the turn goes on.
+ */
+export function uiChunkStream(tap: UpdateTap, turn: PreparedTurn, options: ChunkStreamOptions): ReadableStream<UIMessageChunk> {
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    tap.close();
+  };
+  return new ReadableStream<UIMessageChunk>(
+    {
+      start(controller) {
+        options.signal?.addEventListener('abort', stop, { once: true });
+        // Checked before a batch goes out, as for the event stream: a client that is caught up gets even a large one.
+        const send = (chunks: UIMessageChunk[]): boolean => {
+          if (stopped) return false;
+          if ((controller.desiredSize ?? 0) < 0) {
+            stop();
+            if (options.disconnect) options.disconnect();
+            else controller.error(new Error('the client fell too far behind'));
+            return false;
+          }
+          for (const chunk of chunks) controller.enqueue(chunk);
+          return true;
+        };
+        send(turn.opening);
+        void follow(tap, turn, send).finally(() => {
+          const open = !stopped;
+          stop();
+          if (open) controller.close();
+        });
+      },
+      cancel() {
+        stop();
+      },
+    },
+    { highWaterMark: options.bufferBytes, size: (chunk) => JSON.stringify(chunk).length },
+  );
+}
+
+async function follow(tap: UpdateTap, turn: PreparedTurn, send: (chunks: UIMessageChunk[]) => boolean): Promise<void> {
+  const { translator, records } = turn;
+  try {
+    while (!translator.ended) {
+      const batch = await tap.take();
+      if (batch === null) {
+        send(translator.interrupted('the session closed before the turn ended'));
+        return;
+      }
+      for (const envelope of batch) {
+        if (envelope.turnId !== turn.turnId || envelope.sequence <= turn.floor) continue;
+        if (READS_RECORDS.has(envelope.update.type)) await records.refresh();
+        if (!send(translator.next(envelope)) || translator.ended) return;
+      }
+    }
+  } catch (error) {
+    send(translator.interrupted(`storage unavailable: ${error instanceof Error ? error.message : String(error)}`));
+  }
+}
