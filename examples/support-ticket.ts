@@ -16,6 +16,7 @@ export const ticketMachine = setup({
     input: {} as { ticketId: string; question: string },
     context: {} as { ticketId: string; question: string; turnId: string | null; pending: PermissionRequest | null; outcome: TurnOutcome | null; error: unknown },
     events: {} as TicketEvent,
+    output: {} as { outcome: TurnOutcome | null; error: unknown },
   },
   // The pure chart stands in for the session; `.provide({ actors: { agent: runtime.sessionLogic } })` plugs in a runtime.
   actors: { agent: embeddedSessionMachine },

@@ -6,15 +6,22 @@ import type { SessionHandle } from './session-handle.js';
 /**
  * The embedded chart's `runCommand`: the command goes to the session's handle — the same
  * validation, persistence and sequencing as a host calling the handle — and its answer comes back
- * to the chart as `bridge.reply`. Nothing a host sends can make it throw.
+ * to the chart as `bridge.reply`. Commands of one actor run one at a time, in the order sent.
+ * Nothing a host sends can make it throw.
  */
 export function runCommand(port: EmbeddingPort) {
+  /** Per embedding actor, its last command: each runs once the one before was answered. */
+  const lastCommand = new WeakMap<AnyActorRef, Promise<void>>();
   return ({ context, self }: { context: EmbeddedSessionContext; self: AnyActorRef }, command: EventObject): void => {
-    const handle = context.sessionId === null ? undefined : port.held(context.sessionId);
-    void answer(handle, command).then((result) => {
+    const sessionId = context.sessionId;
+    const run = async () => {
+      const result = await answer(sessionId === null ? undefined : port.held(sessionId), command);
       // A host that stopped the actor meanwhile no longer hears answers.
       if (self.getSnapshot().status === 'active') self.send({ type: 'bridge.reply', command, result });
-    });
+    };
+    // In order, as sent: a mode set before a turn is stored before that turn is accepted.
+    const next = (lastCommand.get(self) ?? Promise.resolve()).then(run);
+    lastCommand.set(self, next);
   };
 }
 
