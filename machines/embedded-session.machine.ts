@@ -94,6 +94,13 @@ const notifyParent = enqueueActions<EmbeddedSessionContext, ChartEvent, Turnchar
   // Typed as its signature: setup cannot infer an enqueueActions that takes params.
 }) as unknown as (_: unknown, event: TurnchartParentEvent) => void;
 
+/**
+ * The embedded session chart, unprovided: name it in a host's `setup({ actors })` and plug in
+ * `runtime.sessionLogic` with `.provide()`. Of its implementations a host may replace the guards
+ * `allowsAutomatically` / `deniesAutomatically` (its approval policy) and the action `notifyParent`;
+ * `sessionBridge` and `runCommand` are the runtime's (persistence, sequencing, ownership) and
+ * `runtime.sessionLogic.provide()` always puts them back.
+ */
 export const embeddedSessionMachine = setup({
   types: {
     input: {} as EmbeddedSessionInput,

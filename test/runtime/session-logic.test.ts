@@ -408,6 +408,20 @@ describe.each(durableTargets)('embedding on $name', ({ skip, create }) => {
       expect(await storage.listTurns(sessionId)).toMatchObject([{ status: 'interrupted' }, { status: 'completed' }]);
     });
 
+    it.skipIf(skip)('an embedded session is never closed as idle: its actor listens to it', async () => {
+      const { runtime } = await runtimeOn([{ text: 'done' }, { text: 'done too' }], { idleTtlMs: 0 });
+      const { host, send } = startHost(runtime.sessionLogic, { notifyParent: true });
+      send(text('c1', 'hello'));
+      const done = await waitFor(host, (s) => s.context.heard.some((e) => e.type === 'turnchart.turn_finished'));
+      const embeddedId = heardOf(host, 'turnchart.session_opened')[0]!.sessionId;
+      // A plain session on the same runtime goes idle after its turn and is closed; its timer was armed after the embedded one's would have been.
+      const plain = await runtime.createSession();
+      await runTurn(plain, 'hello');
+      await closed(runtime, plain.id);
+      expect(runtime.isOpen(embeddedId)).toBe(true);
+      expect(done.matches('working')).toBe(true);
+    });
+
     it.skipIf(skip)('the session closing under the host (runtime shut down) ends the actor: the host hears onDone with the session id', async () => {
       const { runtime } = await runtimeOn([]);
       const { host } = startHost(runtime.sessionLogic, { notifyParent: true });
