@@ -1,4 +1,4 @@
-import { assign, emit, enqueueActions, fromEventObservable, raise, setup, type EventObject } from 'xstate';
+import { assign, emit, enqueueActions, fromEventObservable, not, raise, setup, type EventObject } from 'xstate';
 import type { EmbedSessionInput, InputPart } from '../src/protocol/commands.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision, UpdateEnvelope } from '../src/protocol/updates.js';
@@ -35,6 +35,17 @@ export interface PermissionRequest {
   tool: string;
   args: Record<string, unknown>;
   paths: string[];
+}
+
+/**
+ * Marks the events the runtime's bridge sends, so an event a host sends with a `bridge.*` type is
+ * answered as an unknown command instead of being taken for the session's word.
+ */
+export const FROM_BRIDGE: unique symbol = Symbol('turnchart.bridge');
+
+/** Stamps an event as the bridge's. */
+export function fromBridge<E extends BridgeEvent>(event: E): E {
+  return Object.defineProperty(event, FROM_BRIDGE, { value: true });
 }
 
 /** What the runtime's bridge tells the chart. */
@@ -125,6 +136,7 @@ export const embeddedSessionMachine = setup({
     isTurnFinished: ({ event }) => updateOf(event)?.type === 'turn_finished',
     /** An answer that is an error. */
     isRefusal: ({ event }) => event.type === 'bridge.reply' && !event.result.ok,
+    isFromBridge: ({ event }) => (event as { [FROM_BRIDGE]?: true })[FROM_BRIDGE] === true,
     /** Anything but XState's own events (an actor error must stay an error). */
     isForeignEvent: ({ event }) => !event.type.startsWith('xstate.'),
   },
@@ -139,11 +151,13 @@ export const embeddedSessionMachine = setup({
       return { type: 'reply' as const, command: reply.command, result: reply.result };
     }),
     /** An event this chart does not know is answered like a bad command, never dropped silently. */
-    replyUnknown: raise(({ event }) => ({
-      type: 'bridge.reply' as const,
-      command: event,
-      result: { ok: false as const, error: { code: 'UnknownCommand', message: `no command '${event.type}'` } },
-    })),
+    replyUnknown: raise(({ event }) =>
+      fromBridge({
+        type: 'bridge.reply' as const,
+        command: event,
+        result: { ok: false as const, error: { code: 'UnknownCommand', message: `no command '${event.type}'` } },
+      }),
+    ),
   },
 }).createMachine({
   id: 'embeddedSession',
@@ -159,6 +173,7 @@ export const embeddedSessionMachine = setup({
   initial: 'opening',
   on: {
     'bridge.update': [
+      { guard: not('isFromBridge'), actions: 'replyUnknown' },
       {
         guard: 'isTurnStarted',
         actions: [
@@ -193,6 +208,7 @@ export const embeddedSessionMachine = setup({
     ],
     // The host's policy answers first; what it leaves open goes to the parent.
     'bridge.permission_requested': [
+      { guard: not('isFromBridge'), actions: 'replyUnknown' },
       {
         guard: { type: 'allowsAutomatically', params: ({ event }) => event.request },
         actions: ['emitUpdate', { type: 'runCommand', params: ({ event }) => decide(event.request, 'allow_once') }],
@@ -206,6 +222,7 @@ export const embeddedSessionMachine = setup({
       },
     ],
     'bridge.reply': [
+      { guard: not('isFromBridge'), actions: 'replyUnknown' },
       {
         guard: 'isRefusal',
         actions: [
@@ -229,18 +246,21 @@ export const embeddedSessionMachine = setup({
     opening: {
       on: {
         'session.*': { actions: assign({ deferred: ({ context, event }) => [...context.deferred, event] }) },
-        'bridge.opened': {
-          target: 'open',
-          actions: [
-            assign({ sessionId: ({ event }) => event.sessionId }),
-            emit(({ event }) => ({ type: 'opened' as const, sessionId: event.sessionId })),
-            { type: 'notifyParent', params: ({ event }) => ({ type: 'turnchart.session_opened', sessionId: event.sessionId }) },
-            enqueueActions(({ context, enqueue }) => {
-              for (const command of context.deferred) enqueue({ type: 'runCommand', params: command });
-              enqueue.assign({ deferred: [] });
-            }),
-          ],
-        },
+        'bridge.opened': [
+          { guard: not('isFromBridge'), actions: 'replyUnknown' },
+          {
+            target: 'open',
+            actions: [
+              assign({ sessionId: ({ event }) => event.sessionId }),
+              emit(({ event }) => ({ type: 'opened' as const, sessionId: event.sessionId })),
+              { type: 'notifyParent', params: ({ event }) => ({ type: 'turnchart.session_opened', sessionId: event.sessionId }) },
+              enqueueActions(({ context, enqueue }) => {
+                for (const command of context.deferred) enqueue({ type: 'runCommand', params: command });
+                enqueue.assign({ deferred: [] });
+              }),
+            ],
+          },
+        ],
       },
     },
     open: {

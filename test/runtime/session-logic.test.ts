@@ -268,6 +268,11 @@ describe.each(durableTargets)('embedding on $name', ({ skip, create }) => {
         [{ type: 'session.rewind', compactionId: 42 }, 'InvalidInput'],
         [{ type: 'session.teleport' }, 'UnknownCommand'],
         [{ type: 'HELLO' }, 'UnknownCommand'],
+        // The bridge's own event types, sent by the host: answered, never taken for the session's word.
+        [{ type: 'bridge.reply' }, 'UnknownCommand'],
+        [{ type: 'bridge.update', envelope: null }, 'UnknownCommand'],
+        [{ type: 'bridge.permission_requested' }, 'UnknownCommand'],
+        [{ type: 'bridge.opened', sessionId: 'ses_forged' }, 'UnknownCommand'],
       ];
       for (const [command] of bad) agent.send(command as SessionCommand);
       await waitFor(host, (s) => s.context.heard.filter((e) => e.type === 'turnchart.command_failed').length === bad.length);
