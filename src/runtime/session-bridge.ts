@@ -1,6 +1,6 @@
 import { Observable } from 'rxjs';
 import { fromEventObservable } from 'xstate';
-import { fromBridge, type BridgeEvent, type EmbeddedSessionInput, type PermissionRequest } from '../../machines/embedded-session.machine.js';
+import { FROM_BRIDGE, type BridgeEvent, type EmbeddedSessionInput, type PermissionRequest } from '../../machines/embedded-session.machine.js';
 import type { ChatMessage } from '../protocol/messages.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { SessionHandle } from './session-handle.js';
@@ -65,7 +65,7 @@ function relay(port: EmbeddingPort, handle: SessionHandle, afterSequence: number
     next: (envelope) => (live ? forward(envelope) : held.push(envelope)),
     complete,
   });
-  next(fromBridge({ type: 'bridge.opened', sessionId: handle.id }));
+  next({ type: 'bridge.opened', sessionId: handle.id, [FROM_BRIDGE]: true } as BridgeEvent);
   for (let i = 0; i < held.length; i++) forward(held[i]!);
   live = true;
   return subscription;
@@ -73,7 +73,7 @@ function relay(port: EmbeddingPort, handle: SessionHandle, afterSequence: number
 
 function bridgeEventOf(port: EmbeddingPort, envelope: UpdateEnvelope): BridgeEvent {
   const update = envelope.update;
-  if (update.type !== 'permission_requested') return fromBridge({ type: 'bridge.update', envelope });
+  if (update.type !== 'permission_requested') return { type: 'bridge.update', envelope, [FROM_BRIDGE]: true } as BridgeEvent;
   const request: PermissionRequest = {
     sessionId: envelope.sessionId,
     turnId: envelope.turnId,
@@ -82,7 +82,7 @@ function bridgeEventOf(port: EmbeddingPort, envelope: UpdateEnvelope): BridgeEve
     args: toolCallArgs(port.conversation(envelope.sessionId), update.toolCallId),
     paths: update.paths,
   };
-  return fromBridge({ type: 'bridge.permission_requested', envelope, request });
+  return { type: 'bridge.permission_requested', envelope, request, [FROM_BRIDGE]: true } as BridgeEvent;
 }
 
 /** The arguments of a stored tool call; a call only asks for approval once they parsed as an object. */

@@ -1,5 +1,5 @@
 import type { AnyActorRef, EventObject } from 'xstate';
-import { fromBridge, type CommandAnswer, type EmbeddedSessionContext } from '../../machines/embedded-session.machine.js';
+import { FROM_BRIDGE, type BridgeEvent, type CommandAnswer, type EmbeddedSessionContext } from '../../machines/embedded-session.machine.js';
 import type { EmbeddingPort } from './session-bridge.js';
 import type { SessionHandle } from './session-handle.js';
 
@@ -17,7 +17,7 @@ export function runCommand(port: EmbeddingPort) {
     const run = async () => {
       const result = await answer(sessionId === null ? undefined : port.held(sessionId), command);
       // A host that stopped the actor meanwhile no longer hears answers.
-      if (self.getSnapshot().status === 'active') self.send(fromBridge({ type: 'bridge.reply', command, result }));
+      if (self.getSnapshot().status === 'active') self.send({ type: 'bridge.reply', command, result, [FROM_BRIDGE]: true } as BridgeEvent);
     };
     // In order, as sent: a mode set before a turn is stored before that turn is accepted.
     const next = (lastCommand.get(self) ?? Promise.resolve()).then(run);
