@@ -31,6 +31,17 @@ export { scriptedModel, type ScriptedModel, type ScriptedStep, type ScriptedRepl
 export { aiSdkModel, type AiSdkModelOptions } from './model/ai-sdk-model.js';
 
 export { sessionMachine } from '../machines/session.machine.js';
+export {
+  embeddedSessionMachine,
+  type SessionCommand,
+  type CommandAnswer,
+  type PermissionRequest,
+  type TurnchartParentEvent,
+  type EmbeddedSessionEmitted,
+  type EmbeddedSessionInput,
+  type EmbeddedSessionOutput,
+} from '../machines/embedded-session.machine.js';
+export type { SessionLogic } from './runtime/session-logic.js';
 export { turnMachine } from '../machines/turn.machine.js';
 export { toolCallMachine } from '../machines/tool-call.machine.js';
 

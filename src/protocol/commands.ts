@@ -74,20 +74,37 @@ export const afterSequenceSchema = readSafely(z.number().int().min(0));
 
 export const busyPolicySchema = z.enum(['reject', 'enqueue', 'interrupt']);
 
+const createSessionShape = {
+  agent: idSchema.default('default'),
+  permissionMode: permissionModeSchema.default('ask'),
+  workspaceDir: z.string().min(1).max(4_096).refine(storable, STORABLE).optional(),
+  busyPolicy: busyPolicySchema.default('reject'),
+};
+
 export const createSessionSchema = readSafely(
   z.object({
     /** The session's id when the host names it (the AI SDK endpoint's chat id); a fresh one otherwise. */
     id: idSchema.optional(),
-    agent: idSchema.default('default'),
-    permissionMode: permissionModeSchema.default('ask'),
-    workspaceDir: z.string().min(1).max(4_096).refine(storable, STORABLE).optional(),
-    busyPolicy: busyPolicySchema.default('reject'),
+    ...createSessionShape,
+  }),
+);
+
+/**
+ * The input of `runtime.sessionLogic`: a stored session to reopen (the other fields then do not
+ * apply), or the options of a new one; and whether the host machine hears typed events.
+ */
+export const embedSessionSchema = readSafely(
+  z.object({
+    sessionId: idSchema.optional(),
+    ...createSessionShape,
+    notifyParent: z.boolean().default(false),
   }),
 );
 
 export type StartTurnCommand = z.infer<typeof startTurnSchema>;
 export type InputPart = z.infer<typeof inputPartSchema>;
 export type CreateSessionOptions = z.input<typeof createSessionSchema>;
+export type EmbedSessionInput = z.input<typeof embedSessionSchema>;
 
 export type InvalidInput = { code: 'InvalidInput'; message: string };
 

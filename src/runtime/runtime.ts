@@ -4,7 +4,7 @@ import { Subject, type Observable } from 'rxjs';
 import { createActor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
 import { z } from 'zod';
 import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
-import { createSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
+import { createSessionSchema, embedSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
 import { previewContextWindow, type ContextWindowPreview } from '../context/inspect.js';
@@ -21,6 +21,7 @@ import { LiveView } from './live-view.js';
 import { DEFAULT_LEASE_TTL_MS, Ownership } from './ownership.js';
 import { provideMachines, type ProvidedSessionMachine } from './provided-machines.js';
 import { SessionHandle, type SessionLifecycle } from './session-handle.js';
+import { createSessionLogic, type SessionLogic } from './session-logic.js';
 import { DurableSignals, type RuntimeServices, type SessionEnv } from './session-env.js';
 import { TraceRecorder } from './trace-recorder.js';
 import { SEQUENCE_BLOCK, UpdateStream } from './update-stream.js';
@@ -116,6 +117,16 @@ export class Runtime {
   private readonly reaper: IdleReaper;
   private readonly warn: (message: string) => void;
   private readonly sequenceBlock: number;
+  /** Sessions an actor of a host machine holds through `sessionLogic`: one actor per session. */
+  private readonly embedded = new Map<string, SessionHandle | null>();
+  /**
+   * The session as XState logic for a host's own machine: `invoke` or `spawnChild` it with input
+   * `{ sessionId?, agent?, permissionMode?, workspaceDir?, busyPolicy?, notifyParent? }`, send it
+   * `session.*` commands, hear `update` / `reply` / `opened` with `.on()`, and with `notifyParent`
+   * receive `turnchart.*` events. The session is persisted, sequenced and leased exactly as through
+   * a `SessionHandle`; stopping the actor closes it. See README, "Embed a session in your own statechart".
+   */
+  readonly sessionLogic: SessionLogic;
   private readonly lifecycle: SessionLifecycle = {
     closed: (handle) => this.release(handle),
     stopping: () => this.stopping !== null,
@@ -147,6 +158,15 @@ export class Runtime {
       skills: this.skills,
       warn: this.warn,
     });
+    this.sessionLogic = createSessionLogic(
+      {
+        open: (input) => this.embed(input),
+        release: (handle) => this.unembed(handle),
+        held: (id) => this.embedded.get(id) ?? undefined,
+        conversation: (id) => this.sessions.get(id)?.env.chat.conversation() ?? [],
+      },
+      this.warn,
+    );
     ownership.startRenewing(
       () => [...this.sessions.keys()],
       (id) => this.lose(id),
@@ -244,6 +264,48 @@ export class Runtime {
       void opening.finally(() => this.opening.delete(id.data)).catch(() => undefined);
     }
     return opening;
+  }
+
+  /**
+   * Opens a session for an actor of a host machine (`sessionLogic`): a new one, or a stored one
+   * under this runtime's lease as `openSession` does. The actor hears the updates issued since the
+   * session opened here — or, for one that was already open, from now on.
+   */
+  private async embed(input: unknown): Promise<{ handle: SessionHandle; afterSequence: number }> {
+    this.assertRunning();
+    const parsed = embedSessionSchema.safeParse(input);
+    if (!parsed.success) throw new TurnchartError('InvalidInput', z.prettifyError(parsed.error));
+    const { sessionId, notifyParent: _notifyParent, ...options } = parsed.data;
+    if (sessionId === undefined) return this.holdEmbedded(await this.createSession(options), false);
+    // An actor that embedded the session and was just stopped is still closing it: open it anew after that.
+    const closing = this.sessions.get(sessionId)?.handle;
+    if (closing && !closing.isOpen && !this.embedded.has(sessionId)) await closing.close();
+    if (this.embedded.has(sessionId)) throw new TurnchartError('SessionEmbedded', `session '${sessionId}' is already embedded in another actor`);
+    this.embedded.set(sessionId, null);
+    try {
+      const wasOpen = this.sessions.has(sessionId);
+      return this.holdEmbedded(await this.openSession(sessionId), wasOpen);
+    } catch (error) {
+      this.embedded.delete(sessionId);
+      throw error;
+    }
+  }
+
+  private holdEmbedded(handle: SessionHandle, wasOpen: boolean): { handle: SessionHandle; afterSequence: number } {
+    const open = this.sessions.get(handle.id);
+    if (open?.handle !== handle || !handle.isOpen) {
+      this.embedded.delete(handle.id);
+      throw new TurnchartError('SessionClosed', `session '${handle.id}' closed while it was being embedded`);
+    }
+    this.embedded.set(handle.id, handle);
+    const updates = open.env.updates;
+    return { handle, afterSequence: wasOpen ? updates.lastSequence : updates.openedAfter };
+  }
+
+  /** The embedding actor stopped (or its session closed): the session closes as `session.close()` closes it. */
+  private unembed(handle: SessionHandle): void {
+    if (this.embedded.get(handle.id) === handle) this.embedded.delete(handle.id);
+    handle.close().catch((error: unknown) => this.warn(`could not close embedded session ${handle.id}: ${describe(error)}`));
   }
 
   /** Stops every session (running turns end `actor_stopped`), flushes the trace, closes storage. */

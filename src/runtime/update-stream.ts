@@ -81,6 +81,11 @@ export class UpdateStream {
     return this.sequence;
   }
 
+  /** The last sequence issued before this opening of the session. */
+  get openedAfter(): number {
+    return this.first - 1;
+  }
+
   get subscriberCount(): number {
     return this.subscribers;
   }
