@@ -91,6 +91,25 @@ export interface CompactionsTable {
   rewound_at_ms: NullableEpochMs;
 }
 
+export interface ToolAuditTable {
+  /** The id of the tool result message this row audits. */
+  id: string;
+  session_id: string;
+  turn_id: string;
+  sequence: number;
+  tool_call_id: string;
+  tool_name: string;
+  arguments_hash: string;
+  dispatched_arguments_hash: string | null;
+  verdict: string;
+  decided_by: string | null;
+  status: string;
+  error_code: string | null;
+  permission_wait_ms: ColumnType<number | string | null, number | null, number | null>;
+  execution_ms: ColumnType<number | string | null, number | null, number | null>;
+  created_at_ms: EpochMs;
+}
+
 export interface Database {
   sessions: SessionsTable;
   turns: TurnsTable;
@@ -99,6 +118,7 @@ export interface Database {
   turn_plans: TurnPlansTable;
   compactions: CompactionsTable;
   runs: RunsTable;
+  tool_audit: ToolAuditTable;
 }
 
 export function toMs(value: number | string): number;
