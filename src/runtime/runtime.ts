@@ -5,7 +5,7 @@ import { createActor, type InspectionEvent } from 'xstate';
 import { REAL_CLOCK, type ChartClock } from './chart-clock.js';
 import { z } from 'zod';
 import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
-import { createSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
+import { auditPageSchema, createSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
 import { previewContextWindow, type ContextWindowPreview } from '../context/inspect.js';
@@ -85,13 +85,6 @@ const optionsSchema = z.object({
   sequenceBlock: z.number().int().min(2).max(1_000_000_000).optional(),
   hooks: hooksSchema.optional(),
 });
-
-const auditPageSchema = z
-  .object({
-    limit: z.number().int().min(1).max(500).default(50),
-    before: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
-  })
-  .strict();
 
 interface OpenSession {
   handle: SessionHandle;
