@@ -1,32 +1,27 @@
-import type { Insertable, Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { AuditDecider, AuditEntry, AuditVerdict, ToolAudit } from '../src/protocol/audit.js';
-import type { StoredMessage, ToolResultStatus } from '../src/protocol/messages.js';
-import { toMs, type ToolAuditTable } from './schema.js';
+import type { ToolResultStatus } from '../src/protocol/messages.js';
+import { toMs, type ToolAuditView } from './schema.js';
 import { decodeText, encodeText } from './text-codec.js';
 
-/** The audit row of a tool result message: keyed by the message, placed at its sequence. */
-export function auditToRow(message: StoredMessage, audit: ToolAudit): Insertable<ToolAuditTable> {
+/** The audit columns of a tool result's row (RL-4), written with the message in one insert. */
+export function auditColumns(audit: ToolAudit) {
   return {
-    id: message.id,
-    session_id: message.sessionId,
-    turn_id: message.turnId,
-    sequence: message.sequence,
     // The call id and name come from the model: they may hold what a PostgreSQL text column cannot.
-    tool_call_id: encodeText(audit.toolCallId),
-    tool_name: encodeText(audit.toolName),
-    arguments_hash: audit.argumentsHash,
-    dispatched_arguments_hash: audit.dispatchedArgumentsHash,
-    verdict: audit.verdict,
-    decided_by: audit.decidedBy,
-    status: audit.status,
-    error_code: audit.errorCode,
-    permission_wait_ms: audit.permissionWaitMs,
-    execution_ms: audit.executionMs,
-    created_at_ms: message.createdAtMs,
+    audit_tool_call_id: encodeText(audit.toolCallId),
+    audit_tool_name: encodeText(audit.toolName),
+    audit_status: audit.status,
+    audit_arguments_hash: audit.argumentsHash,
+    audit_dispatched_arguments_hash: audit.dispatchedArgumentsHash,
+    audit_verdict: audit.verdict,
+    audit_decided_by: audit.decidedBy,
+    audit_error_code: audit.errorCode,
+    audit_permission_wait_ms: audit.permissionWaitMs,
+    audit_execution_ms: audit.executionMs,
   };
 }
 
-export function rowToAudit(row: Selectable<ToolAuditTable>): AuditEntry {
+export function rowToAudit(row: Selectable<ToolAuditView>): AuditEntry {
   return {
     id: row.id,
     sessionId: row.session_id,

@@ -2,7 +2,7 @@ import { Migrator, sql, type Kysely } from 'kysely';
 import type { StoredMessage } from '../src/protocol/messages.js';
 import type { Plan } from '../src/protocol/plan.js';
 import type { AuditEntry, ToolAudit } from '../src/protocol/audit.js';
-import { auditToRow, rowToAudit } from './audit-rows.js';
+import { auditColumns, rowToAudit } from './audit-rows.js';
 import type { TraceSpan } from '../src/protocol/trace.js';
 import { compactionToRow, rowToCompaction } from './compaction-rows.js';
 import { databaseNowMs, type DialectName } from './dialect.js';
@@ -296,23 +296,15 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async appendMessage(message: StoredMessage, fence?: number, audit?: ToolAudit): Promise<void> {
-    if (audit) return this.appendAudited(message, audit, fence);
+    // A tool result's audit goes into the same row: result and audit are one statement (RL-4).
+    const row = audit ? { ...messageToRow(message), ...auditColumns(audit) } : messageToRow(message);
     // Only an id conflict is absorbed: a different message on a taken sequence still rejects.
     if (fence === undefined) {
-      await this.db.insertInto('messages').values(messageToRow(message)).onConflict((oc) => oc.column('id').doNothing()).execute();
+      await this.db.insertInto('messages').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
       return;
     }
-    const result = await fencedInsert(this.dialect, 'messages', messageToRow(message), message.sessionId, fence, true).execute(this.db);
+    const result = await fencedInsert(this.dialect, 'messages', row, message.sessionId, fence, true).execute(this.db);
     if (!result.numAffectedRows) await throwIfFenced(this.db, message.sessionId, fence);
-  }
-
-  /** A tool result and its audit row: both or neither, under the fence (RL-4). */
-  private async appendAudited(message: StoredMessage, audit: ToolAudit, fence?: number): Promise<void> {
-    await inTransaction(this.db, async (trx) => {
-      await assertFence(trx, this.dialect, message.sessionId, fence);
-      await trx.insertInto('messages').values(messageToRow(message)).onConflict((oc) => oc.column('id').doNothing()).execute();
-      await trx.insertInto('tool_audit').values(auditToRow(message, audit)).onConflict((oc) => oc.column('id').doNothing()).execute();
-    });
   }
 
   async listAudit(sessionId: string, page: AuditQuery): Promise<AuditEntry[]> {

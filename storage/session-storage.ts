@@ -207,8 +207,8 @@ export interface SessionStorage {
 
   /**
    * Idempotent by message id: writing an id that exists already changes nothing (CW-2's retried
-   * world-state writes). A tool result comes with its `audit` (RL-4): the message and its audit row
-   * are written in one transaction, under the same fence.
+   * world-state writes). A tool result comes with its `audit` (RL-4), written in the same row by the
+   * same fenced statement: a result is never stored without its audit, nor an audit without its result.
    */
   appendMessage(message: StoredMessage, fence?: number, audit?: ToolAudit): Promise<void>;
   /** The session's messages ordered by sequence; a page when given. */
