@@ -1,12 +1,14 @@
 /**
  * The baseline of `step_overhead_ratio`: a bare, hand-written agent loop with no statecharts.
  * It does the same durable work as the runtime through the same `SessionStorage` (session row,
- * beginTurn with the user message, per step the assistant message and the tool result, endTurn,
- * and the same trace spans), calls the model port the same way (a request with system, the
+ * beginTurn with the user message, per step the assistant message and the tool result with its
+ * audit row (RL-4: canonical-JSON sha256 of the arguments, decision, durations), endTurn, and the
+ * same trace spans), calls the model port the same way (a request with system, the
  * conversation, tool definitions; one AbortSignal per turn), validates and runs the same tool, and
  * pushes the same kinds and number of update envelopes into an RxJS Subject.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { stableStringify } from '../machines/signature.js';
 import { Subject } from 'rxjs';
 import { z } from 'zod';
 import {
@@ -123,7 +125,9 @@ export class BareLoop {
         emit({ type: 'tool_call_started', toolCallId: toolCall.id, name: toolCall.name, status: 'validating' });
         let status: ToolResultStatus = 'failed';
         let content: string;
-        const parsed = tool.input.safeParse(JSON.parse(toolCall.argumentsText));
+        const sent = JSON.parse(toolCall.argumentsText) as unknown;
+        const parsed = tool.input.safeParse(sent);
+        const startedAtMs = Date.now();
         if (parsed.success) {
           const result = await tool.execute(parsed.data, {
             sessionId,
@@ -138,7 +142,19 @@ export class BareLoop {
         } else {
           content = `InvalidArguments: ${z.prettifyError(parsed.error)}`;
         }
-        await storage.appendMessage(stored({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status, content }));
+        const audit = {
+          toolCallId: toolCall.id,
+          toolName: toolCall.name,
+          argumentsHash: createHash('sha256').update(stableStringify(sent)).digest('hex'),
+          dispatchedArgumentsHash: null,
+          verdict: parsed.success ? ('allowed' as const) : ('none' as const),
+          decidedBy: parsed.success ? ('mode' as const) : null,
+          status,
+          errorCode: null,
+          permissionWaitMs: null,
+          executionMs: parsed.success ? Date.now() - startedAtMs : null,
+        };
+        await storage.appendMessage(stored({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status, content }), undefined, audit);
         conversation.push({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status: status === 'succeeded' ? 'success' : 'error', content });
         if (this.spans) await storage.writeSpans([{ type: 'end', spanId: `tool:${toolCall.id}`, end: { status, errorCode: null, endedAtMs: Date.now() } }]);
         emit({ type: 'tool_call_finished', toolCallId: toolCall.id, status });

@@ -185,6 +185,9 @@ export class NullStorage implements SessionStorage {
   async listMessages(): Promise<[]> {
     return [];
   }
+  async listAudit(): Promise<[]> {
+    return [];
+  }
   async savePlan(): Promise<void> {}
   async latestPlan(): Promise<undefined> {
     return undefined;

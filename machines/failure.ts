@@ -21,6 +21,8 @@ const FAILURE_CODES: ReadonlySet<string> = new Set<FailureCode>([
   'user_project_context_error',
   'project_instruction_error',
   'skill_catalog_task_error',
+  'hook_failed',
+  'hook_timeout',
 ]);
 
 function isFailureCode(code: string): code is FailureCode {

@@ -1,6 +1,7 @@
 import { assign, not, or, sendParent, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
+import type { AuditDecision } from '../src/protocol/audit.js';
 import type {
   AuthorizationDecision,
   DoomCounter,
@@ -16,9 +17,10 @@ import { cancelEffectAction, requestEffectAction, type EffectReply } from './eff
 /**
  * One tool call (RT-15): `active` { `screening` — the parsed arguments are a JSON object? the name
  * resolves? the schema passes? under the doom-loop threshold? then control tool → `running_control`,
- * `authorize` hook → `consulting_tool` (→ `tool_asked` / `tool_allowed`), mode deny, mode ask →
- * `waiting_permission`, else `executing` } → `writing_result` → `done`. Every path ends in
- * `writing_result`, so every call gets exactly one result (RT-12).
+ * dispatch hooks → `before_dispatch` (→ `dispatch_allowed`), `authorize` hook → `consulting_tool`
+ * (→ `tool_asked` / `tool_allowed`), mode deny, mode ask → `waiting_permission`, else `executing`
+ * (→ `after_dispatch` when hooks watch results) } → `writing_result` → `done`. Every path ends in
+ * `writing_result`, so every call gets exactly one result (RT-12) and one audit row (RL-4).
  */
 
 export interface ToolCallInput {
@@ -39,6 +41,12 @@ export interface ToolCallContext extends ToolCallInput {
   termination: TurnTermination | null;
   approvedPaths: string[];
   requestedPaths: string[];
+  /** RL-4: who let the call through or stopped it; null until someone did (a call the mode simply allows stays null). */
+  decision: AuditDecision | null;
+  /** RL-4: the code of a hook that failed the call (`hook_failed`, `hook_timeout`, `hook_invalid_rewrite`). */
+  hookError: string | null;
+  /** RL-4: a `beforeToolDispatch` hook replaced the arguments. */
+  rewritten: boolean;
 }
 
 export type ToolCallEvent =
@@ -67,7 +75,24 @@ export interface WriteResultInput {
   turnId: string;
   call: ToolCallPart;
   result: ToolResult;
+  /** What the audit row records besides the durations the runtime measured (RL-4). */
+  args: Record<string, unknown>;
+  argumentsParsed: boolean;
+  decision: AuditDecision | null;
+  hookError: string | null;
+  rewritten: boolean;
 }
+
+export interface AfterDispatchInput extends ToolEffectInput {
+  result: ToolResult;
+}
+
+/** What the `beforeToolDispatch` hooks decided, the rewritten arguments already checked against the tool's schema. */
+export type DispatchOutcome =
+  | { decision: 'allow' }
+  | { decision: 'deny'; reason: string }
+  | { decision: 'rewrite'; args: Record<string, unknown> }
+  | { decision: 'invalid_rewrite'; message: string };
 
 /** The effects a tool call asks the runtime for, with their inputs and outputs. */
 export type ToolCallEffects = {
@@ -77,8 +102,12 @@ export type ToolCallEffects = {
   executeTool: { input: ExecuteInput; output: ToolResult };
   /** Runs a control tool such as `update_plan` (RT-22). */
   runControlTool: { input: ToolEffectInput; output: ToolResult };
-  /** Writes the result, appends it to the conversation (RT-12). */
+  /** Writes the result and its audit row, appends it to the conversation (RT-12, RL-4). */
   writeResult: { input: WriteResultInput; output: void };
+  /** The runtime's then the agent's `beforeToolDispatch` hooks (RL-4). */
+  beforeToolDispatch: { input: ToolEffectInput; output: DispatchOutcome };
+  /** The runtime's then the agent's `afterToolDispatch` hooks: they see the result (RL-4). */
+  afterToolDispatch: { input: AfterDispatchInput; output: void };
 };
 
 type Done = Extract<EffectReply, { type: 'effect.done' }>;
@@ -87,6 +116,11 @@ const outputOf = <T>(event: ToolCallEvent) => (event as Done).output as T;
 const errorOf = (event: ToolCallEvent) => (event as Failed).error;
 
 const CANCELLED_BY_USER = 'tool call cancelled by the user';
+const DENIED_BY_MODE: AuditDecision = { verdict: 'denied', by: 'mode' };
+const DENIED_BY_RULE: AuditDecision = { verdict: 'denied', by: 'rule' };
+const DENIED_BY_HOOK: AuditDecision = { verdict: 'denied', by: 'hook' };
+const DENIED_BY_USER: AuditDecision = { verdict: 'denied', by: 'user' };
+const ALLOWED_BY_USER: AuditDecision = { verdict: 'allowed', by: 'user' };
 const CANCELLED_BY_TIMEOUT = 'tool call cancelled: the run passed its time limit';
 const STOPPED = 'the session stopped before the tool call finished';
 
@@ -104,6 +138,10 @@ export const toolCallMachine = setup({
     isRegistryTool: notProvided('tool-call', 'isRegistryTool') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: does the tool have its own `authorize` hook? */
     hasAuthorizeHook: notProvided('tool-call', 'hasAuthorizeHook') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: the session has `beforeToolDispatch` hooks (RL-4). */
+    hasBeforeDispatchHooks: notProvided('tool-call', 'hasBeforeDispatchHooks') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: the session has `afterToolDispatch` hooks (RL-4). */
+    hasAfterDispatchHooks: notProvided('tool-call', 'hasAfterDispatchHooks') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: the session's mode rule-denies this tool (e.g. a write when read-only). */
     modeForbidsCall: notProvided('tool-call', 'modeForbidsCall') as (_: { context: ToolCallContext }) => boolean,
     /** Supplied by the runtime: the session's mode wants the user's approval for this tool. */
@@ -135,6 +173,21 @@ export const toolCallMachine = setup({
         status: 'denied',
         content: `denied by rule: the session's permission mode does not allow '${context.call.name}'`,
       }),
+      decision: DENIED_BY_MODE,
+    }),
+    /** A dispatch hook that threw or passed its time limit fails the call closed: the tool does not run. */
+    assignBeforeHookFailure: assign({
+      result: ({ event }) => ({ status: 'failed', content: errorMessage(errorOf(event)) }),
+      hookError: ({ event }) => hookCodeOf(errorOf(event)),
+      decision: DENIED_BY_HOOK,
+    }),
+    /** After the tool ran: its output is withheld from the model, since the hook that watches results could not. */
+    assignAfterHookFailure: assign({
+      result: ({ context, event }) => ({
+        status: 'failed',
+        content: `${errorMessage(errorOf(event))} (the tool's result, ${context.result?.status ?? 'none'}, is withheld)`,
+      }),
+      hookError: ({ event }) => hookCodeOf(errorOf(event)),
     }),
     assignCancelled: assign({
       result: ({ event }) => ({ status: 'cancelled', content: event.type === 'tool.cancel' && event.reason === 'timeout' ? CANCELLED_BY_TIMEOUT : CANCELLED_BY_USER }),
@@ -164,6 +217,9 @@ export const toolCallMachine = setup({
       termination: null,
       approvedPaths: [],
       requestedPaths: [],
+      decision: null,
+      hookError: null,
+      rewritten: false,
     };
   },
   initial: 'active',
@@ -228,6 +284,8 @@ export const toolCallMachine = setup({
             },
             // Control tools (e.g. `update_plan`) run without authorization.
             { guard: 'isControlTool', target: '#toolCall.running_control' },
+            // RL-4: dispatch hooks first — they may deny or rewrite, and a rewritten call is what the user is asked about.
+            { guard: 'hasBeforeDispatchHooks', target: 'before_dispatch' },
             // RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's mode.
             { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
             // The session's mode rule-denies the call (e.g. a write when read-only).
@@ -235,6 +293,45 @@ export const toolCallMachine = setup({
             // The session's mode wants the user's approval.
             { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
             // Nothing stands in the way.
+            { target: 'executing' },
+          ],
+        },
+        before_dispatch: {
+          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'beforeToolDispatch', input: effectInput(context) }) },
+          on: {
+            'effect.done': [
+              {
+                guard: ({ event }) => dispatchOf(event).decision === 'deny',
+                target: '#toolCall.writing_result',
+                actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by hook: ${hookReason(dispatchOf(event))}` }), decision: DENIED_BY_HOOK }),
+              },
+              {
+                // A rewrite is checked against the tool's schema again; one that fails it fails the call.
+                guard: ({ event }) => dispatchOf(event).decision === 'invalid_rewrite',
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: ({ event }) => ({ status: 'failed', content: `hook_invalid_rewrite: ${hookReason(dispatchOf(event))}` }),
+                  hookError: 'hook_invalid_rewrite',
+                  decision: DENIED_BY_HOOK,
+                  rewritten: true,
+                }),
+              },
+              {
+                guard: ({ event }) => dispatchOf(event).decision === 'rewrite',
+                target: 'dispatch_allowed',
+                actions: assign({ args: ({ event }) => rewrittenArgs(dispatchOf(event)), rewritten: true }),
+              },
+              { target: 'dispatch_allowed' },
+            ],
+            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignBeforeHookFailure' },
+          },
+        },
+        /** The hooks let the call through: the rest of the screening list, with the (possibly rewritten) arguments. */
+        dispatch_allowed: {
+          always: [
+            { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
+            { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+            { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
             { target: 'executing' },
           ],
         },
@@ -250,7 +347,10 @@ export const toolCallMachine = setup({
               },
               {
                 target: '#toolCall.writing_result',
-                actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }) }),
+                actions: assign({
+                  result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }),
+                  decision: DENIED_BY_RULE,
+                }),
               },
             ],
             'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
@@ -288,7 +388,7 @@ export const toolCallMachine = setup({
                 target: 'executing',
                 actions: [
                   { type: 'emitPermissionResolved', params: { decision: 'allow_once' } },
-                  assign({ approvedPaths: ({ context }) => context.requestedPaths }),
+                  assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ALLOWED_BY_USER }),
                 ],
               },
               {
@@ -298,6 +398,7 @@ export const toolCallMachine = setup({
                   assign({
                     result: { status: 'denied', content: 'denied by the user' },
                     termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
+                    decision: DENIED_BY_USER,
                   }),
                 ],
               },
@@ -327,9 +428,25 @@ export const toolCallMachine = setup({
                 target: '#toolCall.writing_result',
                 actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
               },
+              // RL-4: hooks that watch results see this one before it is written.
+              { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
               { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
             ],
-            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+            'effect.failed': [
+              { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignFailedResult' },
+              { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+            ],
+          },
+        },
+        /** Read-only: the hooks see the result; one that fails withholds it (fails closed). A cancel still ends the call as cancelled. */
+        after_dispatch: {
+          entry: {
+            type: 'requestEffect',
+            params: ({ context }) => ({ name: 'afterToolDispatch', input: afterDispatchInput(context) }),
+          },
+          on: {
+            'effect.done': { target: '#toolCall.writing_result' },
+            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignAfterHookFailure' },
           },
         },
       },
@@ -357,6 +474,11 @@ export const toolCallMachine = setup({
             turnId: context.turnId,
             call: context.call,
             result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' },
+            args: context.args,
+            argumentsParsed: context.argumentsParsed,
+            decision: context.decision,
+            hookError: context.hookError,
+            rewritten: context.rewritten,
           },
         }),
       },
@@ -421,6 +543,30 @@ function effectInput(context: ToolCallContext): ToolEffectInput {
 function executeInput(context: ToolCallContext): ExecuteInput {
   const { sessionId, turnId, call, args, approvedPaths } = context;
   return { sessionId, turnId, toolCallId: call.id, name: call.name, args, approvedPaths };
+}
+
+function afterDispatchInput(context: ToolCallContext): AfterDispatchInput {
+  const { sessionId, turnId, call, args } = context;
+  return { sessionId, turnId, toolCallId: call.id, name: call.name, args, result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' } };
+}
+
+function dispatchOf(event: ToolCallEvent): DispatchOutcome {
+  return outputOf<DispatchOutcome>(event);
+}
+
+function hookReason(outcome: DispatchOutcome): string {
+  if (outcome.decision === 'deny') return outcome.reason;
+  return outcome.decision === 'invalid_rewrite' ? outcome.message : '';
+}
+
+function rewrittenArgs(outcome: DispatchOutcome): Record<string, unknown> {
+  return outcome.decision === 'rewrite' ? outcome.args : {};
+}
+
+/** The code a failed hook effect carries (`hook_failed`, `hook_timeout`); any other failure of a hook is `hook_failed`. */
+function hookCodeOf(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'hook_timeout' ? 'hook_timeout' : 'hook_failed';
 }
 
 function decisionOf(event: ToolCallEvent): AuthorizationDecision {

@@ -23,6 +23,18 @@ export { EFFECT_PORT, type EffectContract, type EffectCall } from '../machines/e
 export type { RuntimeView, LiveToolCall, PendingApproval } from './runtime/live-view.js';
 export { REPLAY_CAPACITY, type ReplayResult } from './runtime/update-stream.js';
 export { DEFAULT_AGENTS, type AgentConfig, type AgentDefinition } from './runtime/agents.js';
+export {
+  DEFAULT_HOOK_TIMEOUT_MS,
+  type Hooks,
+  type HookContext,
+  type ContextHookContext,
+  type AfterContextHookContext,
+  type ContextHookResult,
+  type ToolHookContext,
+  type AfterDispatchContext,
+  type DispatchDecision,
+} from './runtime/hooks.js';
+export type { ChartClock } from './runtime/chart-clock.js';
 
 export { defineTool, type Tool, type AnyTool, type ToolEffect, type ExecuteContext, type AuthorizeContext, type ToolExecutionResult } from './tools/define-tool.js';
 export { UPDATE_PLAN } from './tools/toolset.js';
@@ -57,6 +69,7 @@ export * from './protocol/plan.js';
 export * from './protocol/updates.js';
 export * from './protocol/trace.js';
 export * from './protocol/usage.js';
+export * from './protocol/audit.js';
 export type { JsonValue, ProviderMetadata, ContentBlock, AssistantProviderData } from './protocol/provider-data.js';
 export { TurnchartError } from './protocol/errors.js';
 export { TurnFailure, type ToolResult, type AuthorizationDecision } from './protocol/tool-result.js';

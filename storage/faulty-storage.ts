@@ -54,6 +54,7 @@ export const STORAGE_METHODS = [
   'listTurns',
   'appendMessage',
   'listMessages',
+  'listAudit',
   'savePlan',
   'latestPlan',
   'writeSpans',

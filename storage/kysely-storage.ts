@@ -1,6 +1,8 @@
 import { Migrator, sql, type Kysely } from 'kysely';
 import type { StoredMessage } from '../src/protocol/messages.js';
 import type { Plan } from '../src/protocol/plan.js';
+import type { AuditEntry, ToolAudit } from '../src/protocol/audit.js';
+import { auditColumns, rowToAudit } from './audit-rows.js';
 import type { TraceSpan } from '../src/protocol/trace.js';
 import { compactionToRow, rowToCompaction } from './compaction-rows.js';
 import { databaseNowMs, type DialectName } from './dialect.js';
@@ -13,6 +15,7 @@ import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, r
 import { toMs, type Database } from './schema.js';
 import type {
   AcquireResult,
+  AuditQuery,
   CompactionRow,
   CorrectionReport,
   LeaseRequest,
@@ -292,14 +295,22 @@ export class KyselySessionStorage implements SessionStorage {
     return rows.map(rowToTurn);
   }
 
-  async appendMessage(message: StoredMessage, fence?: number): Promise<void> {
+  async appendMessage(message: StoredMessage, fence?: number, audit?: ToolAudit): Promise<void> {
+    // A tool result's audit goes into the same row: result and audit are one statement (RL-4).
+    const row = audit ? { ...messageToRow(message), ...auditColumns(audit) } : messageToRow(message);
     // Only an id conflict is absorbed: a different message on a taken sequence still rejects.
     if (fence === undefined) {
-      await this.db.insertInto('messages').values(messageToRow(message)).onConflict((oc) => oc.column('id').doNothing()).execute();
+      await this.db.insertInto('messages').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
       return;
     }
-    const result = await fencedInsert(this.dialect, 'messages', messageToRow(message), message.sessionId, fence, true).execute(this.db);
+    const result = await fencedInsert(this.dialect, 'messages', row, message.sessionId, fence, true).execute(this.db);
     if (!result.numAffectedRows) await throwIfFenced(this.db, message.sessionId, fence);
+  }
+
+  async listAudit(sessionId: string, page: AuditQuery): Promise<AuditEntry[]> {
+    let query = this.db.selectFrom('tool_audit').selectAll().where('session_id', '=', sessionId).orderBy('sequence', 'desc').limit(page.limit);
+    if (page.before !== undefined) query = query.where('sequence', '<', page.before);
+    return (await query.execute()).map(rowToAudit);
   }
 
   async listMessages(sessionId: string, page: MessagePage = {}): Promise<StoredMessage[]> {

@@ -56,6 +56,17 @@ export interface MessagesTable {
   /** JSON of the whole ChatMessage; role and kind are copies kept for querying. */
   content: string;
   created_at_ms: EpochMs;
+  /** RL-4: a tool result's audit, written in the same statement (migration 004); null elsewhere. */
+  audit_tool_call_id: AuditColumn<string>;
+  audit_tool_name: AuditColumn<string>;
+  audit_status: AuditColumn<string>;
+  audit_arguments_hash: AuditColumn<string>;
+  audit_dispatched_arguments_hash: AuditColumn<string>;
+  audit_verdict: AuditColumn<string>;
+  audit_decided_by: AuditColumn<string>;
+  audit_error_code: AuditColumn<string>;
+  audit_permission_wait_ms: AuditColumn<number | string>;
+  audit_execution_ms: AuditColumn<number | string>;
 }
 
 export interface TraceSpansTable {
@@ -91,6 +102,29 @@ export interface CompactionsTable {
   rewound_at_ms: NullableEpochMs;
 }
 
+/** A column only tool results fill (RL-4): absent on insert for every other message. */
+type AuditColumn<T> = ColumnType<T | null, T | null | undefined, T | null>;
+
+/** The `tool_audit` view over `messages` (migration 004): one row per audited tool result. */
+export interface ToolAuditView {
+  /** The id of the tool result message. */
+  id: string;
+  session_id: string;
+  turn_id: string;
+  sequence: number;
+  created_at_ms: EpochMs;
+  tool_call_id: string;
+  tool_name: string;
+  status: string;
+  arguments_hash: string;
+  dispatched_arguments_hash: string | null;
+  verdict: string;
+  decided_by: string | null;
+  error_code: string | null;
+  permission_wait_ms: number | string | null;
+  execution_ms: number | string | null;
+}
+
 export interface Database {
   sessions: SessionsTable;
   turns: TurnsTable;
@@ -99,6 +133,7 @@ export interface Database {
   turn_plans: TurnPlansTable;
   compactions: CompactionsTable;
   runs: RunsTable;
+  tool_audit: ToolAuditView;
 }
 
 export function toMs(value: number | string): number;

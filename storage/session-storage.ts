@@ -1,3 +1,4 @@
+import type { AuditEntry, ToolAudit } from '../src/protocol/audit.js';
 import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { Plan } from '../src/protocol/plan.js';
@@ -71,6 +72,11 @@ export interface SessionPage {
   limit: number;
   /** The last session of the previous page (sessions come newest first). */
   before?: { createdAtMs: number; id: string };
+}
+
+export interface AuditQuery {
+  limit: number;
+  before?: number;
 }
 
 export interface MessagePage {
@@ -199,10 +205,17 @@ export interface SessionStorage {
   getTurn(turnId: string): Promise<TurnRow | undefined>;
   listTurns(sessionId: string): Promise<TurnRow[]>;
 
-  /** Idempotent by message id: writing an id that exists already changes nothing (CW-2's retried world-state writes). */
-  appendMessage(message: StoredMessage, fence?: number): Promise<void>;
+  /**
+   * Idempotent by message id: writing an id that exists already changes nothing (CW-2's retried
+   * world-state writes). A tool result comes with its `audit` (RL-4), written in the same row by the
+   * same fenced statement: a result is never stored without its audit, nor an audit without its result.
+   */
+  appendMessage(message: StoredMessage, fence?: number, audit?: ToolAudit): Promise<void>;
   /** The session's messages ordered by sequence; a page when given. */
   listMessages(sessionId: string, page?: MessagePage): Promise<StoredMessage[]>;
+
+  /** RL-4: the session's audit rows, newest first: at most `limit`, below sequence `before` when given. */
+  listAudit(sessionId: string, page: AuditQuery): Promise<AuditEntry[]>;
 
   savePlan(row: PlanRow, fence?: number): Promise<void>;
   /** The most recently written plan of the session, if any. */

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { bearerAuth } from './auth.js';
 import { commandError, errorResponse } from './errors.js';
 import type { HostContext } from './host-context.js';
+import { auditRoutes } from './routes/audit.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { sessionCommandRoutes } from './routes/session-commands.js';
@@ -42,6 +43,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   sessionRoutes(app, host);
   turnRoutes(app, host);
   sessionCommandRoutes(app, host);
+  auditRoutes(app, host);
   eventRoutes(app, host);
   uiChatRoutes(app, host);
   app.doc31('/openapi.json', {

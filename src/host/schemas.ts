@@ -94,6 +94,35 @@ export const MessagePage = z
   })
   .openapi('MessagePage');
 
+export const AuditQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  before: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
+const AuditEntrySchema = z
+  .object({
+    id: z.string().openapi({ description: 'the tool result message this row was written with' }),
+    sessionId: z.string(),
+    turnId: z.string(),
+    sequence: z.number().int(),
+    createdAtMs: z.number().int(),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    argumentsHash: z.string().openapi({ description: 'sha256 of the arguments the model sent, as canonical JSON' }),
+    dispatchedArgumentsHash: z.string().nullable().openapi({ description: 'sha256 of the arguments a hook rewrote them into' }),
+    verdict: z.enum(['allowed', 'denied', 'none']),
+    decidedBy: z.enum(['mode', 'rule', 'hook', 'user']).nullable(),
+    status: z.enum(['succeeded', 'failed', 'denied', 'cancelled', 'outcome_unknown']),
+    errorCode: z.string().nullable(),
+    permissionWaitMs: z.number().int().nullable(),
+    executionMs: z.number().int().nullable(),
+  })
+  .openapi('AuditEntry');
+
+export const AuditLogSchema = z
+  .object({ entries: z.array(AuditEntrySchema), nextBefore: z.number().int().nullable() })
+  .openapi('AuditLog');
+
 export const ContextWindow = z.object({ budget: z.object({}).catchall(z.unknown()) }).catchall(z.unknown()).openapi('ContextWindow');
 
 export const EventsQuery = z.object({ after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() });

@@ -37,6 +37,16 @@ export const idSchema = z.string().min(1).max(200).refine(storable, STORABLE);
 /** A session id handed to `openSession` or `inspectContextWindow`. */
 export const sessionIdSchema = readSafely(idSchema.clone());
 
+/** A page of `runtime.auditLog` (RL-4): newest first, `before` a sequence from the previous page. */
+export const auditPageSchema = readSafely(
+  z
+    .object({
+      limit: z.number().int().min(1).max(500).default(50),
+      before: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    })
+    .strict(),
+);
+
 /** A single text part may be large, but not unbounded: 1 MB of text is refused, not truncated. */
 export const MAX_TEXT_CHARS = 1_000_000;
 

@@ -17,7 +17,11 @@ export type FailureCode =
   | 'tool_call_crashed'
   | 'user_project_context_error'
   | 'project_instruction_error'
-  | 'skill_catalog_task_error';
+  | 'skill_catalog_task_error'
+  /** RL-4: a context hook threw, answered what it may not (a system part over its limit, say) — fails closed. */
+  | 'hook_failed'
+  /** RL-4: a context hook passed its time limit. */
+  | 'hook_timeout';
 
 /**
  * `usage` is the sum over the turn's model calls (compaction summaries included) of what the model

@@ -4,6 +4,7 @@ import { SYSTEM_PART_TOKEN_LIMIT } from '../context/engine.js';
 import { systemContext } from '../context/system-context.js';
 import type { ToolDefinition } from '../protocol/model.js';
 import { estimateTokens } from '../protocol/commands.js';
+import { hooksSchema, type Hooks } from './hooks.js';
 
 /** An agent's static definition (000 §1): its prompt and its limits (RT-11). */
 export interface AgentDefinition {
@@ -16,6 +17,8 @@ export interface AgentDefinition {
   toolTimeoutMs: number | null;
   /** RL-5: how many reads of one response may run at once; 1 keeps every call serial (the default). */
   parallelToolCalls: number;
+  /** RL-4: this agent's hooks, run after the runtime's. */
+  hooks?: Hooks;
 }
 
 export const agentConfigSchema = z.object({
@@ -26,12 +29,14 @@ export const agentConfigSchema = z.object({
   toolTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
   /** `true` runs up to 4 reads of one response at once; a number sets the bound. */
   parallelToolCalls: z.union([z.boolean(), z.number().int().min(1).max(64)]).optional(),
+  /** RL-4: checked to be functions; the functions given are kept, not zod's wrappers. */
+  hooks: hooksSchema.optional(),
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */
 export const DEFAULT_PARALLEL_READS = 4;
 
-export type AgentConfig = z.infer<typeof agentConfigSchema>;
+export type AgentConfig = Omit<z.infer<typeof agentConfigSchema>, 'hooks'> & { hooks?: Hooks };
 
 const DEFAULT_PROMPT =
   'You are a helpful agent. Use the tools you are given when they help, and answer plainly when you are done.';
@@ -66,6 +71,7 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       runTimeoutMs: parsed.runTimeoutMs ?? base.runTimeoutMs,
       toolTimeoutMs: parsed.toolTimeoutMs ?? base.toolTimeoutMs,
       parallelToolCalls: parallelBound(parsed.parallelToolCalls) ?? base.parallelToolCalls,
+      ...(given.hooks ? { hooks: given.hooks } : base.hooks && { hooks: base.hooks }),
     };
   }
   return agents;

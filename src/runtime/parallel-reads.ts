@@ -30,9 +30,12 @@ export class ParallelReads {
     private readonly runRead: RunRead,
   ) {}
 
-  /** Whether the calls from `from` on begin such a run. */
+  /**
+   * Whether the calls from `from` on begin such a run. Never with `beforeToolDispatch` hooks (RL-4):
+   * a read started ahead would run before the hook could deny or rewrite it.
+   */
   beginsRun(env: SessionEnv, context: TurnContext, from: number): boolean {
-    return env.agent.parallelToolCalls > 1 && this.runLength(env, context, from) >= 2;
+    return env.agent.parallelToolCalls > 1 && env.hooks.beforeToolDispatch.length === 0 && this.runLength(env, context, from) >= 2;
   }
 
   /**

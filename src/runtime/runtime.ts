@@ -1,17 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
-import { createActor, type ActorOptions, type AnyActorLogic, type InspectionEvent } from 'xstate';
+import { createActor, type InspectionEvent } from 'xstate';
+import { REAL_CLOCK, type ChartClock } from './chart-clock.js';
 import { z } from 'zod';
 import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
-import { createSessionSchema, embedSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
+import { auditPageSchema, createSessionSchema, embedSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
 import { previewContextWindow, type ContextWindowPreview } from '../context/inspect.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { AuditLog, AuditPage } from '../protocol/audit.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { Toolset } from '../tools/toolset.js';
 import type { SkillsConfig } from '../skills/types.js';
+import { hooksSchema, resolveHooks, type Hooks, type ResolvedHooks } from './hooks.js';
+import { CallAudits } from './call-audits.js';
 import { agentNamed, checkSystemContexts, limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
 import { ChatState, ChatStateError } from './chat-state.js';
 import { IdleReaper } from './idle-reaper.js';
@@ -28,8 +32,7 @@ import { SEQUENCE_BLOCK, UpdateStream } from './update-stream.js';
 
 export type { ContextWindowPreview };
 
-/** The clock XState schedules delayed transitions on (e.g. `SimulatedClock`). */
-export type ChartClock = NonNullable<ActorOptions<AnyActorLogic>['clock']>;
+export type { ChartClock };
 
 export interface RuntimeOptions {
   storage: SessionStorage;
@@ -57,6 +60,8 @@ export interface RuntimeOptions {
   ownership?: { leaseTtlMs?: number; ownerId?: string; host?: string };
   /** Update sequences reserved in storage at a time (see `SequenceReservation`); for tests. */
   sequenceBlock?: number;
+  /** RL-4: hooks around context build and tool dispatch for every session; an agent's own `hooks` run after these. */
+  hooks?: Hooks;
 }
 
 const optionsSchema = z.object({
@@ -79,6 +84,7 @@ const optionsSchema = z.object({
     })
     .optional(),
   sequenceBlock: z.number().int().min(2).max(1_000_000_000).optional(),
+  hooks: hooksSchema.optional(),
 });
 
 interface OpenSession {
@@ -127,6 +133,8 @@ export class Runtime {
    * a `SessionHandle`; stopping the actor closes it. See README, "Embed a session in your own statechart".
    */
   readonly sessionLogic: SessionLogic;
+  /** Each agent's hooks, the runtime's first (RL-4), resolved once per agent. */
+  private readonly hooksByAgent = new Map<string, ResolvedHooks>();
   private readonly lifecycle: SessionLifecycle = {
     closed: (handle) => this.release(handle),
     stopping: () => this.stopping !== null,
@@ -157,6 +165,7 @@ export class Runtime {
       trace,
       skills: this.skills,
       warn: this.warn,
+      clock: options.clock ?? REAL_CLOCK,
     });
     this.sessionLogic = createSessionLogic(
       {
@@ -201,6 +210,26 @@ export class Runtime {
   async inspectContextWindow(sessionId: string): Promise<ContextWindowPreview> {
     const { env } = this.sessions.get(sessionId) ?? (await this.openSession(sessionId), this.sessions.get(sessionId)!);
     return previewContextWindow(env, this.toolset.definitions, this.options.model.capabilities);
+  }
+
+  /**
+   * RL-4: the session's tool dispatch audit, newest first — one row per tool result, written with
+   * it. `before` is the `nextBefore` of the previous page. Reads storage only; the session need not be open.
+   */
+  async auditLog(sessionId: string, page: AuditPage = {}): Promise<AuditLog> {
+    const id = sessionIdSchema.safeParse(sessionId);
+    if (!id.success) throw new TurnchartError('InvalidInput', z.prettifyError(id.error));
+    const query = auditPageSchema.safeParse(page);
+    if (!query.success) throw new TurnchartError('InvalidInput', z.prettifyError(query.error));
+    const { limit, before } = query.data;
+    const storage = this.options.storage;
+    const [row, entries] = await Promise.all([storage.getSession(id.data), storage.listAudit(id.data, { limit, ...(before !== undefined && { before }) })]).catch(
+      (error: unknown) => {
+        throw persistenceError(error);
+      },
+    );
+    if (!row) throw new TurnchartError('UnknownSession', `no session '${id.data}'`);
+    return { entries, nextBefore: entries.length === limit ? entries.at(-1)!.sequence : null };
   }
 
   /** Resolves once every trace signal queued so far is written or dropped. */
@@ -366,6 +395,7 @@ export class Runtime {
       id: row.id,
       agentName: row.agent,
       agent,
+      hooks: this.hooksOf(row.agent, agent),
       permissionMode: row.permissionMode,
       workspaceDir: row.workspaceDir,
       busyPolicy: row.busyPolicy ?? 'reject',
@@ -398,6 +428,7 @@ export class Runtime {
       runs: loaded.runs,
       startedReads: new Map(),
       cancelWrites: new Map(),
+      audits: new CallAudits(),
     };
     for (const q of queued) {
       env.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true });
@@ -423,6 +454,15 @@ export class Runtime {
     actor.start();
     this.checkIdle(row.id);
     return handle;
+  }
+
+  private hooksOf(name: string, agent: AgentDefinition): ResolvedHooks {
+    let hooks = this.hooksByAgent.get(name);
+    if (!hooks) {
+      hooks = resolveHooks(this.options.hooks, agent.hooks);
+      this.hooksByAgent.set(name, hooks);
+    }
+    return hooks;
   }
 
   /** Arms or disarms the session's idle timer from what it is doing now. */

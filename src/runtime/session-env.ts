@@ -13,6 +13,10 @@ import type { ChatState } from './chat-state.js';
 import type { LiveView } from './live-view.js';
 import type { UpdateStream } from './update-stream.js';
 import type { StartedRead } from './parallel-reads.js';
+import type { ResolvedHooks } from './hooks.js';
+import type { CallAudits } from './call-audits.js';
+import type { ChartClock } from './chart-clock.js';
+import type { ToolAudit } from '../protocol/audit.js';
 
 /** A user message prepared before acceptance: skill snapshots first, then the user's text. */
 export interface PreparedInput {
@@ -38,6 +42,8 @@ export interface SessionEnv {
   readonly id: string;
   readonly agentName: string;
   readonly agent: AgentDefinition;
+  /** RL-4: the runtime's hooks, then the agent's, per stage. */
+  readonly hooks: ResolvedHooks;
   permissionMode: PermissionMode;
   readonly workspaceDir: string | null;
   readonly busyPolicy: BusyPolicy;
@@ -77,6 +83,8 @@ export interface SessionEnv {
   readonly startedReads: Map<string, StartedRead>;
   /** The storage write cancelling a queued turn, awaited by the command that cancelled it. */
   readonly cancelWrites: Map<string, Promise<void>>;
+  /** What each tool call's audit row needs that its chart does not hold: how long it waited and ran (RL-4). */
+  readonly audits: CallAudits;
 }
 
 /**
@@ -140,6 +148,8 @@ export interface RuntimeDeps extends RuntimeServices {
   skills: SkillsConfig | null;
   /** Where non-fatal notes go (skill scan warnings): never into the model's context. */
   warn: (message: string) => void;
+  /** The charts' clock: hooks' time limits run on it (RL-4). */
+  clock: ChartClock;
 }
 
 /** The single write path of RT-10/RT-12: check with chat state, write, then append. */
@@ -149,6 +159,8 @@ export async function persistAndAppend(
   turnId: string,
   message: ChatMessage,
   id: string = services.newId('msg'),
+  /** A tool result's audit row, written in the same transaction (RL-4). */
+  audit?: ToolAudit,
 ): Promise<StoredMessage> {
   env.chat.check(message);
   const stored: StoredMessage = {
@@ -159,7 +171,7 @@ export async function persistAndAppend(
     createdAtMs: services.now(),
     message,
   };
-  await services.storage.appendMessage(stored, env.fence);
+  await (audit ? services.storage.appendMessage(stored, env.fence, audit) : services.storage.appendMessage(stored, env.fence));
   env.chat.append(stored, true);
   return stored;
 }

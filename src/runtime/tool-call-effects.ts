@@ -22,6 +22,8 @@ import { span, type TurnEffectDeps } from './turn-effects.js';
 import { withDeadline } from './tool-deadline.js';
 import { joinStartedRead } from './parallel-reads.js';
 import type { ToolCallPart } from '../protocol/messages.js';
+import { dispatchHookEffects } from './dispatch-hooks.js';
+import { toolCallAudit } from './tool-audit.js';
 
 type Ctx = { context: ToolCallContext };
 
@@ -51,14 +53,16 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   };
 
   const executeTool = (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
-    // A read of this call may already be under way (RL-5): the call takes its result, and a cancel now reaches it.
     const env = envOf(input.sessionId);
+    env.audits.runStarted(input.toolCallId, now());
+    const ran = () => env.audits.runEnded(input.toolCallId, now());
+    // A read of this call may already be under way (RL-5): the call takes its result, and a cancel now reaches it.
     const started = env.startedReads.get(input.toolCallId);
     if (started) {
       env.startedReads.delete(input.toolCallId);
-      return joinStartedRead(started, cancellation);
+      return joinStartedRead(started, cancellation).finally(ran);
     }
-    return runWithinLimit(input, cancellation, true);
+    return runWithinLimit(input, cancellation, true).finally(ran);
   };
 
   /** Runs the tool under its time limit; `announce` sends its progress updates (a read started ahead of its call stays quiet). */
@@ -98,10 +102,13 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return { status: 'succeeded', content: 'Plan updated.' };
   };
 
+  /** The result and its audit row, in one transaction (RL-4). */
   const writeResult = async (input: WriteResultInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const { call, result } = input;
-    await persistAndAppend(env, deps, input.turnId, { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content });
+    const audit = toolCallAudit(input, env.audits.take(call.id, now()), toolset.isControlTool(call.name));
+    const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content } as const;
+    await persistAndAppend(env, deps, input.turnId, message, undefined, audit);
   };
 
   function validate(name: string, args: Record<string, unknown>): ValidationOutput {
@@ -120,8 +127,10 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return toolset.registryTool(context.call.name)?.effect ?? 'execute';
   }
 
+  const hooks = dispatchHookEffects(deps, validate);
+
   return {
-    handlers: { authorize, executeTool, runControlTool, writeResult } satisfies EffectHandlers<ToolCallEffects>,
+    handlers: { authorize, executeTool, runControlTool, writeResult, ...hooks } satisfies EffectHandlers<ToolCallEffects>,
     /** Runs a read ahead of its call (RL-5): the same tool run, limits and signal, without progress updates. */
     runRead: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
       runWithinLimit({ sessionId, turnId, toolCallId: call.id, name: call.name, args, approvedPaths: [] }, cancellation, false),
@@ -129,6 +138,8 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       isControlTool: ({ context }: Ctx) => toolset.isControlTool(context.call.name),
       isRegistryTool: ({ context }: Ctx) => toolset.registryTool(context.call.name) !== undefined,
       hasAuthorizeHook: ({ context }: Ctx) => toolset.registryTool(context.call.name)?.authorize !== undefined,
+      hasBeforeDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).hooks.beforeToolDispatch.length > 0,
+      hasAfterDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).hooks.afterToolDispatch.length > 0,
       modeForbidsCall: ({ context }: Ctx) => modeForbids(envOf(context.sessionId).permissionMode, effectOf(context)),
       modeRequiresApproval: ({ context }: Ctx) => modeRequiresApproval(envOf(context.sessionId).permissionMode, effectOf(context)),
     },
@@ -146,14 +157,16 @@ export function toolCallEffects(deps: TurnEffectDeps) {
           name: context.call.name,
           status: 'validating',
         }),
-      setLiveStatus: ({ context }: Ctx, params: { status: 'waiting_permission' | 'running' }) =>
-        envOf(context.sessionId).live.setToolStatus(context.call.id, params.status),
-      emitPermissionResolved: ({ context }: Ctx, params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' }) =>
-        emit(envOf(context.sessionId), context.turnId, {
-          type: 'permission_resolved',
-          toolCallId: context.call.id,
-          decision: params.decision,
-        }),
+      setLiveStatus: ({ context }: Ctx, params: { status: 'waiting_permission' | 'running' }) => {
+        const env = envOf(context.sessionId);
+        if (params.status === 'waiting_permission') env.audits.waitStarted(context.call.id, now());
+        env.live.setToolStatus(context.call.id, params.status);
+      },
+      emitPermissionResolved: ({ context }: Ctx, params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' }) => {
+        const env = envOf(context.sessionId);
+        env.audits.waitEnded(context.call.id, now());
+        emit(env, context.turnId, { type: 'permission_resolved', toolCallId: context.call.id, decision: params.decision });
+      },
       finishCall: ({ context }: Ctx) => {
         const status = context.result?.status ?? 'outcome_unknown';
         trace.end(`tool:${context.call.id}`, { status: spanStatus(status), errorCode: null, endedAtMs: now() });

@@ -17,6 +17,9 @@ import { emit, persistAndAppend, type RuntimeDeps, type SessionEnv } from './ses
 import type { TraceRecorder } from './trace-recorder.js';
 import { assignToolCallIds } from './tool-call-ids.js';
 import { recordFinishReason, recordUsage } from './turn-meter.js';
+import { contextHooks } from './context-hooks.js';
+import { skippedCallAudit } from './tool-audit.js';
+import type { SystemPart } from '../protocol/model.js';
 
 export interface TurnEffectDeps extends RuntimeDeps {
   toolset: Toolset;
@@ -29,10 +32,12 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
   const { env: envOf, storage, trace, now } = deps;
   const limits = contextLimits(deps.model.capabilities);
 
-  /** The one assembly path (CW-1): this turn's system context, the conversation, the tool surface. */
-  const prepareFor = (env: SessionEnv): PreparedModelCall =>
+  const hooks = contextHooks(deps);
+
+  /** The one assembly path (CW-1): this turn's system context (with what context hooks added), the conversation, the tool surface. */
+  const prepareFor = (env: SessionEnv, system: readonly SystemPart[] = env.turnSystem): PreparedModelCall =>
     prepare({
-      system: env.turnSystem,
+      system,
       conversation: env.chat.view(),
       tools: deps.toolset.definitions,
       capabilities: deps.model.capabilities,
@@ -86,16 +91,24 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
 
   const sampleWorldState = worldStateSampler(deps);
 
-  /** RT-10: sample world state, then build this call's request once; at the line, prune older turns and build again. */
+  /**
+   * RT-10: sample world state, then build this call's request once; at the line, prune older turns
+   * and build again. RL-4's context hooks run around the build and may add system parts.
+   */
   const prepareRequest = async (input: SampleInput, cancellation: EffectCancellation): Promise<{ overLine: boolean }> => {
     await sampleWorldState(input, cancellation);
     if (cancellation.aborted) throw new EffectAborted('preparing the request');
     const env = envOf(input.sessionId);
-    let prepared = prepareFor(env);
+    const system = env.hooks.beforeContextBuild.length === 0 ? env.turnSystem : await hooks.before(env, input, cancellation);
+    let prepared = prepareFor(env, system);
     const over = (p: PreparedModelCall) => reachesCompactionLine(p.budget.estimatedInputTokens, limits);
     if (over(prepared) && env.chat.watermark < env.turnStartSequence) {
       env.chat.watermark = env.turnStartSequence;
-      prepared = prepareFor(env);
+      prepared = prepareFor(env, system);
+    }
+    if (env.hooks.afterContextBuild.length > 0) {
+      const extended = await hooks.after(env, input, prepared, system, cancellation);
+      if (extended !== system) prepared = prepareFor(env, extended);
     }
     env.prepared = prepared;
     return { overLine: over(prepared) };
@@ -146,7 +159,8 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     abandonStartedReads(env, input.calls.map((c) => c.id));
     for (const call of input.calls.filter((c) => !answered.has(c.id))) {
       const content = NOT_EXECUTED_RESULT_TEXT;
-      await persistAndAppend(env, deps, input.turnId, { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content });
+      const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content } as const;
+      await persistAndAppend(env, deps, input.turnId, message, undefined, skippedCallAudit(call));
       const spanId = `tool:${call.id}`;
       trace.start(span(input, spanId, 'tool_call', call.name, 'system', now()));
       trace.end(spanId, { status: 'cancelled', errorCode: 'turn_terminated', endedAtMs: now() });

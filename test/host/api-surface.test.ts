@@ -43,6 +43,7 @@ describe('the HTTP surface: validation, errors, OpenAPI, security defaults', () 
         'POST /sessions/{sessionId}/rewind',
         'GET /sessions/{sessionId}/messages',
         'GET /sessions/{sessionId}/context',
+        'GET /sessions/{sessionId}/audit',
         'GET /sessions/{sessionId}/events',
         'POST /api/chat',
         'GET /api/chat/{id}/stream',

@@ -1,6 +1,6 @@
 import { setup, type AnyStateMachine } from 'xstate';
 import { EFFECT_PORT } from '../../machines/effect-port.js';
-import { toolCallMachine, validationAction, type ExecuteInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
+import { toolCallMachine, validationAction, type DispatchOutcome, type ExecuteInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
 import type { AuthorizationDecision, ToolResult } from '../../src/protocol/tool-result.js';
 import { effectPort, type EffectCancellation } from '../../src/runtime/effect-port.js';
 
@@ -51,6 +51,10 @@ export function toolCallStubs(
     mode?: 'deny' | 'ask';
     /** The result write fails with this error. */
     writeFails?: Error;
+    /** RL-4: what the `beforeToolDispatch` hooks decide; no hooks when absent. */
+    beforeDispatch?: DispatchOutcome | Error;
+    /** RL-4: the `afterToolDispatch` hooks run (and fail with this error when it is one). */
+    afterDispatch?: true | Error;
   } = {},
 ) {
   const written: WriteResultInput[] = [];
@@ -60,6 +64,8 @@ export function toolCallStubs(
       isControlTool: ({ context }) => context.call.name === 'update_plan',
       isRegistryTool: ({ context }) => context.call.name === 'read_file',
       hasAuthorizeHook: () => options.authorize !== undefined,
+      hasBeforeDispatchHooks: () => options.beforeDispatch !== undefined,
+      hasAfterDispatchHooks: () => options.afterDispatch !== undefined,
       modeForbidsCall: () => options.mode === 'deny',
       modeRequiresApproval: () => options.mode === 'ask',
     },
@@ -81,6 +87,13 @@ export function toolCallStubs(
     executeTool: (input: ExecuteInput, signal: AbortSignal) =>
       options.execute ? options.execute(input, signal) : Promise.resolve({ status: 'succeeded', content: `ran ${input.name}` }),
     runControlTool: async () => ({ status: 'succeeded', content: 'plan stored' }),
+    beforeToolDispatch: async () => {
+      if (options.beforeDispatch instanceof Error) throw options.beforeDispatch;
+      return options.beforeDispatch ?? { decision: 'allow' };
+    },
+    afterToolDispatch: async () => {
+      if (options.afterDispatch instanceof Error) throw options.afterDispatch;
+    },
     writeResult: async (input: WriteResultInput) => {
       if (options.writeFails) throw options.writeFails;
       written.push(input);

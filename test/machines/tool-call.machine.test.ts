@@ -146,3 +146,34 @@ describe('tool-call chart through .provide() (RT-15)', () => {
     expect(output.result).toEqual({ status: 'cancelled', content: 'tool call cancelled by the user' });
   });
 });
+
+describe('tool-call chart: dispatch hooks and who decided (RL-4)', () => {
+  it('a hook denial writes a denied result decided by the hook, and the tool never runs', async () => {
+    const stubs = toolCallStubs({ beforeDispatch: { decision: 'deny', reason: 'no' } });
+    const output = await start(stubs, input('read_file', '{"path":"a"}')).done;
+    expect(output.result).toEqual({ status: 'denied', content: 'denied by hook: no' });
+    expect(stubs.written[0]).toMatchObject({ decision: { verdict: 'denied', by: 'hook' }, hookError: null, rewritten: false });
+    expect(stubs.emitted).not.toContain('live:running');
+  });
+
+  it('a rewrite goes on with the new arguments (then the mode decides); an invalid one fails the call', async () => {
+    const stubs = toolCallStubs({ beforeDispatch: { decision: 'rewrite', args: { path: 'b' } }, mode: 'ask' });
+    const { actor } = start(stubs, input('read_file', '{"path":"a"}'));
+    await waitFor(actor, (s) => s.matches({ active: 'waiting_permission' }));
+    expect(actor.getSnapshot().context).toMatchObject({ args: { path: 'b' }, rewritten: true });
+    const invalid = toolCallStubs({ beforeDispatch: { decision: 'invalid_rewrite', message: 'path: expected string' } });
+    const output = await start(invalid, input('read_file', '{"path":"a"}')).done;
+    expect(output.result).toEqual({ status: 'failed', content: 'hook_invalid_rewrite: path: expected string' });
+    expect(invalid.written[0]).toMatchObject({ hookError: 'hook_invalid_rewrite', decision: { verdict: 'denied', by: 'hook' } });
+  });
+
+  it('a failing before hook fails closed; a failing after hook withholds the result the tool produced', async () => {
+    const before = toolCallStubs({ beforeDispatch: Object.assign(new Error('hook_timeout: too slow'), { code: 'hook_timeout' }) });
+    expect((await start(before, input('read_file', '{"path":"a"}')).done).result).toEqual({ status: 'failed', content: 'hook_timeout: too slow' });
+    expect(before.written[0]).toMatchObject({ hookError: 'hook_timeout', decision: { verdict: 'denied', by: 'hook' } });
+    const after = toolCallStubs({ afterDispatch: new Error('hook_failed: scanner down') });
+    const output = await start(after, input('read_file', '{"path":"a"}')).done;
+    expect(output.result).toEqual({ status: 'failed', content: "hook_failed: scanner down (the tool's result, succeeded, is withheld)" });
+    expect(after.written[0]).toMatchObject({ hookError: 'hook_failed', decision: null });
+  });
+});

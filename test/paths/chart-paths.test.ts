@@ -68,7 +68,7 @@ async function driveSessionPath(path: PathStep<SessionEnv>[], scenario: SessionS
 async function driveToolCallPath(path: PathStep<null>[], scenario: ToolCallScenario) {
   const director = new ToolCallDirector(path, scenario);
   const limits = { maxModelCalls: 5, doomLoopThreshold: DOOM_THRESHOLD, runTimeoutMs: null };
-  const stage = await Stage.open(director, [ledger.observe], { limits, permissionMode: scenario.mode });
+  const stage = await Stage.open(director, [ledger.observe], { limits, permissionMode: scenario.mode, dispatchHooks: scenario.hooks === true });
   director.stage = stage;
   try {
     const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });

@@ -18,8 +18,10 @@ import {
   type SessionStorage,
   type StoredMessage,
   type ToolExecutionResult,
+  type DispatchDecision,
   type TurnOutcome,
   type UpdateEnvelope,
+  type ToolAudit,
 } from '../../src/index.js';
 import type { BusyPolicy } from '../../machines/session.machine.js';
 import { holding } from '../support/workspace.js';
@@ -46,6 +48,8 @@ export interface StageOptions {
   busyPolicy?: BusyPolicy;
   /** The agent's `parallelToolCalls` (RL-5); off when not given. */
   parallelToolCalls?: number;
+  /** RL-4: the runtime gets `beforeToolDispatch` and `afterToolDispatch` hooks that ask the script. */
+  dispatchHooks?: boolean;
 }
 
 /** What a path's script decides when the runtime asks: the model's reply, a tool's result. */
@@ -54,6 +58,9 @@ export interface Script {
   toolResult(name: string, signal: AbortSignal, toolCallId: string): ToolExecutionResult | Promise<ToolExecutionResult>;
   /** The write tool's `authorize` hook; by default it asks for approval of the path. */
   authorize?(toolCallId: string): AuthorizationDecision;
+  /** RL-4's dispatch hooks, when the stage has them. */
+  beforeDispatch?(toolCallId: string, signal: AbortSignal): Promise<DispatchDecision | undefined>;
+  afterDispatch?(toolCallId: string, signal: AbortSignal): Promise<void>;
   observe(event: InspectionEvent): void;
 }
 
@@ -100,7 +107,7 @@ export class Stage {
   }
 
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
-    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls } = options;
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false } = options;
     const watched = new WatchedStorage(await migratedMemoryStorage());
     const storage = withFaults(watched.storage);
     const model = scriptedModel(
@@ -120,6 +127,12 @@ export class Stage {
         default: { systemPrompt: 'path agent', ...counts, ...(runTimeoutMs !== null && { runTimeoutMs }), ...(parallelToolCalls !== undefined && { parallelToolCalls }) },
       },
       clock,
+      ...(dispatchHooks && {
+        hooks: {
+          beforeToolDispatch: ({ toolCallId, signal }) => script.beforeDispatch!(toolCallId, signal),
+          afterToolDispatch: ({ toolCallId, signal }) => script.afterDispatch!(toolCallId, signal),
+        },
+      }),
       inspect: (event) => {
         for (const observe of observers) observe(event);
         script.observe(event);
@@ -186,6 +199,7 @@ export class Stage {
       if (n !== 1 && !lostToAFault) this.violations.push(`tool call ${id} has ${n} stored results (outcome ${JSON.stringify(outcome)})`);
     }
     this.violations.push(...resultsOutOfOrder(stored));
+    this.violations.push(...(await this.resultsWithoutAudit(stored)));
     if (outcome.status === 'timed_out') this.checkTimedOutCalls(turnId, stored);
     const row = await this.storage.getTurn(turnId);
     // A turn whose first write failed left nothing behind at all, which is consistent too.
@@ -193,6 +207,14 @@ export class Stage {
     // A terminal status whose write failed stays `running` until the next turn writes it (RT-26).
     const pendingRepair = terminalWriteFailed && row?.status === 'running';
     if (row?.status !== outcome.status && !neverStored && !pendingRepair) this.violations.push(`stored turn status ${row?.status} but outcome ${outcome.status}`);
+  }
+
+  /** RL-4: every stored tool result has exactly one audit row, keyed by it, and there is no other row. */
+  private async resultsWithoutAudit(stored: StoredMessage[]): Promise<string[]> {
+    const audited = (await this.storage.listAudit(this.session.id, { limit: 1_000 })).map((e) => `${e.id} ${e.toolCallId} ${e.status}`);
+    const results = stored.flatMap(({ id, message }) => (message.role === 'tool' ? [`${id} ${message.toolCallId} ${message.status}`] : []));
+    const expected = [...results].reverse();
+    return JSON.stringify(audited) === JSON.stringify(expected) ? [] : [`audit rows ${JSON.stringify(audited)} but tool results ${JSON.stringify(expected)}`];
   }
 
   /** RL-3: a call the time limit cancelled says so; the user cancelled nothing in a turn that timed out. */
@@ -230,7 +252,7 @@ class WatchedStorage {
     this.storage = new Proxy(base, {
       get: (_target, prop) => {
         if (typeof Reflect.get(base, prop) !== 'function') return Reflect.get(base, prop);
-        if (prop === 'appendMessage') return (message: StoredMessage, fence?: number) => this.append(message, fence);
+        if (prop === 'appendMessage') return (message: StoredMessage, fence?: number, audit?: ToolAudit) => this.append(message, fence, audit);
         return (...args: unknown[]) => (Reflect.get(this.current, prop) as (...a: unknown[]) => unknown).apply(this.current, args);
       },
     });
@@ -253,8 +275,8 @@ class WatchedStorage {
     await Promise.allSettled([...this.writes]);
   }
 
-  private append(message: StoredMessage, fence?: number): Promise<void> {
-    const write = this.current.appendMessage(message, fence);
+  private append(message: StoredMessage, fence?: number, audit?: ToolAudit): Promise<void> {
+    const write = audit ? this.current.appendMessage(message, fence, audit) : this.current.appendMessage(message, fence);
     if (message.message.role !== 'user' || message.message.kind !== 'world_state') return write;
     const watched = write.then(() => {
       if (this.finished.has(message.turnId)) this.violations.push(`world-state message ${message.id} stored after turn_finished of ${message.turnId}`);

@@ -1,6 +1,6 @@
 import type { AnyMachineSnapshot, EventObject, InspectionEvent } from 'xstate';
-import type { ToolCallContext } from '../../machines/tool-call.machine.js';
-import type { AuthorizationDecision, ScriptedReply, ToolExecutionResult } from '../../src/index.js';
+import type { DispatchOutcome, ToolCallContext } from '../../machines/tool-call.machine.js';
+import type { AuthorizationDecision, DispatchDecision, ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { untilAborted, type Script, type Stage } from './stage.js';
 import type { ToolCallScenario } from './tool-call-model.js';
 import { pendingEffectOf } from './recorded-effects.js';
@@ -101,6 +101,28 @@ export class ToolCallDirector implements Script {
     const event = this.current?.event as { type: string; output?: AuthorizationDecision } | undefined;
     if (event?.type === 'effect.failed') throw new Error('the authorize hook broke');
     return event?.output ?? { decision: 'allow' };
+  }
+
+  /** RL-4: the `beforeToolDispatch` hook answers what the current step says the hooks decided. */
+  async beforeDispatch(toolCallId: string, signal: AbortSignal): Promise<DispatchDecision | undefined> {
+    if (toolCallId !== 'target') return undefined;
+    const event = this.current?.event as { type: string; output?: DispatchOutcome } | undefined;
+    if (!event || COMMANDS.has(event.type)) return untilAborted(signal, undefined);
+    if (event.type === 'effect.failed') throw new Error('the dispatch hook broke');
+    const outcome = event.output;
+    if (outcome?.decision === 'deny') return { decision: 'deny', reason: outcome.reason };
+    if (outcome?.decision === 'rewrite') return { decision: 'rewrite', args: outcome.args };
+    // A rewrite the tool's schema refuses: the runtime finds it invalid.
+    if (outcome?.decision === 'invalid_rewrite') return { decision: 'rewrite', args: { path: 1 } };
+    return undefined;
+  }
+
+  /** RL-4: the `afterToolDispatch` hook returns, throws, or waits to be cancelled, as the step says. */
+  async afterDispatch(toolCallId: string, signal: AbortSignal): Promise<void> {
+    if (toolCallId !== 'target') return;
+    const event = this.current?.event as { type: string } | undefined;
+    if (!event || COMMANDS.has(event.type)) return untilAborted(signal, undefined);
+    if (event.type === 'effect.failed') throw new Error('the result hook broke');
   }
 
   toolResult(_name: string, signal: AbortSignal, toolCallId: string): ToolExecutionResult | Promise<ToolExecutionResult> {

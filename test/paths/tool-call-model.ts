@@ -30,6 +30,8 @@ export interface ToolCallScenario {
   mode: PermissionMode;
   /** The same call was made just before, so this one reaches the doom-loop threshold. */
   repeated: boolean;
+  /** RL-4: the runtime has `beforeToolDispatch` and `afterToolDispatch` hooks. */
+  hooks?: boolean;
 }
 
 const PATH = '{"path":"a.txt"}';
@@ -44,7 +46,17 @@ export const TOOL_CALL_SCENARIOS: ToolCallScenario[] = [
   ...(['ask', 'auto', 'read_only'] as const).flatMap((mode) =>
     ['read_file', 'write_file', 'run_cmd'].map((name) => ({ name, argumentsText: PATH, mode, repeated: false })),
   ),
+  // RL-4: with dispatch hooks, each way on after them (the tool's `authorize`, mode deny, mode ask, run) and the result hook.
+  ...([
+    ['write_file', 'ask'],
+    ['run_cmd', 'read_only'],
+    ['run_cmd', 'ask'],
+    ['read_file', 'auto'],
+  ] as const).map(([name, mode]) => ({ name, argumentsText: PATH, mode, repeated: false, hooks: true })),
 ];
+
+/** In traversal the turn id says whether the runtime has dispatch hooks; the runtime reads the session's. */
+const HOOKED_TURN = 'hooked';
 
 type Ctx = { context: ToolCallContext };
 const tool = (context: ToolCallContext) => PATH_TOOLS[context.call.name];
@@ -62,6 +74,8 @@ export const traversalToolCallMachine = toolCallMachine.provide({
     hasAuthorizeHook: ({ context }: Ctx) => (tool(context) as { hook?: boolean } | undefined)?.hook === true,
     modeForbidsCall: ({ context }: Ctx) => modeForbids(modeOf(context), effectOf(context)),
     modeRequiresApproval: ({ context }: Ctx) => modeRequiresApproval(modeOf(context), effectOf(context)),
+    hasBeforeDispatchHooks: ({ context }: Ctx) => context.turnId === HOOKED_TURN,
+    hasAfterDispatchHooks: ({ context }: Ctx) => context.turnId === HOOKED_TURN,
   },
   actions: {
     requestEffect: recordEffect,
@@ -91,6 +105,17 @@ function events(machine: AnyMachineSnapshot): EventObject[] {
       return [done({ decision: 'allow' }), done({ decision: 'ask', paths: ['a.txt'] }), done({ decision: 'deny', reason: 'protected' }), failed, ...commands];
     case 'executeTool':
       return [...(['succeeded', 'failed', 'cancelled'] as const).map((status) => done({ status, content: status })), failed, ...commands];
+    case 'beforeToolDispatch':
+      return [
+        done({ decision: 'allow' }),
+        done({ decision: 'deny', reason: 'not today' }),
+        done({ decision: 'rewrite', args: { path: 'b.txt' } }),
+        done({ decision: 'invalid_rewrite', message: 'path: expected string' }),
+        failed,
+        ...commands,
+      ];
+    case 'afterToolDispatch':
+      return [done(undefined), failed, ...commands];
     case 'runControlTool':
     case 'writeResult':
       return [done(undefined), failed];
@@ -105,7 +130,7 @@ export function toolCallModel(scenario: ToolCallScenario): ChartModel<null> {
     machine: traversalToolCallMachine,
     input: {
       sessionId: scenario.mode,
-      turnId: 't',
+      turnId: scenario.hooks ? HOOKED_TURN : 't',
       call: { id: 'target', name: scenario.name, argumentsText: scenario.argumentsText },
       doom: scenario.repeated ? { signature: callSignature(scenario.name, args), count: DOOM_THRESHOLD - 1 } : { signature: null, count: 0 },
       doomLoopThreshold: DOOM_THRESHOLD,

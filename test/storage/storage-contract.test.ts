@@ -3,7 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatMessage, StoredMessage } from '../../src/protocol/messages.js';
 import type { Plan } from '../../src/protocol/plan.js';
 import type { TraceSpan } from '../../src/protocol/trace.js';
-import type { CompactionRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
+import { FencedWriteError, type CompactionRow, type SessionRow, type SessionStorage } from '../../storage/session-storage.js';
+import type { ToolAudit } from '../../src/protocol/audit.js';
 import {
   indexNames,
   installInterruptTrap,
@@ -344,6 +345,64 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       expect(await storage.listMessages('s1')).toEqual([original]);
     });
 
+    describe('tool audit (RL-4)', () => {
+      const result = (callId: string, status: 'succeeded' | 'denied' = 'succeeded'): ChatMessage => ({
+        role: 'tool',
+        toolCallId: callId,
+        toolName: 'read_file',
+        status,
+        content: `result of ${callId}`,
+      });
+      const audit = (callId: string, overrides: Partial<ToolAudit> = {}): ToolAudit => ({
+        toolCallId: callId,
+        toolName: 'read_file',
+        argumentsHash: 'a'.repeat(64),
+        dispatchedArgumentsHash: null,
+        verdict: 'allowed',
+        decidedBy: 'mode',
+        status: 'succeeded',
+        errorCode: null,
+        permissionWaitMs: null,
+        // Past 2^31 too: a bigint column.
+        executionMs: 3_000_000_000,
+        ...overrides,
+      });
+      const entry = (message: StoredMessage, a: ToolAudit) => ({ ...a, id: message.id, sessionId: message.sessionId, turnId: message.turnId, sequence: message.sequence, createdAtMs: message.createdAtMs });
+
+      it('writes a result and its audit row together, reads them newest first in pages, and a retry changes nothing', async () => {
+        await sessionWithTurns('s1', 't1');
+        await sessionWithTurns('s2', 't2');
+        const rows = [
+          [stored('t1', 's1', 1, result('c1')), audit('c1')],
+          [stored('t1', 's1', 2, result('c2', 'denied')), audit('c2', { verdict: 'denied', decidedBy: 'hook', status: 'denied', executionMs: null })],
+          [stored('t1', 's1', 3, result('c\u0000odd')), audit('c\u0000odd', { toolName: 'x\u0000y', dispatchedArgumentsHash: 'b'.repeat(64), decidedBy: 'user', permissionWaitMs: 12 })],
+        ] as const;
+        for (const [message, a] of rows) await storage.appendMessage(message, undefined, a);
+        await storage.appendMessage(stored('t2', 's2', 1, result('other')), undefined, audit('other'));
+        // Retried with the same message id: neither the message nor its row is written twice.
+        await storage.appendMessage(rows[0][0], undefined, rows[0][1]);
+
+        const all = rows.map(([m, a]) => entry(m, a)).reverse();
+        expect(await storage.listAudit('s1', { limit: 10 })).toEqual(all);
+        expect(await storage.listAudit('s1', { limit: 2 })).toEqual(all.slice(0, 2));
+        expect(await storage.listAudit('s1', { limit: 2, before: 2 })).toEqual(all.slice(2));
+        expect(await storage.listAudit('missing', { limit: 2 })).toEqual([]);
+        expect((await storage.listMessages('s1')).filter((m) => m.message.role === 'tool')).toHaveLength(3);
+        // Messages without an audit (every other kind) are no audit rows.
+        await storage.appendMessage(stored('t1', 's1', 4, user('not audited')));
+        expect(await storage.listAudit('s1', { limit: 10 })).toEqual(all);
+      });
+
+      it('writes neither when the message is refused (a taken sequence) or the fence has moved on', async () => {
+        await sessionWithTurns('s1', 't1');
+        await storage.appendMessage(stored('t1', 's1', 1, result('c1')), undefined, audit('c1'));
+        await expect(storage.appendMessage(stored('t1', 's1', 1, result('c2'), 'clash'), undefined, audit('c2'))).rejects.toThrow();
+        await expect(storage.appendMessage(stored('t1', 's1', 2, result('c3')), 99, audit('c3'))).rejects.toBeInstanceOf(FencedWriteError);
+        expect((await storage.listAudit('s1', { limit: 10 })).map((e) => e.toolCallId)).toEqual(['c1']);
+        expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['t1-1']);
+      });
+    });
+
     describe('compactions', () => {
       const NOW = T0 + 50_000;
 
@@ -492,7 +551,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await storage.migrate();
       expect(await storage.getSession('s1')).toEqual(session('s1'));
       expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
-      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service']);
+      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit']);
     });
 
     it('migrate() upgrades a database made by 001_initial alone, keeping its data', async () => {
@@ -513,11 +572,12 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await expect(s.listCompactions('s1')).rejects.toThrow();
 
         await s.migrate();
-        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service']);
+        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit']);
         expect(await s.getSession('s1')).toEqual(session('s1'));
         expect(await s.getTurn('t1')).toMatchObject({ status: 'completed', finalText: 'done' });
         expect(await s.listMessages('s1')).toEqual([stored('t1', 's1', 0, user('from before'))]);
         expect(await s.listCompactions('s1')).toEqual([]);
+        expect(await s.listAudit('s1', { limit: 10 })).toEqual([]);
         const c1 = checkpoint('c1', 's1', 1, { boundaryMessageId: 't1-0', boundarySequence: 0 });
         await s.saveCompaction(c1);
         expect(await s.activeCompaction('s1')).toEqual(c1);

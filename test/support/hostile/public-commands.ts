@@ -96,6 +96,18 @@ export const PUBLIC_COMMANDS: readonly PublicCommand[] = [
     call: (t, v) => t.runtime.inspectContextWindow(v as string),
     untyped: valueOrTurnchartError((v) => typeof (v as { budget?: unknown }).budget === 'object'),
   },
+  {
+    name: 'auditLog',
+    valid: (ids) => fc.oneof(fc.constant(ids.sessionId), text),
+    call: (t, v) => t.runtime.auditLog(v as string),
+    untyped: valueOrTurnchartError((v) => Array.isArray((v as { entries?: unknown }).entries)),
+  },
+  {
+    name: 'auditLog page',
+    valid: () => fc.record({ limit: fc.integer({ min: 1, max: 500 }), before: fc.nat() }, { requiredKeys: [] }),
+    call: (t, v) => t.runtime.auditLog(t.session.id, v as never),
+    untyped: valueOrTurnchartError((v) => Array.isArray((v as { entries?: unknown }).entries)),
+  },
 ];
 
 /** Calls and settles: a synchronous throw counts as a throw, a returned promise is awaited. */

@@ -1,0 +1,59 @@
+import type { ToolResultStatus } from './messages.js';
+
+/** RL-4: whether a dispatched call was let through, and who decided. */
+export type AuditVerdict = 'allowed' | 'denied' | 'none';
+
+/**
+ * Who decided: the session's permission `mode`, a `rule` (the tool's own `authorize`), a dispatch
+ * `hook`, or the `user` answering an approval. Null when nothing had to decide (a control tool, a
+ * call refused before any decision: unknown tool, invalid arguments, doom loop, a cancel).
+ */
+export type AuditDecider = 'mode' | 'rule' | 'hook' | 'user';
+
+export interface AuditDecision {
+  verdict: Exclude<AuditVerdict, 'none'>;
+  by: AuditDecider;
+}
+
+/** What a tool result's audit row adds to the result message it is written with. */
+export interface ToolAudit {
+  toolCallId: string;
+  toolName: string;
+  /** sha256 (hex) of the arguments as the model sent them, in canonical JSON (keys sorted); of the raw text when it was no JSON object. */
+  argumentsHash: string;
+  /** sha256 of the arguments the tool ran with, when a `beforeToolDispatch` hook rewrote them; else null. */
+  dispatchedArgumentsHash: string | null;
+  verdict: AuditVerdict;
+  decidedBy: AuditDecider | null;
+  status: ToolResultStatus;
+  /** `hook_failed`, `hook_timeout`, `hook_invalid_rewrite` when a hook failed the call; else null. */
+  errorCode: string | null;
+  /** How long the call waited for the user's answer; null when it never asked. */
+  permissionWaitMs: number | null;
+  /** How long the tool ran; null when it never ran. */
+  executionMs: number | null;
+}
+
+/** One audit row as read back: the audit plus where its result message sits. */
+export interface AuditEntry extends ToolAudit {
+  /** The id of the tool result message written in the same transaction. */
+  id: string;
+  sessionId: string;
+  turnId: string;
+  /** The result message's sequence: the log's order and its page cursor. */
+  sequence: number;
+  createdAtMs: number;
+}
+
+export interface AuditPage {
+  /** At most this many entries (default 50, at most 500). */
+  limit?: number;
+  /** Only entries whose sequence is below this one: the `nextBefore` of the previous page. */
+  before?: number;
+}
+
+/** Newest first; `nextBefore` pages on, null on the last page. */
+export interface AuditLog {
+  entries: AuditEntry[];
+  nextBefore: number | null;
+}

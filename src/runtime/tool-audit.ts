@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import type { WriteResultInput } from '../../machines/tool-call.machine.js';
+import { parseArguments, stableStringify } from '../../machines/signature.js';
+import type { ToolAudit } from '../protocol/audit.js';
+import type { ToolCallPart } from '../protocol/messages.js';
+
+/** sha256 (hex) of canonical JSON: keys sorted at every level, so equal arguments hash equally however they were spelled. */
+export function argumentsHash(args: unknown): string {
+  return createHash('sha256').update(stableStringify(args)).digest('hex');
+}
+
+/** The arguments as the model sent them: canonical JSON when they parse to an object, else the raw text itself. */
+function sentArgumentsHash(call: ToolCallPart): string {
+  const parsed = parseArguments(call.argumentsText);
+  return parsed === undefined ? createHash('sha256').update(call.argumentsText).digest('hex') : argumentsHash(parsed);
+}
+
+/**
+ * The audit row of a call whose chart wrote its result (RL-4). A call nobody had to decide about
+ * and whose tool ran was allowed by the session's mode; a control tool needs no decision; a call
+ * refused before any decision (unknown tool, invalid arguments, doom loop, a cancel) has none.
+ */
+export function toolCallAudit(
+  input: WriteResultInput,
+  times: { permissionWaitMs: number | null; executionMs: number | null },
+  controlTool: boolean,
+): ToolAudit {
+  const decision = input.decision ?? (times.executionMs !== null ? { verdict: 'allowed' as const, by: 'mode' as const } : null);
+  return {
+    toolCallId: input.call.id,
+    toolName: input.call.name,
+    argumentsHash: sentArgumentsHash(input.call),
+    dispatchedArgumentsHash: input.rewritten ? argumentsHash(input.args) : null,
+    verdict: decision?.verdict ?? (controlTool ? 'allowed' : 'none'),
+    decidedBy: decision?.by ?? null,
+    status: input.result.status,
+    errorCode: input.hookError,
+    permissionWaitMs: times.permissionWaitMs,
+    executionMs: times.executionMs,
+  };
+}
+
+/** The audit row of a call the turn skipped (RT-13): never dispatched, answered `cancelled`. */
+export function skippedCallAudit(call: ToolCallPart): ToolAudit {
+  return {
+    toolCallId: call.id,
+    toolName: call.name,
+    argumentsHash: sentArgumentsHash(call),
+    dispatchedArgumentsHash: null,
+    verdict: 'none',
+    decidedBy: null,
+    status: 'cancelled',
+    errorCode: null,
+    permissionWaitMs: null,
+    executionMs: null,
+  };
+}
