@@ -21,6 +21,9 @@ const FAILURE_CODES: ReadonlySet<string> = new Set<FailureCode>([
   'user_project_context_error',
   'project_instruction_error',
   'skill_catalog_task_error',
+  'mistake_limit',
+  'stalled',
+  'budget_exhausted',
 ]);
 
 function isFailureCode(code: string): code is FailureCode {

@@ -17,7 +17,16 @@ export type FailureCode =
   | 'tool_call_crashed'
   | 'user_project_context_error'
   | 'project_instruction_error'
-  | 'skill_catalog_task_error';
+  | 'skill_catalog_task_error'
+  /** GR-2: the mistake breaker's limit was reached with no `onMistakeLimit`, or that callback failed. */
+  | 'mistake_limit'
+  /** The turn made no progress (no update) for its agent's `stallTimeoutMs`. */
+  | 'stalled'
+  /** The last call made under the token budget still asked for tools. */
+  | 'budget_exhausted';
+
+/** Which guardrail ended a completed turn early, with an explanatory final text. */
+export type StoppedBy = 'mistake_limit' | 'token_budget';
 
 /**
  * `usage` is the sum over the turn's model calls (compaction summaries included) of what the model
@@ -25,7 +34,7 @@ export type FailureCode =
  * from storage has none. `finishReason` is the final response's.
  */
 export type TurnOutcome =
-  | { status: 'completed'; finalText: string; finishReason?: FinishReason; usage?: TokenUsage }
+  | { status: 'completed'; finalText: string; finishReason?: FinishReason; usage?: TokenUsage; stoppedBy?: StoppedBy }
   | { status: 'failed'; code: FailureCode; message: string; usage?: TokenUsage }
   | { status: 'cancelled'; usage?: TokenUsage }
   /** The run went past its agent's `runTimeoutMs` (RL-3): cancelled the way a cancel does. */
