@@ -102,13 +102,13 @@ const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
 /**
  * Near-duplicate arguments compare equal after this: strings trimmed with inner whitespace runs
- * made one space, numeric strings written the way a number prints (`"1.50"` → `"1.5"`), numbers
- * as JSON prints them; key order is already ignored by the signature.
+ * made one space, numeric strings as the number they write (`"1.50"`, `" 1.5"` and `1.5` are one
+ * value), numbers as JSON prints them; key order is already ignored by the signature.
  */
 export function normalizeArguments(value: unknown): unknown {
   if (typeof value === 'string') {
     const squeezed = value.trim().replace(/\s+/g, ' ');
-    return NUMERIC.test(squeezed) && Number.isFinite(Number(squeezed)) ? String(Number(squeezed)) : squeezed;
+    return NUMERIC.test(squeezed) && Number.isFinite(Number(squeezed)) ? Number(squeezed) : squeezed;
   }
   if (Array.isArray(value)) return value.map(normalizeArguments);
   if (value !== null && typeof value === 'object') {

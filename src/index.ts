@@ -23,6 +23,14 @@ export { EFFECT_PORT, type EffectContract, type EffectCall } from '../machines/e
 export type { RuntimeView, LiveToolCall, PendingApproval } from './runtime/live-view.js';
 export { REPLAY_CAPACITY, type ReplayResult } from './runtime/update-stream.js';
 export { DEFAULT_AGENTS, type AgentConfig, type AgentDefinition } from './runtime/agents.js';
+export {
+  type GuardrailsConfig,
+  type GuardrailProfileName,
+  type OnMistakeLimit,
+  type MistakeLimitContext,
+  type MistakeLimitDecision,
+} from './runtime/guardrail-profiles.js';
+export { CONCLUDE_INSTRUCTION } from './runtime/turn-effects.js';
 
 export { defineTool, type Tool, type AnyTool, type ToolEffect, type ExecuteContext, type AuthorizeContext, type ToolExecutionResult } from './tools/define-tool.js';
 export { UPDATE_PLAN } from './tools/toolset.js';
@@ -33,6 +41,18 @@ export { aiSdkModel, type AiSdkModelOptions } from './model/ai-sdk-model.js';
 export { sessionMachine } from '../machines/session.machine.js';
 export { turnMachine } from '../machines/turn.machine.js';
 export { toolCallMachine } from '../machines/tool-call.machine.js';
+export { stallWatchdogMachine } from '../machines/stall-watchdog.machine.js';
+export {
+  observeCall,
+  detectCycle,
+  normalizeArguments,
+  tallyResult,
+  mistakesAfter,
+  type LoopRules,
+  type LoopTracker,
+  type LoopVerdict,
+  type GuardrailLimits,
+} from '../machines/guardrails.js';
 
 export { sqliteStorage } from '../storage/sqlite.js';
 export { postgresStorage } from '../storage/postgres.js';
