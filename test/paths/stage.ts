@@ -10,6 +10,8 @@ import {
   withFaults,
   type AuthorizationDecision,
   type FaultyStorage,
+  type GuardrailsConfig,
+  type MistakeLimitDecision,
   type ModelCallOptions,
   type PermissionMode,
   type Runtime,
@@ -46,6 +48,8 @@ export interface StageOptions {
   busyPolicy?: BusyPolicy;
   /** The agent's `parallelToolCalls` (RL-5); off when not given. */
   parallelToolCalls?: number;
+  /** The agent's guardrail profile (issue 12); the default profile when not given. */
+  guardrails?: GuardrailsConfig;
 }
 
 /** What a path's script decides when the runtime asks: the model's reply, a tool's result. */
@@ -54,6 +58,8 @@ export interface Script {
   toolResult(name: string, signal: AbortSignal, toolCallId: string): ToolExecutionResult | Promise<ToolExecutionResult>;
   /** The write tool's `authorize` hook; by default it asks for approval of the path. */
   authorize?(toolCallId: string): AuthorizationDecision;
+  /** The agent's `onMistakeLimit` (GR-2); the agent has none when the script has none. */
+  mistakeDecision?(signal: AbortSignal): MistakeLimitDecision | Promise<MistakeLimitDecision>;
   observe(event: InspectionEvent): void;
 }
 
@@ -100,7 +106,7 @@ export class Stage {
   }
 
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
-    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls } = options;
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, guardrails } = options;
     const watched = new WatchedStorage(await migratedMemoryStorage());
     const storage = withFaults(watched.storage);
     const model = scriptedModel(
@@ -117,7 +123,14 @@ export class Stage {
       model,
       tools,
       agents: {
-        default: { systemPrompt: 'path agent', ...counts, ...(runTimeoutMs !== null && { runTimeoutMs }), ...(parallelToolCalls !== undefined && { parallelToolCalls }) },
+        default: {
+          systemPrompt: 'path agent',
+          ...counts,
+          ...(runTimeoutMs !== null && { runTimeoutMs }),
+          ...(parallelToolCalls !== undefined && { parallelToolCalls }),
+          ...(guardrails !== undefined && { guardrails }),
+          ...(script.mistakeDecision && { onMistakeLimit: ({ signal }: { signal: AbortSignal }) => script.mistakeDecision!(signal) }),
+        },
       },
       clock,
       inspect: (event) => {
