@@ -156,18 +156,23 @@ function interruptOf(event: TurnEvent): Exclude<Interrupt, null> {
   return 'cancel';
 }
 
-/** After a call: move on, carry the loop count, tally the result for the mistake breaker, remember whether it ended the turn. */
-const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context, event }) => ({
-  toolIndex: context.toolIndex + 1,
-  loop: event.output.loop,
-  step: tallyResult(context.step, event.output.result),
-  termination: event.output.termination ?? context.termination,
-}));
-
-/** The response's last call is done: a step whose calls all failed is one more mistake in a row, any success resets (GR-2). */
-const closeStep = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context }) => ({
-  mistakes: mistakesAfter(context.mistakes, context.step),
-}));
+/**
+ * After a call: move on, carry the loop count, tally the result for the mistake breaker, remember
+ * whether it ended the turn. After the response's last call the step is closed (GR-2): calls that
+ * all failed are one more mistake in a row, any success resets. One `assign`, not two: each copies
+ * the snapshot.
+ */
+const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context, event }) => {
+  const step = tallyResult(context.step, event.output.result);
+  const last = context.toolIndex + 1 >= toolCallsOf(context).length;
+  return {
+    toolIndex: context.toolIndex + 1,
+    loop: event.output.loop,
+    step,
+    mistakes: last ? mistakesAfter(context.mistakes, step) : context.mistakes,
+    termination: event.output.termination ?? context.termination,
+  };
+});
 
 const guardrailsOf = (context: TurnContext) => context.limits.guardrails;
 const preparedOf = (event: TurnEvent) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as Partial<PreparedOutput> | undefined;
@@ -578,7 +583,7 @@ export const turnMachine = setup({
               // A cancel or stop arrived while the call ran: the remaining calls still get their results.
               { guard: 'interrupted', target: '#turn.skipping_remaining', actions: recordToolCall },
               // That was the response's last call: back to the model, the step counted for the mistake breaker.
-              { guard: 'isLastToolCall', target: '#turn.running_model', actions: [recordToolCall, closeStep] },
+              { guard: 'isLastToolCall', target: '#turn.running_model', actions: recordToolCall },
               // The next calls are a run of reads that may run side by side (RL-5): start them, then the next call.
               { guard: 'nextCallsReadInParallel', target: 'tool_call', reenter: true, actions: [recordToolCall, 'startParallelReads'] },
               // The next call of the same response, in provider order: a new tool-call actor.

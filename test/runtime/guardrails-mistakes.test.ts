@@ -96,6 +96,25 @@ describe('the mistake breaker (GR-2)', () => {
     expect((await runTurn(h.session, 'go')).outcome).toMatchObject({ status: 'failed', code: 'mistake_limit', message: expect.stringContaining('answered neither') });
   });
 
+  it('a late stop still reaches the running turn while the callback decides: actor_stopped, its signal aborted (GR-3)', async () => {
+    let seen: AbortSignal | null = null;
+    let reached!: () => void;
+    const asked = new Promise<void>((resolve) => (reached = resolve));
+    const onMistakeLimit = ({ signal }: MistakeLimitContext) => {
+      seen = signal;
+      reached();
+      return new Promise<MistakeLimitDecision>(() => undefined);
+    };
+    h = await harness(steps([flaky()]), { tools, agents: { default: { guardrails: { mistakeLimit: 1 }, onMistakeLimit } } });
+    const turnId = await startTurn(h.session, 'go');
+    await asked;
+    await h.session.stop();
+    expect(await h.session.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'actor_stopped' });
+    expect(seen!.aborted).toBe(true);
+    const finished = h.updates.findIndex((u) => u.update.type === 'turn_finished');
+    expect(finished).toBe(h.updates.length - 1);
+  });
+
   it('a cancel reaches a callback still deciding: its signal aborts and the turn ends cancelled at once', async () => {
     let seen: AbortSignal | null = null;
     let reached!: () => void;
