@@ -23,6 +23,9 @@ const FAILURE_CODES: ReadonlySet<string> = new Set<FailureCode>([
   'skill_catalog_task_error',
   'hook_failed',
   'hook_timeout',
+  'mistake_limit',
+  'stalled',
+  'budget_exhausted',
 ]);
 
 function isFailureCode(code: string): code is FailureCode {

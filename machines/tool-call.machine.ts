@@ -2,33 +2,31 @@ import { assign, not, or, sendParent, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import type { AuditDecision } from '../src/protocol/audit.js';
-import type {
-  AuthorizationDecision,
-  DoomCounter,
-  ToolCallOutput,
-  ToolResult,
-  TurnTermination,
-} from '../src/protocol/tool-result.js';
-import { callSignature, MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
+import type { AuthorizationDecision, ToolCallOutput, ToolResult, TurnTermination } from '../src/protocol/tool-result.js';
+import type { GuardrailRule } from '../src/protocol/updates.js';
+import { MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
+import { breakRun, observeCall, recoveryHint, stopReason, type LoopRules, type LoopTracker, type LoopVerdict } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
  * One tool call (RT-15): `active` { `screening` — the parsed arguments are a JSON object? the name
- * resolves? the schema passes? under the doom-loop threshold? then control tool → `running_control`,
- * dispatch hooks → `before_dispatch` (→ `dispatch_allowed`), `authorize` hook → `consulting_tool`
- * (→ `tool_asked` / `tool_allowed`), mode deny, mode ask → `waiting_permission`, else `executing`
- * (→ `after_dispatch` when hooks watch results) } → `writing_result` → `done`. Every path ends in
- * `writing_result`, so every call gets exactly one result (RT-12) and one audit row (RL-4).
+ * resolves? the schema passes? under the loop and cycle stops (GR-1; a hint when a soft threshold
+ * is reached, announced once)? then control tool → `running_control`, dispatch hooks →
+ * `before_dispatch` (→ `dispatch_allowed`), `authorize` hook → `consulting_tool` (→ `tool_asked` /
+ * `tool_allowed`), mode deny, mode ask → `waiting_permission`, else `executing` (→ `after_dispatch`
+ * when hooks watch results) } → `writing_result` → `done`. Every path ends in `writing_result`, so
+ * every call gets exactly one result (RT-12) and one audit row (RL-4).
  */
 
 export interface ToolCallInput {
   sessionId: string;
   turnId: string;
   call: ToolCallPart;
-  doom: DoomCounter;
-  doomLoopThreshold: number;
+  /** The run of consecutive calls before this one. */
+  loop: LoopTracker;
+  loopRules: LoopRules;
 }
 
 export interface ToolCallContext extends ToolCallInput {
@@ -47,12 +45,23 @@ export interface ToolCallContext extends ToolCallInput {
   hookError: string | null;
   /** RL-4: a `beforeToolDispatch` hook replaced the arguments. */
   rewritten: boolean;
+  /** What the loop and cycle detectors said about this call (GR-1), once its arguments passed. */
+  verdict: LoopVerdict;
+  /** The soft threshold's `guardrail_triggered` went out. */
+  hintAnnounced: boolean;
+}
+
+export interface GuardrailTriggered {
+  rule: GuardrailRule;
+  level: 'soft' | 'hard';
+  toolName?: string;
+  count: number;
 }
 
 export type ToolCallEvent =
   | { type: 'permission.resolve'; decision: PermissionDecision }
-  /** `reason: 'timeout'` when the run's time limit cancels the call rather than the user. */
-  | { type: 'tool.cancel'; reason?: 'timeout' }
+  /** `reason: 'timeout'` when the run's time limit cancels the call rather than the user, `'stall'` when the no-progress watchdog does. */
+  | { type: 'tool.cancel'; reason?: 'timeout' | 'stall' }
   | { type: 'tool.stop' }
   | EffectReply;
 
@@ -122,6 +131,7 @@ const DENIED_BY_HOOK: AuditDecision = { verdict: 'denied', by: 'hook' };
 const DENIED_BY_USER: AuditDecision = { verdict: 'denied', by: 'user' };
 const ALLOWED_BY_USER: AuditDecision = { verdict: 'allowed', by: 'user' };
 const CANCELLED_BY_TIMEOUT = 'tool call cancelled: the run passed its time limit';
+const CANCELLED_BY_STALL = 'tool call cancelled: the turn made no progress for too long';
 const STOPPED = 'the session stopped before the tool call finished';
 
 export const toolCallMachine = setup({
@@ -148,7 +158,8 @@ export const toolCallMachine = setup({
     modeRequiresApproval: notProvided('tool-call', 'modeRequiresApproval') as (_: { context: ToolCallContext }) => boolean,
     argumentsAreJsonObject: ({ context }) => context.argumentsParsed,
     argumentsMatchSchema: ({ context }) => context.validation?.ok === true,
-    reachedDoomLoopThreshold: ({ context }) => context.doom.count >= context.doomLoopThreshold,
+    loopStopReached: ({ context }) => context.verdict?.level === 'hard',
+    loopHintDue: ({ context }) => context.verdict?.level === 'soft' && !context.hintAnnounced,
     resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
   },
   actions: {
@@ -164,6 +175,8 @@ export const toolCallMachine = setup({
       params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' },
     ) => void,
     finishCall: notProvided('tool-call', 'finishCall'),
+    /** Supplied by the runtime: the `guardrail_triggered` update. */
+    emitGuardrailTriggered: notProvided('tool-call', 'emitGuardrailTriggered') as (_: unknown, params: GuardrailTriggered) => void,
     /** Supplied by the runtime as an `assign` of `requestedPaths`: what an approval the mode asks for names. */
     assignApprovalPaths: approvalPathsAction(() => []),
     /** Supplied by the runtime as an `assign` of `validation`: the arguments checked against the tool's schema. */
@@ -190,7 +203,7 @@ export const toolCallMachine = setup({
       hookError: ({ event }) => hookCodeOf(errorOf(event)),
     }),
     assignCancelled: assign({
-      result: ({ event }) => ({ status: 'cancelled', content: event.type === 'tool.cancel' && event.reason === 'timeout' ? CANCELLED_BY_TIMEOUT : CANCELLED_BY_USER }),
+      result: ({ event }) => ({ status: 'cancelled', content: cancelledText(event) }),
       termination: { kind: 'cancelled' },
     }),
     assignStopped: assign({
@@ -208,8 +221,8 @@ export const toolCallMachine = setup({
       sessionId: input.sessionId,
       turnId: input.turnId,
       call: input.call,
-      doom: input.doom,
-      doomLoopThreshold: input.doomLoopThreshold,
+      loop: input.loop,
+      loopRules: input.loopRules,
       args: parsed ?? {},
       argumentsParsed: parsed !== undefined,
       validation: null,
@@ -220,13 +233,15 @@ export const toolCallMachine = setup({
       decision: null,
       hookError: null,
       rewritten: false,
+      verdict: null,
+      hintAnnounced: false,
     };
   },
   initial: 'active',
   states: {
     active: {
       initial: 'screening',
-      // The arguments were parsed with the context; validation and the doom-loop count happen here, in one update.
+      // The arguments were parsed with the context; validation and the loop count happen here, in one update.
       entry: ['startSpan', 'emitToolCallStarted', 'validateArguments'],
       states: {
         /**
@@ -269,18 +284,22 @@ export const toolCallMachine = setup({
                 }),
               }),
             },
-            // RT-14: the same call with the same arguments too many times in a row ends the turn.
+            // RT-14 / GR-1: the same call too many times in a row, or a sequence repeated too often, ends the turn.
             {
-              guard: 'reachedDoomLoopThreshold',
+              guard: 'loopStopReached',
               target: '#toolCall.writing_result',
-              actions: assign({
-                result: ({ context }) => ({ status: 'failed', content: `doom loop detected for tool '${context.call.name}'` }),
-                termination: ({ context }) => ({
-                  kind: 'failed',
-                  code: 'doom_loop',
-                  message: `'${context.call.name}' was called ${context.doom.count} times in a row with the same arguments`,
+              actions: [
+                { type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) },
+                assign({
+                  result: ({ context }) => ({ status: 'failed', content: stopReason(context.verdict!, context.call.name).result }),
+                  termination: ({ context }) => ({ kind: 'failed', code: 'doom_loop', message: stopReason(context.verdict!, context.call.name).message }),
                 }),
-              }),
+              ],
+            },
+            // GR-1: a soft threshold is announced once; the call goes on, and its result will carry the hint.
+            {
+              guard: 'loopHintDue',
+              actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, assign({ hintAnnounced: true })],
             },
             // Control tools (e.g. `update_plan`) run without authorization.
             { guard: 'isControlTool', target: '#toolCall.running_control' },
@@ -473,7 +492,7 @@ export const toolCallMachine = setup({
             sessionId: context.sessionId,
             turnId: context.turnId,
             call: context.call,
-            result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' },
+            result: resultOf(context),
             args: context.args,
             argumentsParsed: context.argumentsParsed,
             decision: context.decision,
@@ -504,29 +523,49 @@ export const toolCallMachine = setup({
   },
   output: ({ context }) => ({
     toolCallId: context.call.id,
-    result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' },
+    result: resultOf(context),
     termination: context.termination,
-    doom: context.doom,
+    loop: context.loop,
   }),
 });
 
 /**
  * How the runtime supplies validation: one `assign` that checks parsed arguments against the tool's
  * schema (`validate`) and, when they pass, keeps the validated arguments and counts the call for
- * the doom-loop guard. One update rather than three: each `assign` copies the snapshot.
+ * the loop rules (GR-1). A call that fails (no JSON object, unknown tool, schema) breaks the run
+ * of identical calls: it is not one of them. One update rather than three: each `assign` copies
+ * the snapshot.
  */
 export function validationAction(validate: (context: ToolCallContext) => ValidationOutput) {
   return assign<ToolCallContext, ToolCallEvent, undefined, ToolCallEvent, never>(({ context }) => {
-    if (!context.argumentsParsed) return {};
+    if (!context.argumentsParsed) return { loop: breakRun(context.loop) };
     const validation = validate(context);
-    if (!validation.ok) return { validation };
-    return { validation, args: validation.args, doom: countCall(context.call.name, validation.args, context.doom) };
+    if (!validation.ok) return { validation, loop: breakRun(context.loop) };
+    const { tracker, verdict } = observeCall(context.loop, context.call.name, validation.args, context.loopRules);
+    return { validation, args: validation.args, loop: tracker, verdict };
   });
+}
+
+/** The call's result; a soft threshold's recovery hint is appended to whatever it was (the call still ran). */
+function resultOf(context: ToolCallContext): ToolResult {
+  const result = context.result ?? { status: 'outcome_unknown', content: 'no result was produced' };
+  if (context.verdict?.level !== 'soft') return result;
+  return { status: result.status, content: result.content + recoveryHint(context.verdict, context.call.name) };
+}
+
+function triggered(context: ToolCallContext): GuardrailTriggered {
+  const verdict = context.verdict!;
+  return { rule: verdict.rule, level: verdict.level, toolName: context.call.name, count: verdict.count };
 }
 
 /** How the runtime supplies the paths an approval asked by the session's mode names (a tool's `approvalPaths`). */
 export function approvalPathsAction(paths: (context: ToolCallContext) => string[]) {
   return assign<ToolCallContext, ToolCallEvent, undefined, ToolCallEvent, never>({ requestedPaths: ({ context }) => paths(context) });
+}
+
+function cancelledText(event: ToolCallEvent): string {
+  if (event.type !== 'tool.cancel' || event.reason === undefined) return CANCELLED_BY_USER;
+  return event.reason === 'stall' ? CANCELLED_BY_STALL : CANCELLED_BY_TIMEOUT;
 }
 
 function effectInput(context: ToolCallContext): ToolEffectInput {
@@ -579,11 +618,6 @@ function askedPaths(decision: AuthorizationDecision): string[] {
 
 function denialReason(decision: AuthorizationDecision): string {
   return decision.decision === 'deny' ? (decision.reason ?? 'not permitted') : 'not permitted';
-}
-
-function countCall(name: string, args: Record<string, unknown>, doom: DoomCounter): DoomCounter {
-  const signature = callSignature(name, args);
-  return { signature, count: signature === doom.signature ? doom.count + 1 : 1 };
 }
 
 function failedResult(error: unknown): ToolResult {

@@ -2,18 +2,23 @@ import { and, assign, sendParent, sendTo, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { ModelResponse } from '../src/protocol/model.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
-import type { DoomCounter, ToolCallOutput, TurnTermination } from '../src/protocol/tool-result.js';
+import type { ToolCallOutput, TurnTermination } from '../src/protocol/tool-result.js';
 import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
-import { toolCallMachine } from './tool-call.machine.js';
+import { toolCallMachine, type GuardrailTriggered } from './tool-call.machine.js';
+import { stallWatchdogMachine, WATCHDOG } from './stall-watchdog.machine.js';
+import { EMPTY_TALLY, FRESH_TRACKER, loopRulesOf, mistakesAfter, tallyResult, type GuardrailLimits, type LoopTracker, type StepTally } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { abortEffectAction, cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
- * starting → running_model { checking → draining_mailbox? → preparing → (compacting → preparing →)
- * calling → writing_response } → completed | running_tools { tool_call (one actor per call, in
- * order) } → running_model … ; a call that ends the turn, or an interrupt, → skipping_remaining.
+ * starting → running_model { checking → (consulting →)? draining_mailbox? → preparing →
+ * (compacting → preparing →) calling → writing_response } → completed | running_tools { tool_call
+ * (one actor per call, in order) } → running_model … ; a call that ends the turn, or an interrupt,
+ * → skipping_remaining. The guardrails (GR-1…GR-3) are its guards and transitions: the mistake
+ * breaker in `checking` → `consulting`, the token budget in `preparing` and `writing_response`,
+ * the no-progress watchdog an invoked chart of its own that sends `turn.timeout { limit: 'stall' }`.
  */
 
 export interface TurnLimits {
@@ -21,6 +26,8 @@ export interface TurnLimits {
   doomLoopThreshold: number;
   /** RL-3: a run still going after this long is cancelled and ends `timed_out`; null for no limit. */
   runTimeoutMs: number | null;
+  /** GR-1…GR-3: the agent's guardrail profile; absent, the default profile's. */
+  guardrails?: GuardrailLimits;
 }
 
 export interface TurnInput {
@@ -29,8 +36,8 @@ export interface TurnInput {
   limits: TurnLimits;
 }
 
-/** What ended the turn early: a user cancel, the run's time limit (RL-3), or the session stopping. */
-export type Interrupt = 'cancel' | 'timeout' | 'stop' | null;
+/** What ended the turn early: a user cancel, the run's time limit (RL-3), no progress (the watchdog), or the session stopping. */
+export type Interrupt = 'cancel' | 'timeout' | 'stall' | 'stop' | null;
 
 export interface TurnContext extends TurnInput {
   /** The number of the model call the turn makes next (from 1): it moves on when a response arrives. */
@@ -44,7 +51,14 @@ export interface TurnContext extends TurnInput {
   response: ModelResponse | null;
   /** The next of the response's tool calls to run (`response.toolCalls`, provider order). */
   toolIndex: number;
-  doom: DoomCounter;
+  /** The run of consecutive tool calls so far (GR-1), carried from call to call. */
+  loop: LoopTracker;
+  /** What the current model step's tool calls came to (GR-2). */
+  step: StepTally;
+  /** Model steps in a row whose tool calls all failed (GR-2). */
+  mistakes: number;
+  /** The token budget is spent: this is the last model call, without tools. */
+  concluding: boolean;
   interrupt: Interrupt;
   termination: TurnTermination | null;
   pendingPermission: string | null;
@@ -53,7 +67,8 @@ export interface TurnContext extends TurnInput {
 
 export type TurnEvent =
   | { type: 'turn.cancel' }
-  | { type: 'turn.timeout' }
+  /** The run's time limit (RL-3), or `limit: 'stall'` from the no-progress watchdog. */
+  | { type: 'turn.timeout'; limit?: 'run' | 'stall' }
   | { type: 'turn.stop' }
   | { type: 'turn.resolve_permission'; toolCallId: string; decision: PermissionDecision }
   | { type: 'tool.permission_requested'; toolCallId: string; name: string; paths: string[] }
@@ -67,7 +82,26 @@ export interface TurnEffectInput {
 
 export interface CallModelInput extends TurnEffectInput {
   modelCallIndex: number;
+  /** The token budget is spent: call without tools, told to conclude. */
+  concluding?: boolean;
 }
+
+/** What `prepareRequest` reports: over the compaction line, and the numbers the token budget is judged on. */
+export interface PreparedOutput {
+  overLine: boolean;
+  /** Input plus output tokens the turn's model calls reported so far. */
+  turnTokens: number;
+  /** The estimated input of the request just prepared. */
+  nextCallTokens: number;
+}
+
+export interface MistakeLimitInput extends TurnEffectInput {
+  count: number;
+  lastErrors: string[];
+}
+
+/** What the host's `onMistakeLimit` decided; the effect has written the guidance or the final text. */
+export type MistakeDecision = { action: 'continue' } | { action: 'stop'; message: string };
 
 export interface WriteAssistantInput extends TurnEffectInput {
   response: ModelResponse;
@@ -87,7 +121,7 @@ export type TurnEffects = {
    * Samples the four world-state sections and appends the changed ones (CW-2), then prepares this
    * call's request — pruning once if it reaches the line — and says whether it is still over (CW-7).
    */
-  prepareRequest: { input: SampleInput; output: { overLine: boolean } };
+  prepareRequest: { input: SampleInput; output: PreparedOutput };
   /** Summarizes, stores a checkpoint and installs the compacted conversation (CP-1…CP-4). */
   compact: { input: TurnEffectInput; output: { compactionId: string } };
   /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
@@ -100,6 +134,11 @@ export type TurnEffects = {
   writeAssistant: { input: WriteAssistantInput; output: void };
   /** RT-13: `cancelled` results, in order, for calls that were never executed (a call that already has its result is left alone). */
   skipToolCalls: { input: SkipCallsInput; output: void };
+  /**
+   * GR-2: asks the agent's `onMistakeLimit`, then writes its guidance as a user-side note or its
+   * message as the final answer. No callback, or one that throws or answers nonsense: `mistake_limit`.
+   */
+  consultMistakeLimit: { input: MistakeLimitInput; output: MistakeDecision };
 };
 
 /** A model-port error maps to RT-9's codes: `protocol` → model_protocol_error, anything else → model_error. */
@@ -113,15 +152,32 @@ const STOPPED: TurnOutcome = { status: 'failed', code: 'actor_stopped', message:
 
 function interruptOf(event: TurnEvent): Exclude<Interrupt, null> {
   if (event.type === 'turn.stop') return 'stop';
-  return event.type === 'turn.timeout' ? 'timeout' : 'cancel';
+  if (event.type === 'turn.timeout') return event.limit === 'stall' ? 'stall' : 'timeout';
+  return 'cancel';
 }
 
-/** After a call: move on, carry its doom-loop count, remember whether it ended the turn. */
-const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context, event }) => ({
-  toolIndex: context.toolIndex + 1,
-  doom: event.output.doom,
-  termination: event.output.termination ?? context.termination,
-}));
+/**
+ * After a call: move on, carry the loop count, tally the result for the mistake breaker, remember
+ * whether it ended the turn. After the response's last call the step is closed (GR-2): calls that
+ * all failed are one more mistake in a row, any success resets. One `assign`, not two: each copies
+ * the snapshot.
+ */
+const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context, event }) => {
+  const step = tallyResult(context.step, event.output.result);
+  const last = context.toolIndex + 1 >= toolCallsOf(context).length;
+  return {
+    toolIndex: context.toolIndex + 1,
+    loop: event.output.loop,
+    step,
+    mistakes: last ? mistakesAfter(context.mistakes, step) : context.mistakes,
+    termination: event.output.termination ?? context.termination,
+  };
+});
+
+const guardrailsOf = (context: TurnContext) => context.limits.guardrails;
+const preparedOf = (event: TurnEvent) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as Partial<PreparedOutput> | undefined;
+
+const STALLED_MESSAGE = (context: TurnContext) => `the turn made no progress for ${guardrailsOf(context)?.stallTimeoutMs ?? 0} ms`;
 
 export const turnMachine = setup({
   types: {
@@ -132,6 +188,7 @@ export const turnMachine = setup({
   },
   actors: {
     toolCall: toolCallMachine,
+    stallWatchdog: stallWatchdogMachine,
   },
   guards: {
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
@@ -152,6 +209,20 @@ export const turnMachine = setup({
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
     terminationIsFailure: ({ context }) => context.termination?.kind === 'failed',
     timedOut: ({ context }) => context.interrupt === 'timeout',
+    stalled: ({ context }) => context.interrupt === 'stall',
+    /** GR-2: that many model steps in a row had every tool call fail. */
+    reachedMistakeLimit: ({ context }) => {
+      const limit = guardrailsOf(context)?.mistakeLimit ?? null;
+      return limit !== null && context.mistakes >= limit;
+    },
+    mistakeDecisionStops: ({ event }) => ((event as Extract<EffectReply, { type: 'effect.done' }>).output as MistakeDecision | undefined)?.action === 'stop',
+    /** The token budget: the tokens reported so far plus this request would pass it (and the last call is not yet under way). */
+    nextCallExceedsBudget: ({ context, event }) => {
+      const max = guardrailsOf(context)?.maxTurnTokens ?? null;
+      const prepared = preparedOf(event);
+      return max !== null && !context.concluding && (prepared?.turnTokens ?? 0) + (prepared?.nextCallTokens ?? 0) > max;
+    },
+    concluding: ({ context }) => context.concluding,
     isOverLine: ({ event }) => ((event as Extract<EffectReply, { type: 'effect.done' }>).output as { overLine?: boolean } | undefined)?.overLine === true,
     compactedThisCall: ({ context }) => context.compactedThisCall,
     isRetryableOverflow: ({ context, event }) => {
@@ -175,6 +246,8 @@ export const turnMachine = setup({
     startParallelReads: notProvided('turn', 'startParallelReads'),
     /** The draft dies with an interrupted or failed model call (RT-18). */
     discardDraft: notProvided('turn', 'discardDraft'),
+    /** Supplied by the runtime: the `guardrail_triggered` update. */
+    emitGuardrailTriggered: notProvided('turn', 'emitGuardrailTriggered') as (_: unknown, params: GuardrailTriggered) => void,
     assignPersistenceFailure: assign({
       outcome: ({ event }) => failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'persistence_error'),
     }),
@@ -186,6 +259,7 @@ export const turnMachine = setup({
     recordResponse: assign({
       response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse,
       toolIndex: 0,
+      step: EMPTY_TALLY,
       modelCallIndex: ({ context }) => context.modelCallIndex + 1,
       sample: 1,
       compactedThisCall: false,
@@ -202,6 +276,7 @@ export const turnMachine = setup({
           ? { status: 'failed', code: context.termination.code, message: context.termination.message }
           : { status: 'cancelled' },
     }),
+    assignStalled: assign({ outcome: ({ context }) => ({ status: 'failed', code: 'stalled', message: STALLED_MESSAGE(context) }) }),
     /** The first interrupt wins: a cancel after the time limit struck does not turn `timed_out` into `cancelled`. */
     assignInterrupt: assign({
       interrupt: ({ context, event }) => context.interrupt ?? interruptOf(event),
@@ -220,12 +295,21 @@ export const turnMachine = setup({
     overflowRetried: false,
     response: null,
     toolIndex: 0,
-    doom: { signature: null, count: 0 },
+    loop: FRESH_TRACKER,
+    step: EMPTY_TALLY,
+    mistakes: 0,
+    concluding: false,
     interrupt: null,
     termination: null,
     pendingPermission: null,
     outcome: null,
   }),
+  // The no-progress watchdog lives as long as the turn; it is off unless the agent has a `stallTimeoutMs`.
+  invoke: {
+    id: WATCHDOG,
+    src: 'stallWatchdog',
+    input: ({ context }) => ({ timeoutMs: guardrailsOf(context)?.stallTimeoutMs ?? null }),
+  },
   initial: 'starting',
   states: {
     starting: {
@@ -258,9 +342,50 @@ export const turnMachine = setup({
                 }),
               }),
             },
+            // GR-2: the mistake breaker tripped; the agent's `onMistakeLimit` decides.
+            { guard: 'reachedMistakeLimit', target: 'consulting' },
             { guard: 'mailboxHasMessages', target: 'draining_mailbox' },
             { target: 'preparing' },
           ],
+        },
+        /** GR-2: the host's callback, invoked as an effect: it may be cancelled, and what it writes is written before the turn ends. */
+        consulting: {
+          entry: [
+            { type: 'emitGuardrailTriggered', params: ({ context }) => ({ rule: 'mistake_limit', level: 'hard', count: context.mistakes }) },
+            {
+              type: 'requestEffect',
+              params: ({ context }) => ({
+                name: 'consultMistakeLimit',
+                input: { sessionId: context.sessionId, turnId: context.turnId, count: context.mistakes, lastErrors: context.step.errors },
+              }),
+            },
+          ],
+          on: {
+            'effect.done': [
+              { guard: 'interrupted', target: '#turn.interrupted' },
+              {
+                guard: 'mistakeDecisionStops',
+                target: '#turn.completed',
+                actions: assign({
+                  outcome: ({ event }) => ({
+                    status: 'completed',
+                    finalText: (event.output as Extract<MistakeDecision, { action: 'stop' }>).message,
+                    stoppedBy: 'mistake_limit',
+                  }),
+                }),
+              },
+              // The guidance is written: the count starts again, and the loop goes on.
+              { target: 'checking', actions: assign({ mistakes: 0 }) },
+            ],
+            'effect.failed': [
+              { guard: 'interrupted', target: '#turn.interrupted' },
+              { target: '#turn.failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
+            ],
+            // The callback's signal aborts and its answer is no longer awaited; a write already under way finishes first.
+            'turn.cancel': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.timeout': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.stop': { actions: ['assignInterrupt', 'abortEffect'] },
+          },
         },
         draining_mailbox: {
           entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'drainMailbox', input: effectInput(context) }) },
@@ -300,6 +425,18 @@ export const turnMachine = setup({
                 }),
               },
               { guard: 'isOverLine', target: 'compacting' },
+              // The token budget would be passed: one last call, without tools, told to conclude.
+              {
+                guard: 'nextCallExceedsBudget',
+                target: 'calling',
+                actions: [
+                  assign({ concluding: true }),
+                  {
+                    type: 'emitGuardrailTriggered',
+                    params: ({ event }) => ({ rule: 'token_budget', level: 'soft', count: preparedOf(event)?.turnTokens ?? 0 }),
+                  },
+                ],
+              },
               { target: 'calling' },
             ],
             'effect.failed': [
@@ -349,7 +486,7 @@ export const turnMachine = setup({
               type: 'requestEffect',
               params: ({ context }) => ({
                 name: 'callModel',
-                input: { sessionId: context.sessionId, turnId: context.turnId, modelCallIndex: context.modelCallIndex },
+                input: { sessionId: context.sessionId, turnId: context.turnId, modelCallIndex: context.modelCallIndex, concluding: context.concluding },
               }),
             },
           ],
@@ -384,6 +521,12 @@ export const turnMachine = setup({
           on: {
             'effect.done': [
               {
+                // The last call under the token budget answered: the turn is over, and says why.
+                guard: and(['responseHasNoToolCalls', 'concluding']),
+                target: '#turn.completed',
+                actions: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '', stoppedBy: 'token_budget' }) }),
+              },
+              {
                 guard: 'responseHasNoToolCalls',
                 target: '#turn.completed',
                 actions: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '' }) }),
@@ -392,6 +535,18 @@ export const turnMachine = setup({
                 // The calls are stored: each still needs exactly one result before the turn ends (RT-12).
                 guard: 'interrupted',
                 target: '#turn.skipping_remaining',
+              },
+              {
+                // The last call under the token budget still asked for tools: none runs, each gets its result.
+                guard: 'concluding',
+                target: '#turn.skipping_remaining',
+                actions: assign({
+                  termination: ({ context }) => ({
+                    kind: 'failed',
+                    code: 'budget_exhausted',
+                    message: `the turn's token budget of ${guardrailsOf(context)?.maxTurnTokens ?? 0} is spent and the last call still asked for tools`,
+                  }),
+                }),
               },
               // RL-5: the response opens with reads that may run side by side: start them, then go call by call.
               { guard: 'callsReadInParallel', target: '#turn.running_tools', actions: 'startParallelReads' },
@@ -418,8 +573,8 @@ export const turnMachine = setup({
               sessionId: context.sessionId,
               turnId: context.turnId,
               call: toolCallsOf(context)[context.toolIndex]!,
-              doom: context.doom,
-              doomLoopThreshold: context.limits.doomLoopThreshold,
+              loop: context.loop,
+              loopRules: loopRulesOf(context.limits),
             }),
             // What comes after a call, decided on its result (guards see the context before it is recorded).
             onDone: [
@@ -427,7 +582,7 @@ export const turnMachine = setup({
               { guard: ({ event }) => event.output.termination !== null, target: '#turn.skipping_remaining', actions: recordToolCall },
               // A cancel or stop arrived while the call ran: the remaining calls still get their results.
               { guard: 'interrupted', target: '#turn.skipping_remaining', actions: recordToolCall },
-              // That was the response's last call: back to the model.
+              // That was the response's last call: back to the model, the step counted for the mistake breaker.
               { guard: 'isLastToolCall', target: '#turn.running_model', actions: recordToolCall },
               // The next calls are a run of reads that may run side by side (RL-5): start them, then the next call.
               { guard: 'nextCallsReadInParallel', target: 'tool_call', reenter: true, actions: [recordToolCall, 'startParallelReads'] },
@@ -466,7 +621,9 @@ export const turnMachine = setup({
               },
             },
             waiting_permission: {
-              entry: { type: 'emitPhase', params: { phase: 'waiting_permission' } },
+              // Waiting for the user is not a stall: the watchdog pauses until the answer.
+              entry: [{ type: 'emitPhase', params: { phase: 'waiting_permission' } }, sendTo(WATCHDOG, { type: 'watchdog.pause' })],
+              exit: sendTo(WATCHDOG, { type: 'watchdog.resume' }),
               on: {
                 'tool.permission_settled': {
                   target: 'executing',
@@ -485,7 +642,9 @@ export const turnMachine = setup({
           },
           on: {
             'turn.cancel': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.cancel' })] },
-            'turn.timeout': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.cancel', reason: 'timeout' })] },
+            'turn.timeout': {
+              actions: ['assignInterrupt', sendTo('toolCall', ({ event }) => ({ type: 'tool.cancel', reason: event.limit === 'stall' ? 'stall' : 'timeout' }))],
+            },
             'turn.stop': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.stop' })] },
           },
         },
@@ -502,6 +661,8 @@ export const turnMachine = setup({
       on: {
         'effect.done': [
           { guard: 'terminationIsFailure', target: 'failed', actions: 'assignTerminationOutcome' },
+          // The watchdog cancelled the running call: the turn failed for want of progress.
+          { guard: 'stalled', target: 'failed', actions: 'assignStalled' },
           // The time limit cancelled the running call: the turn timed out rather than being cancelled.
           { guard: 'timedOut', target: 'timed_out' },
           { guard: 'terminationIsCancel', target: 'cancelled' },
@@ -514,6 +675,7 @@ export const turnMachine = setup({
     interrupted: {
       always: [
         { guard: ({ context }) => context.interrupt === 'stop', target: 'failed', actions: assign({ outcome: STOPPED }) },
+        { guard: 'stalled', target: 'failed', actions: 'assignStalled' },
         { guard: 'timedOut', target: 'timed_out' },
         { target: 'cancelled' },
       ],

@@ -35,6 +35,14 @@ export {
   type DispatchDecision,
 } from './runtime/hooks.js';
 export type { ChartClock } from './runtime/chart-clock.js';
+export {
+  type GuardrailsConfig,
+  type GuardrailProfileName,
+  type OnMistakeLimit,
+  type MistakeLimitContext,
+  type MistakeLimitDecision,
+} from './runtime/guardrail-profiles.js';
+export { CONCLUDE_INSTRUCTION } from './runtime/turn-effects.js';
 
 export { defineTool, type Tool, type AnyTool, type ToolEffect, type ExecuteContext, type AuthorizeContext, type ToolExecutionResult } from './tools/define-tool.js';
 export { UPDATE_PLAN } from './tools/toolset.js';
@@ -56,6 +64,18 @@ export {
 export type { SessionLogic } from './runtime/session-logic.js';
 export { turnMachine } from '../machines/turn.machine.js';
 export { toolCallMachine } from '../machines/tool-call.machine.js';
+export { stallWatchdogMachine } from '../machines/stall-watchdog.machine.js';
+export {
+  observeCall,
+  detectCycle,
+  normalizeArguments,
+  tallyResult,
+  mistakesAfter,
+  type LoopRules,
+  type LoopTracker,
+  type LoopVerdict,
+  type GuardrailLimits,
+} from '../machines/guardrails.js';
 
 export { sqliteStorage } from '../storage/sqlite.js';
 export { postgresStorage } from '../storage/postgres.js';

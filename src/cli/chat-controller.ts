@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { SessionSnapshot } from '../runtime/session-handle.js';
 import type { PermissionDecision, TurnPhase, UpdateEnvelope } from '../protocol/updates.js';
 import { asChatError, PERMISSION_MODES, type ChatClient, type ChatError, type Feed, type FeedEvent, type PermissionMode, type SessionInfo } from './chat-client.js';
-import { formatContext, formatError, formatOutcome, formatPlan, formatSessions, HELP, summarizeArguments } from './chat-format.js';
+import { formatContext, formatError, formatGuardrail, formatOutcome, formatPlan, formatSessions, HELP, summarizeArguments } from './chat-format.js';
 import type { Screen } from './chat-screen.js';
 
 export const INPUT_PROMPT = '› ';
@@ -361,6 +361,10 @@ export class ChatController {
         return;
       case 'queue_updated':
         if (update.queue.length > 0) this.screen.line(paint('dim', `${update.queue.length} turn(s) queued`));
+        return;
+      case 'guardrail_triggered':
+        this.endStream();
+        this.screen.line(formatGuardrail(update, paint));
         return;
       case 'turn_finished':
         this.endStream();

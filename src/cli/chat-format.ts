@@ -1,5 +1,6 @@
 import type { styleText } from 'node:util';
 import type { TurnOutcome } from '../protocol/outcome.js';
+import type { SessionUpdate } from '../protocol/updates.js';
 import type { Plan } from '../protocol/plan.js';
 import type { ChatError, ContextUsage, SessionSummary } from './chat-client.js';
 
@@ -40,7 +41,7 @@ export function summarizeArguments(argumentsText: string, max = 80): string {
 export function formatOutcome(outcome: TurnOutcome, paint: Paint = plain): string {
   switch (outcome.status) {
     case 'completed':
-      return paint('green', '✓ completed');
+      return outcome.stoppedBy ? paint('yellow', `✓ completed, stopped early by the ${STOPPED_BY[outcome.stoppedBy]}`) : paint('green', '✓ completed');
     case 'cancelled':
       return paint('yellow', '✗ cancelled');
     case 'timed_out':
@@ -48,6 +49,19 @@ export function formatOutcome(outcome: TurnOutcome, paint: Paint = plain): strin
     case 'failed':
       return paint('red', `✗ failed [${outcome.code}] ${oneLine(outcome.message)}`);
   }
+}
+
+const STOPPED_BY = { mistake_limit: 'mistake breaker', token_budget: 'token budget' } as const;
+
+/** A guardrail that reached a threshold (GR-1, GR-2, the token budget), as one line. */
+export function formatGuardrail(update: Extract<SessionUpdate, { type: 'guardrail_triggered' }>, paint: Paint = plain): string {
+  const what = {
+    loop: `'${update.toolName ?? 'a tool'}' called ${update.count} times in a row with the same arguments`,
+    cycle: `the same sequence of calls repeated ${update.count} times (last '${update.toolName ?? 'a tool'}')`,
+    mistake_limit: `${update.count} steps in a row where every tool call failed`,
+    token_budget: `token budget reached (${update.count} tokens used): one last answer without tools`,
+  }[update.rule];
+  return paint(update.level === 'hard' ? 'red' : 'yellow', `  ! guardrail: ${what}${update.level === 'soft' && update.rule !== 'token_budget' ? ' — a hint was given' : ''}`);
 }
 
 /** A host or client error: one line, its code first. */

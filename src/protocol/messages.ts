@@ -2,7 +2,8 @@
 
 import type { AssistantProviderData, ProviderMetadata } from './provider-data.js';
 
-export type MessageKind = 'normal' | 'skill_instruction' | 'agent_message' | 'world_state';
+/** `guardrail_note`: guidance the host's `onMistakeLimit` gave (GR-2), written before the next model call. */
+export type MessageKind = 'normal' | 'skill_instruction' | 'agent_message' | 'world_state' | 'guardrail_note';
 
 /** A tool call as the provider completed it; `argumentsText` is the raw JSON the model produced. */
 export interface ToolCallPart {

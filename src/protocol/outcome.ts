@@ -21,7 +21,16 @@ export type FailureCode =
   /** RL-4: a context hook threw, answered what it may not (a system part over its limit, say) — fails closed. */
   | 'hook_failed'
   /** RL-4: a context hook passed its time limit. */
-  | 'hook_timeout';
+  | 'hook_timeout'
+  /** GR-2: the mistake breaker's limit was reached with no `onMistakeLimit`, or that callback failed. */
+  | 'mistake_limit'
+  /** The turn made no progress (no update) for its agent's `stallTimeoutMs`. */
+  | 'stalled'
+  /** The last call made under the token budget still asked for tools. */
+  | 'budget_exhausted';
+
+/** Which guardrail ended a completed turn early, with an explanatory final text. */
+export type StoppedBy = 'mistake_limit' | 'token_budget';
 
 /**
  * `usage` is the sum over the turn's model calls (compaction summaries included) of what the model
@@ -29,7 +38,7 @@ export type FailureCode =
  * from storage has none. `finishReason` is the final response's.
  */
 export type TurnOutcome =
-  | { status: 'completed'; finalText: string; finishReason?: FinishReason; usage?: TokenUsage }
+  | { status: 'completed'; finalText: string; finishReason?: FinishReason; usage?: TokenUsage; stoppedBy?: StoppedBy }
   | { status: 'failed'; code: FailureCode; message: string; usage?: TokenUsage }
   | { status: 'cancelled'; usage?: TokenUsage }
   /** The run went past its agent's `runTimeoutMs` (RL-3): cancelled the way a cancel does. */

@@ -1,5 +1,6 @@
 import type { ToolResultStatus } from './messages.js';
 import type { FailureCode } from './outcome.js';
+import type { LoopTracker } from '../../machines/guardrails.js';
 
 /** A tool call's result before it becomes a stored message. */
 export interface ToolResult {
@@ -10,18 +11,13 @@ export interface ToolResult {
 /** Why a tool call ended the turn, if it did (RT-12, RT-16, RT-17). */
 export type TurnTermination = { kind: 'cancelled' } | { kind: 'failed'; code: FailureCode; message: string };
 
-/** How a run of identical consecutive calls is counted (RT-14). */
-export interface DoomCounter {
-  signature: string | null;
-  count: number;
-}
-
 /** Output of one tool-call actor, read by the turn. */
 export interface ToolCallOutput {
   toolCallId: string;
   result: ToolResult;
   termination: TurnTermination | null;
-  doom: DoomCounter;
+  /** The run of consecutive calls after this one (RT-14, GR-1). */
+  loop: LoopTracker;
 }
 
 export type AuthorizationDecision =

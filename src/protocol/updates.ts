@@ -37,7 +37,12 @@ export type SessionUpdate =
   | { type: 'plan_updated'; plan: Plan }
   /** The session's queue of waiting turns changed (a turn was queued, started or cancelled); carries the whole queue. */
   | { type: 'queue_updated'; queue: QueuedTurnView[] }
+  /** A guardrail (GR-1, GR-2, the token budget) reached a threshold: `soft` hints and goes on, `hard` stops. */
+  | { type: 'guardrail_triggered'; rule: GuardrailRule; level: 'soft' | 'hard'; toolName?: string; count: number }
   | { type: 'turn_finished'; outcome: TurnOutcome };
+
+/** `loop`: identical consecutive calls; `cycle`: a repeated sequence of calls; `mistake_limit`: steps whose calls all failed; `token_budget`: the turn's tokens. */
+export type GuardrailRule = 'loop' | 'cycle' | 'mistake_limit' | 'token_budget';
 
 export type PermissionDecision = 'allow_once' | 'deny';
 

@@ -5,6 +5,14 @@ import { systemContext } from '../context/system-context.js';
 import type { ToolDefinition } from '../protocol/model.js';
 import { estimateTokens } from '../protocol/commands.js';
 import { hooksSchema, type Hooks } from './hooks.js';
+import type { GuardrailLimits } from '../../machines/guardrails.js';
+import {
+  DEFAULT_RESOLVED,
+  guardrailsSchema,
+  onMistakeLimitSchema,
+  resolveGuardrails,
+  type OnMistakeLimit,
+} from './guardrail-profiles.js';
 
 /** An agent's static definition (000 §1): its prompt and its limits (RT-11). */
 export interface AgentDefinition {
@@ -19,6 +27,10 @@ export interface AgentDefinition {
   parallelToolCalls: number;
   /** RL-4: this agent's hooks, run after the runtime's. */
   hooks?: Hooks;
+  /** GR-1…GR-3: the rest of the guardrail profile (the loop's stop is `doomLoopThreshold`). */
+  guardrails: GuardrailLimits;
+  /** GR-2: decides what happens when the mistake breaker trips; without it the turn fails `mistake_limit`. */
+  onMistakeLimit?: OnMistakeLimit;
 }
 
 export const agentConfigSchema = z.object({
@@ -31,6 +43,9 @@ export const agentConfigSchema = z.object({
   parallelToolCalls: z.union([z.boolean(), z.number().int().min(1).max(64)]).optional(),
   /** RL-4: checked to be functions; the functions given are kept, not zod's wrappers. */
   hooks: hooksSchema.optional(),
+  /** `'default'`, `'cline'`, or `{ profile?, loop?, cycles?, nearDuplicates?, mistakeLimit?, stallTimeoutMs?, maxTurnTokens? }`. */
+  guardrails: guardrailsSchema.optional(),
+  onMistakeLimit: onMistakeLimitSchema.optional(),
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */
@@ -43,7 +58,15 @@ const DEFAULT_PROMPT =
 
 /** RT-11: the default agent allows 20 model calls, the explorer 15; both stop a loop at 3 repeats. */
 export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
-  default: { systemPrompt: DEFAULT_PROMPT, maxModelCalls: 20, doomLoopThreshold: 3, runTimeoutMs: null, toolTimeoutMs: null, parallelToolCalls: 1 },
+  default: {
+    systemPrompt: DEFAULT_PROMPT,
+    maxModelCalls: 20,
+    doomLoopThreshold: 3,
+    runTimeoutMs: null,
+    toolTimeoutMs: null,
+    parallelToolCalls: 1,
+    guardrails: DEFAULT_RESOLVED.limits,
+  },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
     maxModelCalls: 15,
@@ -51,6 +74,7 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     runTimeoutMs: null,
     toolTimeoutMs: null,
     parallelToolCalls: 1,
+    guardrails: DEFAULT_RESOLVED.limits,
   },
 };
 
@@ -64,14 +88,18 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       throw new Error(`the system prompt of agent '${name}' estimates ${estimateTokens(parsed.systemPrompt)} tokens (limit ${SYSTEM_PART_TOKEN_LIMIT})`);
     }
     const base = agentNamed(agents, name) ?? DEFAULT_AGENTS.default!;
+    const guardrails = resolveGuardrails(name, parsed.guardrails, parsed.doomLoopThreshold, { loopStop: base.doomLoopThreshold, limits: base.guardrails });
+    const onMistakeLimit = parsed.onMistakeLimit ?? base.onMistakeLimit;
     agents[name] = {
       systemPrompt: parsed.systemPrompt ?? base.systemPrompt,
       maxModelCalls: parsed.maxModelCalls ?? base.maxModelCalls,
-      doomLoopThreshold: parsed.doomLoopThreshold ?? base.doomLoopThreshold,
+      doomLoopThreshold: guardrails.loopStop,
       runTimeoutMs: parsed.runTimeoutMs ?? base.runTimeoutMs,
       toolTimeoutMs: parsed.toolTimeoutMs ?? base.toolTimeoutMs,
       parallelToolCalls: parallelBound(parsed.parallelToolCalls) ?? base.parallelToolCalls,
       ...(given.hooks ? { hooks: given.hooks } : base.hooks && { hooks: base.hooks }),
+      guardrails: guardrails.limits,
+      ...(onMistakeLimit && { onMistakeLimit }),
     };
   }
   return agents;
@@ -94,7 +122,7 @@ export function checkSystemContexts(agents: Record<string, AgentDefinition>, too
 }
 
 export function limitsOf(agent: AgentDefinition): TurnLimits {
-  return { maxModelCalls: agent.maxModelCalls, doomLoopThreshold: agent.doomLoopThreshold, runTimeoutMs: agent.runTimeoutMs };
+  return { maxModelCalls: agent.maxModelCalls, doomLoopThreshold: agent.doomLoopThreshold, runTimeoutMs: agent.runTimeoutMs, guardrails: agent.guardrails };
 }
 
 function parallelBound(setting: boolean | number | undefined): number | undefined {

@@ -1,5 +1,6 @@
 import type { TurnContext } from '../../machines/turn.machine.js';
-import { callSignature, parseArguments } from '../../machines/signature.js';
+import { parseArguments } from '../../machines/signature.js';
+import { loopRulesOf, observeCall } from '../../machines/guardrails.js';
 import { NOT_EXECUTED_RESULT_TEXT, type ToolCallPart } from '../protocol/messages.js';
 import type { ToolResult } from '../protocol/tool-result.js';
 import type { Toolset } from '../tools/toolset.js';
@@ -40,14 +41,15 @@ export class ParallelReads {
 
   /**
    * Starts the run beginning at the context's current call, at most the agent's bound at once. The
-   * doom-loop count goes through the calls in provider order, as the charts will: a call that would
-   * reach the threshold is not started, nor any after it; neither is one whose arguments fail.
+   * loop rules count the calls in provider order, as the charts will: a call that would reach a
+   * stop is not started, nor any after it; neither is one whose arguments fail.
    */
   start(env: SessionEnv, context: TurnContext): void {
     const calls = context.response?.toolCalls ?? [];
     const run = calls.slice(context.toolIndex, context.toolIndex + this.runLength(env, context, context.toolIndex));
     const read = this.runRead(context.sessionId, context.turnId);
-    let doom = context.doom;
+    let loop = context.loop;
+    const rules = loopRulesOf(context.limits);
     const queue: (() => void)[] = [];
     let active = 0;
     const next = () => {
@@ -57,9 +59,9 @@ export class ParallelReads {
     for (const call of run) {
       const args = this.validArguments(call);
       if (!args) break;
-      const signature = callSignature(call.name, args);
-      doom = { signature, count: signature === doom.signature ? doom.count + 1 : 1 };
-      if (doom.count >= context.limits.doomLoopThreshold) break;
+      const observed = observeCall(loop, call.name, args, rules);
+      loop = observed.tracker;
+      if (observed.verdict?.level === 'hard') break;
       const signal = new EffectSignal();
       const result = new Promise<ToolResult>((resolve) => {
         const begin = () => {

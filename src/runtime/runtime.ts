@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
-import { createActor, type InspectionEvent } from 'xstate';
+import { createActor, type AnyActorRef, type InspectionEvent } from 'xstate';
 import { REAL_CLOCK, type ChartClock } from './chart-clock.js';
 import { z } from 'zod';
 import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
@@ -16,6 +16,7 @@ import { Toolset } from '../tools/toolset.js';
 import type { SkillsConfig } from '../skills/types.js';
 import { hooksSchema, resolveHooks, type Hooks, type ResolvedHooks } from './hooks.js';
 import { CallAudits } from './call-audits.js';
+import { reportProgress } from './watchdog-progress.js';
 import { agentNamed, checkSystemContexts, limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
 import { ChatState, ChatStateError } from './chat-state.js';
 import { IdleReaper } from './idle-reaper.js';
@@ -391,6 +392,8 @@ export class Runtime {
     const agent = agentNamed(this.agents, row.agent) ?? this.agents.default!;
     const live = new LiveView(loaded.plan, queued.map((q) => ({ turnId: q.id, clientRequestId: q.clientRequestId })));
     const start = row.updateSequence ?? 0;
+    // The session actor exists only below; the watchdog's progress reports find it through this.
+    const sessionActor: { ref: AnyActorRef | null } = { ref: null };
     const env: SessionEnv = {
       id: row.id,
       agentName: row.agent,
@@ -411,6 +414,7 @@ export class Runtime {
         },
         onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${describe(error)}`),
         onSubscribers: () => this.checkIdle(row.id),
+        ...(agent.guardrails.stallTimeoutMs !== null && { onEmit: () => reportProgress(sessionActor.ref) }),
       }),
       mailbox: [],
       preparedInputs: new Map(),
@@ -446,6 +450,7 @@ export class Runtime {
       inspect: this.options.inspect,
       ...(this.options.clock && { clock: this.options.clock }),
     });
+    sessionActor.ref = actor;
     // An error inside a chart is a defect; observing it keeps it from becoming an unhandled crash.
     actor.subscribe({ error: (error) => console.error(`turnchart session ${row.id} failed:`, error) });
     const handle = new SessionHandle(row.id, actor, env, this.services, this.skills, this.lifecycle);

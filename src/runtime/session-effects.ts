@@ -114,7 +114,8 @@ function settle(env: SessionEnv, turnId: string, outcome: TurnOutcome): void {
 function turnEnd(outcome: TurnOutcome, finishedAtMs: number): TurnEnd {
   switch (outcome.status) {
     case 'completed':
-      return { status: 'completed', errorCode: null, errorMessage: null, finalText: outcome.finalText, finishedAtMs };
+      // A guardrail that stopped the turn early is kept in the code column, free on a completed row: no migration.
+      return { status: 'completed', errorCode: outcome.stoppedBy ?? null, errorMessage: null, finalText: outcome.finalText, finishedAtMs };
     case 'failed':
       return { status: 'failed', errorCode: outcome.code, errorMessage: outcome.message, finalText: null, finishedAtMs };
     case 'cancelled':

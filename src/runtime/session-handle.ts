@@ -14,7 +14,7 @@ import {
   type InvalidInput,
 } from '../protocol/commands.js';
 import type { ChatMessage } from '../protocol/messages.js';
-import type { TurnOutcome } from '../protocol/outcome.js';
+import type { StoppedBy, TurnOutcome } from '../protocol/outcome.js';
 import type { QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
 import type { RuntimeView } from './live-view.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
@@ -432,7 +432,7 @@ type StartTurnFailure = Exclude<StartTurnResult, { ok: true }>;
 function outcomeOf(row: TurnRow): TurnOutcome {
   switch (row.status) {
     case 'completed':
-      return { status: 'completed', finalText: row.finalText ?? '' };
+      return { status: 'completed', finalText: row.finalText ?? '', ...stoppedByOf(row.errorCode) };
     case 'cancelled':
       return { status: 'cancelled' };
     case 'timed_out':
@@ -444,4 +444,8 @@ function outcomeOf(row: TurnRow): TurnOutcome {
     case 'queued':
       return { status: 'failed', code: 'actor_stopped', message: 'the turn was interrupted by a process restart' };
   }
+}
+
+function stoppedByOf(code: string | null): { stoppedBy?: StoppedBy } {
+  return code === 'mistake_limit' || code === 'token_budget' ? { stoppedBy: code } : {};
 }

@@ -3,6 +3,7 @@ import {
   approvalPathsAction,
   validationAction,
   type ExecuteInput,
+  type GuardrailTriggered,
   type ToolCallContext,
   type ToolCallEffects,
   type ToolEffectInput,
@@ -21,6 +22,7 @@ import { emit, persistAndAppend } from './session-env.js';
 import { span, type TurnEffectDeps } from './turn-effects.js';
 import { withDeadline } from './tool-deadline.js';
 import { joinStartedRead } from './parallel-reads.js';
+import { emitGuardrailTriggered } from './guardrail-updates.js';
 import type { ToolCallPart } from '../protocol/messages.js';
 import { dispatchHookEffects } from './dispatch-hooks.js';
 import { toolCallAudit } from './tool-audit.js';
@@ -167,6 +169,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
         env.audits.waitEnded(context.call.id, now());
         emit(env, context.turnId, { type: 'permission_resolved', toolCallId: context.call.id, decision: params.decision });
       },
+      emitGuardrailTriggered: ({ context }: Ctx, params: GuardrailTriggered) => emitGuardrailTriggered(envOf(context.sessionId), context.turnId, params),
       finishCall: ({ context }: Ctx) => {
         const status = context.result?.status ?? 'outcome_unknown';
         trace.end(`tool:${context.call.id}`, { status: spanStatus(status), errorCode: null, endedAtMs: now() });

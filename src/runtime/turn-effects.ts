@@ -1,4 +1,14 @@
-import type { CallModelInput, SampleInput, SkipCallsInput, TurnContext, TurnEffectInput, TurnEffects, WriteAssistantInput } from '../../machines/turn.machine.js';
+import type {
+  CallModelInput,
+  PreparedOutput,
+  SampleInput,
+  SkipCallsInput,
+  TurnContext,
+  TurnEffectInput,
+  TurnEffects,
+  WriteAssistantInput,
+} from '../../machines/turn.machine.js';
+import type { GuardrailTriggered } from '../../machines/tool-call.machine.js';
 import { abandonStartedReads, ParallelReads, type RunRead } from './parallel-reads.js';
 import { worldStateSampler } from './world-state-effects.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
@@ -9,17 +19,23 @@ import { contextLimits, reachesCompactionLine } from '../context/limits.js';
 import { systemContext } from '../context/system-context.js';
 import { consumeModelStream } from '../model/consume-stream.js';
 import { NOT_EXECUTED_RESULT_TEXT, type StoredMessage } from '../protocol/messages.js';
-import type { ModelResponse } from '../protocol/model.js';
+import type { ModelRequest, ModelResponse } from '../protocol/model.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import type { TurnPhase } from '../protocol/updates.js';
 import type { Toolset } from '../tools/toolset.js';
 import { emit, persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
 import type { TraceRecorder } from './trace-recorder.js';
 import { assignToolCallIds } from './tool-call-ids.js';
-import { recordFinishReason, recordUsage } from './turn-meter.js';
+import { recordFinishReason, recordUsage, turnTokens } from './turn-meter.js';
 import { contextHooks } from './context-hooks.js';
 import { skippedCallAudit } from './tool-audit.js';
 import type { SystemPart } from '../protocol/model.js';
+import { consultMistakeLimitEffect } from './mistake-limit-effect.js';
+import { emitGuardrailTriggered } from './guardrail-updates.js';
+
+/** The last call under the token budget carries this instead of the tools. */
+export const CONCLUDE_INSTRUCTION =
+  "This turn's token budget is spent. Do not call any tool: answer now with what you have, and say what is left undone.";
 
 export interface TurnEffectDeps extends RuntimeDeps {
   toolset: Toolset;
@@ -95,7 +111,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
    * RT-10: sample world state, then build this call's request once; at the line, prune older turns
    * and build again. RL-4's context hooks run around the build and may add system parts.
    */
-  const prepareRequest = async (input: SampleInput, cancellation: EffectCancellation): Promise<{ overLine: boolean }> => {
+  const prepareRequest = async (input: SampleInput, cancellation: EffectCancellation): Promise<PreparedOutput> => {
     await sampleWorldState(input, cancellation);
     if (cancellation.aborted) throw new EffectAborted('preparing the request');
     const env = envOf(input.sessionId);
@@ -111,7 +127,8 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       if (extended !== system) prepared = prepareFor(env, extended);
     }
     env.prepared = prepared;
-    return { overLine: over(prepared) };
+    // The token budget is the chart's to judge (a guard): it gets the numbers.
+    return { overLine: over(prepared), turnTokens: turnTokens(env, input.turnId), nextCallTokens: prepared.budget.estimatedInputTokens };
   };
 
   const drainMailbox = async (input: TurnEffectInput): Promise<void> => {
@@ -125,8 +142,9 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
 
   const callModel = async (input: CallModelInput, cancellation: EffectCancellation): Promise<ModelResponse> => {
     const env = envOf(input.sessionId);
-    const { request } = env.prepared ?? prepareFor(env);
+    const { request: prepared } = env.prepared ?? prepareFor(env);
     env.prepared = null;
+    const request = input.concluding ? concludingRequest(prepared) : prepared;
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
     trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', now()));
     try {
@@ -176,6 +194,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     callModel,
     writeAssistant,
     skipToolCalls,
+    consultMistakeLimit: consultMistakeLimitEffect(deps),
   };
   return {
     handlers,
@@ -188,6 +207,8 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       startParallelReads: ({ context }: { context: TurnContext }) => parallel.start(envOf(context.sessionId), context),
       emitPhase: ({ context }: { context: TurnEffectInput }, params: { phase: TurnPhase }) =>
         emit(envOf(context.sessionId), context.turnId, { type: 'phase_changed', phase: params.phase }),
+      emitGuardrailTriggered: ({ context }: { context: TurnEffectInput }, params: GuardrailTriggered) =>
+        emitGuardrailTriggered(envOf(context.sessionId), context.turnId, params),
       discardDraft: ({ context }: { context: TurnEffectInput }) => {
         const live = envOf(context.sessionId).live.runtime;
         if (live.kind === 'running' && (live.draftText || live.draftReasoning)) {
@@ -207,6 +228,11 @@ export function span(
   startedAtMs: number,
 ) {
   return { id, sessionId: input.sessionId, turnId: input.turnId, kind, name, source, status: 'running' as const, errorCode: null, startedAtMs, endedAtMs: null };
+}
+
+/** The token budget's last call: no tools, and an instruction to conclude after the rest of the system context. */
+function concludingRequest(request: ModelRequest): ModelRequest {
+  return { ...request, tools: [], system: [...request.system, { key: 'core/token-budget', content: CONCLUDE_INSTRUCTION }] };
 }
 
 function errorCode(error: unknown): string {

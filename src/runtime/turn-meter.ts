@@ -21,6 +21,12 @@ export function recordFinishReason(env: SessionEnv, turnId: string, finishReason
   if (finishReason) meterOf(env, turnId).finishReason = finishReason;
 }
 
+/** Input plus output tokens the turn's model calls reported so far: what the token budget counts. */
+export function turnTokens(env: SessionEnv, turnId: string): number {
+  const usage = env.turnMeters.get(turnId)?.usage;
+  return usage ? usage.inputTokens + usage.outputTokens : 0;
+}
+
 /**
  * The outcome with what the turn's calls reported: the summed usage on any outcome, the final
  * response's finish reason on a completed one. The meter is then forgotten.

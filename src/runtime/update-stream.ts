@@ -35,6 +35,8 @@ export interface UpdateStreamOptions {
   onSubscriberError?: (error: unknown) => void;
   /** Told when the number of subscribers changes (an idle session with none may be closed). */
   onSubscribers?: (count: number) => void;
+  /** Told after every update is issued: progress for the no-progress watchdog. */
+  onEmit?: () => void;
 }
 
 /**
@@ -103,6 +105,7 @@ export class UpdateStream {
     if (this.sequence > this.reserved - this.block / 2) this.reserveMore();
     if (this.sequence > this.reserved || this.held.length > 0) this.held.push(envelope);
     else this.deliver(envelope);
+    this.options.onEmit?.();
     return envelope;
   }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { chatSettings } from '../../src/cli/chat.js';
-import { formatContext, formatOutcome, summarizeArguments } from '../../src/cli/chat-format.js';
+import { formatContext, formatGuardrail, formatOutcome, summarizeArguments } from '../../src/cli/chat-format.js';
 
 describe('chat formatting', () => {
   it('summarizes tool arguments on one line: the command, path or pattern first, long texts as their length', () => {
@@ -26,6 +26,8 @@ describe('chat formatting', () => {
   it('says how a turn ended on one line', () => {
     expect(formatOutcome({ status: 'failed', code: 'model_error', message: 'boom\nmore' })).toBe('✗ failed [model_error] boom ⏎ more');
     expect(formatOutcome({ status: 'cancelled' })).toBe('✗ cancelled');
+    expect(formatOutcome({ status: 'completed', finalText: 'x', stoppedBy: 'token_budget' })).toBe('✓ completed, stopped early by the token budget');
+    expect(formatOutcome({ status: 'failed', code: 'stalled', message: 'the turn made no progress for 500 ms' })).toBe('✗ failed [stalled] the turn made no progress for 500 ms');
   });
 });
 
@@ -46,5 +48,12 @@ describe('chat settings', () => {
     expect(() => chatSettings(['--url', 'ftp://h'], {})).toThrow();
     expect(() => chatSettings(['--mode', 'yolo'], {})).toThrow();
     expect(() => chatSettings(['--bogus'], {})).toThrow();
+  });
+
+  it('says which guardrail a turn met, one line each', () => {
+    expect(formatGuardrail({ type: 'guardrail_triggered', rule: 'loop', level: 'soft', toolName: 'read_file', count: 3 })).toBe(
+      "  ! guardrail: 'read_file' called 3 times in a row with the same arguments — a hint was given",
+    );
+    expect(formatGuardrail({ type: 'guardrail_triggered', rule: 'mistake_limit', level: 'hard', count: 6 })).toBe('  ! guardrail: 6 steps in a row where every tool call failed');
   });
 });

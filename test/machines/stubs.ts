@@ -70,16 +70,18 @@ export function toolCallStubs(
       modeRequiresApproval: () => options.mode === 'ask',
     },
     actions: {
-      validateArguments: validationAction((context) =>
-        typeof context.args.path === 'string' || context.call.name === 'update_plan'
-          ? { ok: true, args: context.args }
-          : { ok: false, message: 'path: expected string' },
-      ),
+      // As the runtime's: a name with no tool has no schema to pass.
+      validateArguments: validationAction((context) => {
+        if (context.call.name === 'update_plan') return { ok: true, args: context.args };
+        if (context.call.name !== 'read_file') return { ok: false, message: `no schema for '${context.call.name}'` };
+        return typeof context.args.path === 'string' ? { ok: true, args: context.args } : { ok: false, message: 'path: expected string' };
+      }),
       startSpan: () => emitted.push('span'),
       emitToolCallStarted: () => emitted.push('started'),
       setLiveStatus: (_, params) => emitted.push(`live:${params.status}`),
       emitPermissionResolved: (_, params) => emitted.push(`permission_resolved:${params.decision}`),
       finishCall: () => emitted.push('finished'),
+      emitGuardrailTriggered: (_, params) => emitted.push(`guardrail:${params.rule}:${params.level}:${params.count}`),
     },
   });
   const handlers: Record<string, Handler> = {

@@ -3,13 +3,14 @@ import type { ToolCallOutput } from '../../src/protocol/tool-result.js';
 import { describe, expect, it } from 'vitest';
 import { ChatStateError } from '../../src/index.js';
 import { hostWithPort, toolCallStubs } from './stubs.js';
+import { defaultLoopRules, FRESH_TRACKER, type LoopRules, type LoopTracker } from '../../machines/guardrails.js';
 
-const input = (name: string, argumentsText: string, doom = { signature: null as string | null, count: 0 }) => ({
+const input = (name: string, argumentsText: string, loop: LoopTracker = FRESH_TRACKER, loopRules: LoopRules = defaultLoopRules(3)) => ({
   sessionId: 's',
   turnId: 't',
   call: { id: 'call-1', name, argumentsText },
-  doom,
-  doomLoopThreshold: 3,
+  loop,
+  loopRules,
 });
 
 /** The chart always runs as a child (it tells its parent about approvals), so tests give it a host. */
@@ -31,7 +32,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
       toolCallId: 'call-1',
       result: { status: 'succeeded', content: 'ran read_file' },
       termination: null,
-      doom: { signature: 'read_file:{"path":"a"}', count: 1 },
+      loop: { signature: 'read_file:{"path":"a"}', count: 1, recent: [] },
     });
     expect(stubs.emitted).toEqual(['span', 'started', 'live:running', 'finished']);
     expect(stubs.written).toHaveLength(1);
@@ -60,10 +61,23 @@ describe('tool-call chart through .provide() (RT-15)', () => {
 
   it('stops at the doom-loop threshold without authorizing or executing', async () => {
     const stubs = toolCallStubs();
-    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2 })).done;
+    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2, recent: [] })).done;
     expect(output.termination).toMatchObject({ kind: 'failed', code: 'doom_loop' });
     expect(output.result.content).toBe("doom loop detected for tool 'read_file'");
     expect(stubs.emitted).not.toContain('live:running');
+    expect(stubs.emitted).toContain('guardrail:loop:hard:3');
+  });
+
+  it('runs a call that reaches the soft threshold, announces it once and appends the hint to its result (GR-1)', async () => {
+    const stubs = toolCallStubs();
+    const rules = { ...defaultLoopRules(5), soft: 3 };
+    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2, recent: [] }, rules)).done;
+    expect(output.termination).toBeNull();
+    expect(output.result.status).toBe('succeeded');
+    expect(output.result.content).toMatch(/^ran read_file\n\n\[guardrail\] This is call 3 in a row of 'read_file'/);
+    expect(stubs.written[0]!.result.content).toBe(output.result.content);
+    expect(stubs.emitted.filter((e) => e.startsWith('guardrail'))).toEqual(['guardrail:loop:soft:3']);
+    expect(stubs.emitted.indexOf('guardrail:loop:soft:3')).toBeLessThan(stubs.emitted.indexOf('live:running'));
   });
 
   it("screens against the session's mode: a rule denial is written, an ask waits for the user", async () => {
@@ -79,10 +93,11 @@ describe('tool-call chart through .provide() (RT-15)', () => {
     expect((await done).result).toEqual({ status: 'succeeded', content: 'ran read_file' });
   });
 
-  it('counts the call for the doom-loop guard only when its arguments pass the schema', async () => {
-    const doom = { signature: 'read_file:{"path":1}', count: 1 };
-    const output = await start(toolCallStubs(), input('read_file', '{"path":1}', doom)).done;
-    expect(output.doom).toEqual(doom);
+  it('counts only calls whose arguments pass the schema; one that fails breaks the run (GR-1)', async () => {
+    const run = { signature: 'read_file:{"path":"a"}', count: 2, recent: [] };
+    expect((await start(toolCallStubs(), input('read_file', '{"path":1}', run)).done).loop).toEqual(FRESH_TRACKER);
+    expect((await start(toolCallStubs(), input('nope', '{"path":"a"}', run)).done).loop).toEqual(FRESH_TRACKER);
+    expect((await start(toolCallStubs(), input('read_file', 'not json', run)).done).loop).toEqual(FRESH_TRACKER);
   });
 
   it('runs control tools without authorization', async () => {

@@ -1,15 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { sessionMachine, toolCallMachine, turnMachine } from '../../src/index.js';
+import { sessionMachine, stallWatchdogMachine, toolCallMachine, turnMachine } from '../../src/index.js';
 import { SessionDirector } from './session-director.js';
 import { ToolCallDirector } from './tool-call-director.js';
-import { DOOM_THRESHOLD, TOOL_CALL_SCENARIOS, toolCallModel, type ToolCallScenario } from './tool-call-model.js';
+import { DOOM_THRESHOLD, loopRulesOf, TOOL_CALL_SCENARIOS, toolCallModel, type ToolCallScenario } from './tool-call-model.js';
 import { checkTurnEnds } from './session-ends.js';
 import { SESSION_LIMITS, SESSION_SCENARIOS, sessionModel, type SessionEnv, type SessionScenario } from './session-model.js';
 import { Stage } from './stage.js';
 import { edgeTour, type PathStep } from './tour.js';
 import { TransitionLedger } from './transitions.js';
 import { TurnDirector } from './turn-director.js';
-import { TURN_LIMITS, TURN_SCENARIOS, turnModel, type TurnEnv, type TurnScenario } from './turn-model.js';
+import { GUARDED_CONFIG, TURN_SCENARIOS, turnLimitsOf, turnModel, type TurnEnv, type TurnScenario } from './turn-model.js';
+import type { TurnContext } from '../../machines/turn.machine.js';
+import type { TurnOutcome } from '../../src/index.js';
 
 const ledger = new TransitionLedger();
 
@@ -23,7 +25,12 @@ const UNREACHABLE_SESSION_TRANSITIONS = { 'session.running xstate.error.actor.tu
 /** Drives one generated turn path through a fresh runtime and returns what went wrong, if anything. */
 async function driveTurnPath(path: PathStep<TurnEnv>[], scenario: TurnScenario) {
   const director = new TurnDirector(path);
-  const stage = await Stage.open(director, [ledger.observe], { limits: TURN_LIMITS, ...(scenario.parallelToolCalls !== null && { parallelToolCalls: scenario.parallelToolCalls }) });
+  const { maxModelCalls, doomLoopThreshold, runTimeoutMs } = turnLimitsOf(scenario);
+  const stage = await Stage.open(director, [ledger.observe], {
+    limits: { maxModelCalls, doomLoopThreshold, runTimeoutMs },
+    ...(scenario.parallelToolCalls !== null && { parallelToolCalls: scenario.parallelToolCalls }),
+    ...(scenario.name === 'guarded' && { guardrails: GUARDED_CONFIG }),
+  });
   director.stage = stage;
   try {
     const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });
@@ -37,10 +44,22 @@ async function driveTurnPath(path: PathStep<TurnEnv>[], scenario: TurnScenario) 
     const off = director.rests.problem() ?? (director.done ? director.eventProblem() : 'the path has steps the runtime never took');
     if (off) problems.push(off);
     if (JSON.stringify(outcome.status) !== director.rests.expected.at(-1)) problems.push(`outcome ${outcome.status} but the chart ended in ${director.rests.expected.at(-1)}`);
+    // The guardrails end turns that rest alike (completed, failed): what ended them must match too.
+    if (scenario.name === 'guarded') problems.push(...guardrailEndProblems(path, outcome));
     return problems;
   } finally {
     await stage.close();
   }
+}
+
+/** The failure code, or what stopped a completed turn, as the path's last step has it against the runtime's outcome. */
+function guardrailEndProblems(path: PathStep<TurnEnv>[], outcome: TurnOutcome): string[] {
+  const expected = (path.at(-1)!.next.machine.context as TurnContext).outcome;
+  const said = (o: TurnOutcome | null) => (o?.status === 'failed' ? o.code : o?.status === 'completed' ? (o.stoppedBy ?? 'completed') : (o?.status ?? null));
+  // The traversal does not know which write a `failed` tool call lost: only the guardrails' own codes are compared.
+  const own = new Set(['completed', 'token_budget', 'mistake_limit', 'stalled', 'budget_exhausted']);
+  if (!own.has(String(said(expected))) && !own.has(String(said(outcome)))) return [];
+  return said(expected) === said(outcome) ? [] : [`the path ends ${said(expected)} but the turn ended ${said(outcome)}`];
 }
 
 /** Drives one generated session path; every command must come back typed and every turn end consistent. */
@@ -67,8 +86,9 @@ async function driveSessionPath(path: PathStep<SessionEnv>[], scenario: SessionS
 /** Drives one generated tool-call path: the call is the `target` of a turn that asks for it. */
 async function driveToolCallPath(path: PathStep<null>[], scenario: ToolCallScenario) {
   const director = new ToolCallDirector(path, scenario);
-  const limits = { maxModelCalls: 5, doomLoopThreshold: DOOM_THRESHOLD, runTimeoutMs: null };
-  const stage = await Stage.open(director, [ledger.observe], { limits, permissionMode: scenario.mode, dispatchHooks: scenario.hooks === true });
+  const limits = { maxModelCalls: 5, doomLoopThreshold: loopRulesOf(scenario).hard, runTimeoutMs: null };
+  const guardrails = scenario.hint ? { loop: { soft: DOOM_THRESHOLD } } : undefined;
+  const stage = await Stage.open(director, [ledger.observe], { limits, permissionMode: scenario.mode, dispatchHooks: scenario.hooks === true, guardrails });
   director.stage = stage;
   try {
     const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });
@@ -122,10 +142,11 @@ describe('generated paths through the real runtime (XS-5)', () => {
     expect(failures.slice(0, 5).join('\n\n')).toBe('');
   }, 120_000);
 
-  it('takes every transition of the turn and tool-call charts, and all but the documented one of the session chart', () => {
-    console.log(ledger.table([turnMachine, toolCallMachine, sessionMachine]));
+  it('takes every transition of the turn, tool-call and watchdog charts, and all but the documented one of the session chart', () => {
+    console.log(ledger.table([turnMachine, toolCallMachine, stallWatchdogMachine, sessionMachine]));
     expect(ledger.missing(turnMachine).map((t) => t.key)).toEqual([]);
     expect(ledger.missing(toolCallMachine).map((t) => t.key)).toEqual([]);
+    expect(ledger.missing(stallWatchdogMachine).map((t) => t.key)).toEqual([]);
     expect(ledger.missing(sessionMachine).map((t) => t.key)).toEqual(Object.keys(UNREACHABLE_SESSION_TRANSITIONS));
   });
 });

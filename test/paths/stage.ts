@@ -10,6 +10,8 @@ import {
   withFaults,
   type AuthorizationDecision,
   type FaultyStorage,
+  type GuardrailsConfig,
+  type MistakeLimitDecision,
   type ModelCallOptions,
   type PermissionMode,
   type Runtime,
@@ -50,6 +52,8 @@ export interface StageOptions {
   parallelToolCalls?: number;
   /** RL-4: the runtime gets `beforeToolDispatch` and `afterToolDispatch` hooks that ask the script. */
   dispatchHooks?: boolean;
+  /** The agent's guardrail profile (issue 12); the default profile when not given. */
+  guardrails?: GuardrailsConfig;
 }
 
 /** What a path's script decides when the runtime asks: the model's reply, a tool's result. */
@@ -61,6 +65,8 @@ export interface Script {
   /** RL-4's dispatch hooks, when the stage has them. */
   beforeDispatch?(toolCallId: string, signal: AbortSignal): Promise<DispatchDecision | undefined>;
   afterDispatch?(toolCallId: string, signal: AbortSignal): Promise<void>;
+  /** The agent's `onMistakeLimit` (GR-2); the agent has none when the script has none. */
+  mistakeDecision?(signal: AbortSignal): MistakeLimitDecision | Promise<MistakeLimitDecision>;
   observe(event: InspectionEvent): void;
 }
 
@@ -107,7 +113,7 @@ export class Stage {
   }
 
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
-    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false } = options;
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails } = options;
     const watched = new WatchedStorage(await migratedMemoryStorage());
     const storage = withFaults(watched.storage);
     const model = scriptedModel(
@@ -124,7 +130,14 @@ export class Stage {
       model,
       tools,
       agents: {
-        default: { systemPrompt: 'path agent', ...counts, ...(runTimeoutMs !== null && { runTimeoutMs }), ...(parallelToolCalls !== undefined && { parallelToolCalls }) },
+        default: {
+          systemPrompt: 'path agent',
+          ...counts,
+          ...(runTimeoutMs !== null && { runTimeoutMs }),
+          ...(parallelToolCalls !== undefined && { parallelToolCalls }),
+          ...(guardrails !== undefined && { guardrails }),
+          ...(script.mistakeDecision && { onMistakeLimit: ({ signal }: { signal: AbortSignal }) => script.mistakeDecision!(signal) }),
+        },
       },
       clock,
       ...(dispatchHooks && {

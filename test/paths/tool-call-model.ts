@@ -1,5 +1,5 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
-import { callSignature } from '../../machines/signature.js';
+import { defaultLoopRules, FRESH_TRACKER, observeCall, type LoopRules } from '../../machines/guardrails.js';
 import { toolCallMachine, validationAction, type ToolCallContext } from '../../machines/tool-call.machine.js';
 import type { PermissionMode } from '../../src/index.js';
 import { modeForbids, modeRequiresApproval } from '../../src/tools/permission-policy.js';
@@ -24,6 +24,11 @@ export const PATH_TOOLS: Record<string, { effect: ToolEffect; hook: boolean } | 
 
 export const DOOM_THRESHOLD = 2;
 
+/** The loop rules of a scenario: the stop at `DOOM_THRESHOLD`, or (`hint`) a hint at 2 and the stop at 3 (GR-1). */
+export function loopRulesOf(scenario: ToolCallScenario): LoopRules {
+  return scenario.hint ? { ...defaultLoopRules(DOOM_THRESHOLD + 1), soft: DOOM_THRESHOLD } : defaultLoopRules(DOOM_THRESHOLD);
+}
+
 export interface ToolCallScenario {
   name: string;
   argumentsText: string;
@@ -32,6 +37,8 @@ export interface ToolCallScenario {
   repeated: boolean;
   /** RL-4: the runtime has `beforeToolDispatch` and `afterToolDispatch` hooks. */
   hooks?: boolean;
+  /** The agent hints one call before it stops (GR-1): the repeated call reaches the hint instead, and runs. */
+  hint?: boolean;
 }
 
 const PATH = '{"path":"a.txt"}';
@@ -42,6 +49,7 @@ export const TOOL_CALL_SCENARIOS: ToolCallScenario[] = [
   { name: 'no_such_tool', argumentsText: PATH, mode: 'ask', repeated: false },
   { name: 'read_file', argumentsText: '{"path":1}', mode: 'ask', repeated: false },
   { name: 'read_file', argumentsText: PATH, mode: 'auto', repeated: true },
+  { name: 'read_file', argumentsText: PATH, mode: 'auto', repeated: true, hint: true },
   { name: 'update_plan', argumentsText: PLAN, mode: 'ask', repeated: false },
   ...(['ask', 'auto', 'read_only'] as const).flatMap((mode) =>
     ['read_file', 'write_file', 'run_cmd'].map((name) => ({ name, argumentsText: PATH, mode, repeated: false })),
@@ -88,6 +96,7 @@ export const traversalToolCallMachine = toolCallMachine.provide({
     setLiveStatus: () => undefined,
     emitPermissionResolved: () => undefined,
     finishCall: () => undefined,
+    emitGuardrailTriggered: () => undefined,
   },
 });
 
@@ -132,8 +141,9 @@ export function toolCallModel(scenario: ToolCallScenario): ChartModel<null> {
       sessionId: scenario.mode,
       turnId: scenario.hooks ? HOOKED_TURN : 't',
       call: { id: 'target', name: scenario.name, argumentsText: scenario.argumentsText },
-      doom: scenario.repeated ? { signature: callSignature(scenario.name, args), count: DOOM_THRESHOLD - 1 } : { signature: null, count: 0 },
-      doomLoopThreshold: DOOM_THRESHOLD,
+      // The identical call before, as the turn carries it: counted once.
+      loop: scenario.repeated ? observeCall(FRESH_TRACKER, scenario.name, args, loopRulesOf(scenario)).tracker : FRESH_TRACKER,
+      loopRules: loopRulesOf(scenario),
     },
     env: null,
     events: ({ machine }) => events(machine),

@@ -93,8 +93,8 @@ export class TransitionLedger {
     const rows = machines.map((m) => {
       const all = chartTransitions(m).length;
       const covered = all - this.missing(m).length;
-      return `${m.id.padEnd(10)} ${String(all).padStart(11)} ${String(covered).padStart(8)} ${((100 * covered) / all).toFixed(1).padStart(7)} %`;
+      return `${m.id.padEnd(14)} ${String(all).padStart(11)} ${String(covered).padStart(8)} ${((100 * covered) / all).toFixed(1).padStart(7)} %`;
     });
-    return ['machine    transitions  covered   share', ...rows].join('\n');
+    return ['machine        transitions  covered   share', ...rows].join('\n');
   }
 }

@@ -8,7 +8,8 @@ import { RestLog } from './rest-log.js';
 import { StepCursor } from './step-cursor.js';
 import { pendingEffectOf } from './recorded-effects.js';
 import type { PathStep } from './tour.js';
-import { ANY_TOOL, DONE_CHILD, ERROR_CHILD, startsReads, type TurnEnv } from './turn-model.js';
+import { ANY_TOOL, DONE_CHILD, ERROR_CHILD, OVER_BUDGET_USAGE, resultStatusOf, startsReads, type TurnEnv } from './turn-model.js';
+import type { MistakeLimitDecision } from '../../src/index.js';
 
 type Step = PathStep<TurnEnv>;
 const value = (s: { value: unknown }) => JSON.stringify(s.value);
@@ -18,7 +19,7 @@ const COMMANDS = new Set(['turn.cancel', 'turn.timeout', 'turn.stop', 'turn.reso
 const INTERRUPTS = new Set(['turn.cancel', 'turn.timeout', 'turn.stop']);
 type Interruption = 'turn.cancel' | 'turn.timeout' | 'turn.stop';
 /** The effects an interrupt aborts while the chart waits for their reply (`abortEffect`). */
-const ABORTABLE = new Set(['prepareRequest', 'compact']);
+const ABORTABLE = new Set(['prepareRequest', 'compact', 'consultMistakeLimit']);
 /** The branches that start a run of reads ahead of their calls (RL-5), and how a step that took one is labelled. */
 const PARALLEL_GUARDS = new Set(['callsReadInParallel', 'nextCallsReadInParallel']);
 const STARTS_READS = ' (reads started)';
@@ -177,7 +178,7 @@ export class TurnDirector implements Script {
     if (effect === null || !ABORTABLE.has(effect) || !reply?.event.type.startsWith('effect.') || effectOf(reply) !== effect) return this.command(type);
     if (!isAborted(reply.event)) return void this.atReply.push(type);
     if (effect === 'prepareRequest') return this.interruptDuringWrite(type);
-    this.command(type); // the summary call waits for its signal (see `modelReply`)
+    this.command(type); // the summary call and the mistake callback wait for their signal (see `modelReply`, `mistakeDecision`)
   }
 
   /**
@@ -273,7 +274,27 @@ export class TurnDirector implements Script {
     // The parallel course names each call's tool; in the serial course the path's steps pick it.
     const calls = (event.output?.toolCalls ?? []) as Array<{ id: string; name: string }>;
     const names = calls.some((call) => call.name === ANY_TOOL) ? this.upcomingToolNames(calls.length) : calls.map((call) => call.name);
-    return { text: 'answer', toolCalls: calls.map(({ id }, i) => ({ id, name: names[i]!, args: { path: `f${++this.callCounter}` } })) };
+    // The token budget (issue 12): the call before a request the path has over the budget reports that much.
+    const usage = this.budgetPassedAfter(step) ? { usage: { inputTokens: OVER_BUDGET_USAGE } } : {};
+    return { text: 'answer', toolCalls: calls.map(({ id }, i) => ({ id, name: names[i]!, args: { path: `f${++this.callCounter}` } })), ...usage };
+  }
+
+  /** Whether the next request after `step` is over the token budget (its `turnTokens` say so). */
+  private budgetPassedAfter(step: Step): boolean {
+    const prepare = this.path.slice(this.path.indexOf(step) + 1).find((s) => effectOf(s) === 'prepareRequest');
+    return ((prepare?.event as { output?: { turnTokens?: number } } | undefined)?.output?.turnTokens ?? 0) > 0;
+  }
+
+  /**
+   * The agent's `onMistakeLimit` (GR-2) answers what the step says: continue, stop, or a throw; a
+   * decision an interrupt reaches first waits for its signal.
+   */
+  mistakeDecision(signal: AbortSignal): MistakeLimitDecision | Promise<MistakeLimitDecision> {
+    const event = this.current!.event as EventObject & { output?: { action?: string; message?: string } };
+    if (COMMANDS.has(event.type) || isAborted(event)) return untilAborted<MistakeLimitDecision>(signal, { action: 'stop', message: 'never seen' });
+    if (event.type === 'effect.failed') throw new Error('the operator console is down');
+    if (event.output?.action === 'stop') return { action: 'stop', message: event.output.message ?? 'stopped' };
+    return { action: 'continue', guidance: 'try something else' };
   }
 
   /** The tools the calls of this response must name, so the calls behave as the steps after it say. */
@@ -305,6 +326,7 @@ export class TurnDirector implements Script {
     const interrupted = running.some((s) => INTERRUPTS.has(s.event.type));
     if (!finish || (interrupted && terminationOf(finish.event) !== null)) return untilAborted<ToolExecutionResult>(signal, { status: 'cancelled', content: 'stopped' });
     if (terminationOf(finish.event) === 'cancelled') return { status: 'cancelled', content: 'the tool gave up' };
+    if (resultStatusOf(finish.event) === 'failed') return { status: 'failed', content: 'the read failed' };
     return { status: 'succeeded', content: this.prepareOverAfter(finish) ? BIG_TEXT : 'contents' };
   }
 

@@ -1,5 +1,6 @@
 import { assign, type AnyMachineSnapshot, type EventObject } from 'xstate';
 import { turnMachine, type TurnContext } from '../../machines/turn.machine.js';
+import { DEFAULT_GUARDRAILS, FRESH_TRACKER } from '../../machines/guardrails.js';
 import type { ToolCallPart } from '../../src/index.js';
 import { abortEffect, abortedEffectOf, forgetEffect, pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel, ModelState } from './tour.js';
@@ -17,6 +18,26 @@ import type { ChartModel, ModelState } from './tour.js';
 export const TURN_LIMITS = { maxModelCalls: 2, doomLoopThreshold: 3, runTimeoutMs: 1_000 };
 
 /**
+ * The guarded course's agent (issue 12): no run deadline, a no-progress watchdog, a mistake breaker
+ * that trips at the first step whose calls all failed, and a token budget. `GUARDED_CONFIG` is how
+ * the runtime is told; `GUARDED_LIMITS` what its charts then get.
+ */
+export const STALL_MS = 500;
+export const TOKEN_BUDGET = 50_000;
+/** Usage a model call reports so that the next call would pass the budget. */
+export const OVER_BUDGET_USAGE = 100_000;
+export const GUARDED_CONFIG = { mistakeLimit: 1, maxTurnTokens: TOKEN_BUDGET, stallTimeoutMs: STALL_MS };
+const GUARDED_LIMITS = {
+  maxModelCalls: 3,
+  doomLoopThreshold: 3,
+  runTimeoutMs: null,
+  guardrails: { ...DEFAULT_GUARDRAILS, ...GUARDED_CONFIG },
+};
+
+/** The no-progress watchdog's time-out, as the turn gets it. */
+export const STALL = { type: 'turn.timeout', limit: 'stall' };
+
+/**
  * A course of turn paths: the agent's settings, and which responses its model gives. `serial` has
  * parallel tool calls off and walks the whole loop, with calls whose tools the director picks from
  * what the path does with them; `parallel` (RL-5) has them on, with a bound of 2, and its first
@@ -27,15 +48,28 @@ export const TURN_LIMITS = { maxModelCalls: 2, doomLoopThreshold: 3, runTimeoutM
  * serial course allows is allowed (agent mail aside).
  */
 export interface TurnScenario {
-  name: 'serial' | 'parallel';
+  name: 'serial' | 'parallel' | 'guarded';
   /** The agent's `parallelToolCalls`: null leaves it off. */
   parallelToolCalls: number | null;
 }
 
+/**
+ * The guarded course (issue 12) walks the guardrails: its responses name their tools (none, a read,
+ * a write that asks for approval), a read succeeds or fails, a step whose call failed trips the
+ * mistake breaker (whose callback continues, stops or throws), a response may report usage that
+ * puts the next call over the token budget (whose last call answers or still asks for tools), and
+ * the watchdog may find no progress while the model or a read runs, or while the callback decides.
+ * Interrupts come only there and while the callback decides; the other courses walk the rest.
+ */
 export const TURN_SCENARIOS: TurnScenario[] = [
   { name: 'serial', parallelToolCalls: null },
   { name: 'parallel', parallelToolCalls: 2 },
+  { name: 'guarded', parallelToolCalls: null },
 ];
+
+export function turnLimitsOf(scenario: TurnScenario) {
+  return scenario.name === 'guarded' ? GUARDED_LIMITS : TURN_LIMITS;
+}
 
 /** A call of the serial course: its tool is picked by the director from what the path does with it. */
 export const ANY_TOOL = 'any';
@@ -110,6 +144,7 @@ function traversalTurnMachine(scenario: TurnScenario) {
       abortEffect,
       emitPhase: () => undefined,
       discardDraft: () => undefined,
+      emitGuardrailTriggered: () => undefined,
       startParallelReads: assign(({ context }: { context: WalkedContext }) => ({
         startedReads: [...startedOf(context), ...startedRun(context)],
         runsStarted: (context.runsStarted ?? 0) + 1,
@@ -131,16 +166,21 @@ export const DONE_CHILD = 'xstate.done.actor.toolCall';
 export const ERROR_CHILD = 'xstate.error.actor.toolCall';
 
 type Termination = null | 'cancelled' | 'failed';
-const childDone = (termination: Termination, mail = false) => ({
+const childDone = (termination: Termination, mail = false, status: 'succeeded' | 'failed' = 'succeeded') => ({
   type: DONE_CHILD,
   mail,
   output: {
     toolCallId: 'call',
-    result: { status: 'succeeded', content: '' },
+    result: { status, content: '' },
     termination: termination === null ? null : termination === 'cancelled' ? { kind: 'cancelled' } : { kind: 'failed', code: 'persistence_error', message: '' },
-    doom: { signature: null, count: 0 },
+    loop: FRESH_TRACKER,
   },
 });
+
+/** The result a path gives the call (a failed one counts for the mistake breaker). */
+export function resultStatusOf(event: EventObject): 'succeeded' | 'failed' {
+  return (event as { output?: { result?: { status?: string } } }).output?.result?.status === 'failed' ? 'failed' : 'succeeded';
+}
 
 /** The error of an effect that stopped because the chart aborted it (`abortEffect`). */
 export const ABORTED = { aborted: true };
@@ -155,6 +195,64 @@ export function modelResponse(index: number, tools: readonly string[]) {
     reasoning: '',
     toolCalls: tools.map((name, i) => ({ id: `m${index}c${i}`, name, argumentsText: JSON.stringify({ path: `m${index}c${i}` }) })),
   };
+}
+
+/** What `prepareRequest` reports in the guarded course: under the budget, or (`over`) a turn whose calls reported enough to pass it. */
+export const prepared = (over: boolean) => ({ overLine: false, turnTokens: over ? OVER_BUDGET_USAGE : 0, nextCallTokens: 1 });
+
+function guardedReplies(state: ModelState<TurnEnv>): EventObject[] {
+  const c = ctx(state.machine);
+  const id = pendingEffectOf(state.machine);
+  const done = (extra: object = {}) => ({ type: 'effect.done', id, output: undefined, ...extra });
+  switch (id) {
+    case 'beginTurn':
+    case 'writeAssistant':
+    case 'skipToolCalls':
+      return [done()];
+    case 'prepareRequest':
+      // Over the budget only once a call reported usage, and only until the last call is under way.
+      return [done({ output: prepared(false) }), ...(c.response !== null && !c.concluding ? [done({ output: prepared(true) })] : [])];
+    case 'callModel': {
+      const responses = c.response === null && !c.concluding ? [[], ['read_file'], ['write_file']] : [[], ['read_file']];
+      return responses.map((tools) => done({ output: modelResponse(c.modelCallIndex, tools) }));
+    }
+    case 'consultMistakeLimit': {
+      const failed = { type: 'effect.failed', id, error: abortedEffectOf(state.machine) === id ? ABORTED : { code: 'mistake_limit' } };
+      return [done({ output: { action: 'continue' } }), done({ output: { action: 'stop', message: 'stopped by the callback' } }), failed];
+    }
+    default:
+      return [];
+  }
+}
+
+/** The guarded course's interrupts: any while the callback decides, the watchdog's while the model is called. */
+function guardedCommands(state: ModelState<TurnEnv>): EventObject[] {
+  if (ctx(state.machine).interrupt !== null) return [];
+  if (state.machine.matches({ running_model: 'consulting' })) return commands.map((c) => (c.type === 'turn.timeout' ? STALL : c));
+  return state.machine.matches({ running_model: 'calling' }) ? [STALL] : [];
+}
+
+/** A call of the guarded course: a read succeeds or fails (or the watchdog stops it), a write asks first. */
+function guardedChildEvents({ machine, env }: ModelState<TurnEnv>): Array<EventObject & Record<string, unknown>> {
+  const c = ctx(machine);
+  switch (env.child) {
+    case 'fresh':
+      if (currentTool(c) === 'write_file') return [{ type: 'tool.permission_requested', toolCallId: 'call', name: 'write_file', paths: [] }];
+      return [childDone(null), childDone(null, false, 'failed'), ...(c.interrupt === null ? [STALL] : [])];
+    case 'approved':
+      return [childDone(null)];
+    case 'asking':
+      return (['allow_once', 'deny'] as const).map((decision) => ({ type: 'turn.resolve_permission', toolCallId: c.pendingPermission, decision }));
+    case 'allow':
+    case 'deny':
+      return [{ type: 'tool.permission_settled', toolCallId: c.pendingPermission }];
+    case 'denied':
+      return [childDone('failed')];
+    case 'cancel':
+      return [childDone('cancelled')];
+    default:
+      return [];
+  }
 }
 
 function effectReplies(state: ModelState<TurnEnv>, scenario: TurnScenario): EventObject[] {
@@ -294,9 +392,13 @@ export function turnModel(scenario: TurnScenario): ChartModel<TurnEnv> {
   const parallel = scenario.name === 'parallel';
   return {
     machine: traversalTurnMachine(scenario),
-    input: { sessionId: 's', turnId: 't', limits: TURN_LIMITS },
+    input: { sessionId: 's', turnId: 't', limits: turnLimitsOf(scenario) },
     env: { child: 'fresh', stickyOver: false, bigSummary: false },
     events: (state) => {
+      if (scenario.name === 'guarded') {
+        if (state.machine.matches({ running_tools: 'tool_call' })) return guardedChildEvents(state);
+        return [...guardedReplies(state), ...guardedCommands(state)];
+      }
       if (state.machine.matches({ running_tools: 'tool_call' })) return childEvents(state);
       const replies = effectReplies(state, scenario);
       // The parallel course interrupts only where reads can be started or running: from its response on.
@@ -331,6 +433,11 @@ export function turnModel(scenario: TurnScenario): ChartModel<TurnEnv> {
         c.termination?.kind ?? null,
         c.pendingPermission !== null,
         c.outcome?.status ?? null,
+        // The guardrails' state (issue 12).
+        c.mistakes,
+        c.step.failed,
+        c.step.succeeded,
+        c.concluding,
         env,
       ]);
     },

@@ -1,0 +1,213 @@
+import type { ToolResult } from '../src/protocol/tool-result.js';
+import { stableStringify } from './signature.js';
+
+/**
+ * GR-1 / GR-2 as pure functions the charts call from their guards and assigns: the loop and cycle
+ * detectors over consecutive tool calls, the near-duplicate normalization, and the per-step tally
+ * of the mistake breaker. Everything here is plain data in, plain data out, so the charts' context
+ * stays serializable and an inspector sees each verdict.
+ */
+
+/** What an agent's profile says about repeated calls, as chart data. */
+export interface LoopRules {
+  /** Identical consecutive calls that earn the call a recovery hint; null for none. */
+  soft: number | null;
+  /** Identical consecutive calls that end the turn `doom_loop` (RT-14). */
+  hard: number;
+  /** Repetitions of a sequence of 2–4 calls: a hint at `soft`, the turn ends at `hard`; null when off. */
+  cycles: { soft: number | null; hard: number } | null;
+  /** Compare arguments after normalizing whitespace and number formatting (key order always is). */
+  nearDuplicates: boolean;
+}
+
+/** The run of consecutive calls as the detectors see it; carried from call to call by the turn. */
+export interface LoopTracker {
+  /** The last counted call's signature (name + key-sorted, maybe normalized, arguments). */
+  signature: string | null;
+  /** How many identical calls in a row end with it. */
+  count: number;
+  /** Hashes of the latest signatures, oldest first; empty unless cycle detection is on. */
+  recent: string[];
+}
+
+export type LoopVerdict = {
+  rule: 'loop' | 'cycle';
+  level: 'soft' | 'hard';
+  /** Identical calls in a row (`loop`) or repetitions of the sequence (`cycle`). */
+  count: number;
+  /** The sequence's length, for a cycle. */
+  period: number;
+} | null;
+
+export const FRESH_TRACKER: LoopTracker = { signature: null, count: 0, recent: [] };
+
+/** The rules of the default profile (seed 000): the turn ends at the third identical call, nothing else. */
+export function defaultLoopRules(hard: number): LoopRules {
+  return { soft: null, hard, cycles: null, nearDuplicates: false };
+}
+
+const MIN_PERIOD = 2;
+const MAX_PERIOD = 4;
+
+/** A call that was not counted (unknown tool, arguments not an object or failing the schema) breaks any run. */
+export function breakRun(tracker: LoopTracker): LoopTracker {
+  return tracker.signature === null && tracker.recent.length === 0 ? tracker : FRESH_TRACKER;
+}
+
+/** Counts one valid call and says whether it reached a threshold. */
+export function observeCall(tracker: LoopTracker, name: string, args: Record<string, unknown>, rules: LoopRules): { tracker: LoopTracker; verdict: LoopVerdict } {
+  const signature = `${name}:${stableStringify(rules.nearDuplicates ? normalizeArguments(args) : args)}`;
+  const count = signature === tracker.signature ? tracker.count + 1 : 1;
+  const recent = rules.cycles ? remember(tracker.recent, signatureHash(signature), MAX_PERIOD * rules.cycles.hard) : tracker.recent;
+  const next: LoopTracker = { signature, count, recent };
+  return { tracker: next, verdict: verdictOf(next, rules) };
+}
+
+/** The strongest verdict: a stop before a hint, a run of identical calls before a cycle. */
+function verdictOf(tracker: LoopTracker, rules: LoopRules): LoopVerdict {
+  const cycle = rules.cycles ? detectCycle(tracker.recent) : null;
+  if (tracker.count >= rules.hard) return { rule: 'loop', level: 'hard', count: tracker.count, period: 1 };
+  if (cycle && rules.cycles && cycle.repetitions >= rules.cycles.hard) return { rule: 'cycle', level: 'hard', count: cycle.repetitions, period: cycle.period };
+  if (rules.soft !== null && tracker.count === rules.soft) return { rule: 'loop', level: 'soft', count: tracker.count, period: 1 };
+  if (cycle?.complete && rules.cycles?.soft === cycle.repetitions) return { rule: 'cycle', level: 'soft', count: cycle.repetitions, period: cycle.period };
+  return null;
+}
+
+function remember(recent: readonly string[], hash: string, keep: number): string[] {
+  const next = recent.length >= keep ? recent.slice(recent.length - keep + 1) : recent.slice();
+  next.push(hash);
+  return next;
+}
+
+/**
+ * The longest repetition of a sequence of 2–4 calls that the history ends with: A,B,A,B is two
+ * repetitions of a period of 2. A sequence of one call repeated is the loop rule's, not a cycle.
+ * `complete` says the latest call finished a repetition (A,B,A,B,A has two, the third under way).
+ */
+export function detectCycle(recent: readonly string[]): { period: number; repetitions: number; complete: boolean } | null {
+  let best: { period: number; repetitions: number; complete: boolean } | null = null;
+  for (let period = MIN_PERIOD; period <= MAX_PERIOD && period < recent.length; period++) {
+    const tail = recent.slice(recent.length - period);
+    if (tail.every((h) => h === tail[0])) continue;
+    let matching = 0;
+    for (let i = recent.length - 1; i - period >= 0 && recent[i] === recent[i - period]; i--) matching++;
+    const covered = matching + period;
+    const repetitions = Math.floor(covered / period);
+    if (repetitions >= 2 && (!best || repetitions > best.repetitions)) best = { period, repetitions, complete: covered % period === 0 };
+  }
+  return best;
+}
+
+const NUMERIC = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
+/**
+ * Near-duplicate arguments compare equal after this: strings trimmed with inner whitespace runs
+ * made one space, numeric strings as the number they write (`"1.50"`, `" 1.5"` and `1.5` are one
+ * value), numbers as JSON prints them; key order is already ignored by the signature.
+ */
+export function normalizeArguments(value: unknown): unknown {
+  if (typeof value === 'string') {
+    const squeezed = value.trim().replace(/\s+/g, ' ');
+    return NUMERIC.test(squeezed) && Number.isFinite(Number(squeezed)) ? Number(squeezed) : squeezed;
+  }
+  if (Array.isArray(value)) return value.map(normalizeArguments);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [key, inner] of Object.entries(value as Record<string, unknown>)) out[key] = normalizeArguments(inner);
+    return out;
+  }
+  return value;
+}
+
+/** A short, stable hash of a signature (FNV-1a, two 32-bit lanes): the cycle history holds these, not whole arguments. */
+export function signatureHash(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+  }
+  return (a >>> 0).toString(36) + '.' + (b >>> 0).toString(36);
+}
+
+/** The recovery hint appended to the result of the call that reached a soft threshold (the call still ran). */
+export function recoveryHint(verdict: NonNullable<LoopVerdict>, toolName: string): string {
+  const lead =
+    verdict.rule === 'loop'
+      ? `[guardrail] This is call ${verdict.count} in a row of '${toolName}' with the same arguments; repeating it will not give a different result.`
+      : `[guardrail] The last ${verdict.count * verdict.period} tool calls repeat the same sequence of ${verdict.period} calls ${verdict.count} times.`;
+  return `\n\n${lead} Try another approach or other arguments, or answer with what you have.`;
+}
+
+/** What the call that reached a hard threshold gets as its result, and why the turn ended. */
+export function stopReason(verdict: NonNullable<LoopVerdict>, toolName: string): { result: string; message: string } {
+  if (verdict.rule === 'loop') {
+    return { result: `doom loop detected for tool '${toolName}'`, message: `'${toolName}' was called ${verdict.count} times in a row with the same arguments` };
+  }
+  return {
+    result: `doom loop detected: a sequence of ${verdict.period} tool calls repeated ${verdict.count} times`,
+    message: `the same sequence of ${verdict.period} tool calls was repeated ${verdict.count} times in a row (last: '${toolName}')`,
+  };
+}
+
+/** GR-2: what one model step's tool calls came to. */
+export interface StepTally {
+  failed: number;
+  succeeded: number;
+  /** The failed results' texts, the first few, shortened: what `onMistakeLimit` gets as `lastErrors`. */
+  errors: string[];
+}
+
+export const EMPTY_TALLY: StepTally = { failed: 0, succeeded: 0, errors: [] };
+
+const KEPT_ERRORS = 5;
+const ERROR_CHARS = 500;
+
+/** Errors, invalid arguments, unknown tools and rule denials are failures; a cancelled or unknown end is neither. */
+export function tallyResult(tally: StepTally, result: ToolResult): StepTally {
+  if (result.status === 'succeeded') return { failed: tally.failed, succeeded: tally.succeeded + 1, errors: tally.errors };
+  if (result.status !== 'failed' && result.status !== 'denied') return tally;
+  const errors = tally.errors.length < KEPT_ERRORS ? [...tally.errors, result.content.slice(0, ERROR_CHARS)] : tally.errors;
+  return { failed: tally.failed + 1, succeeded: tally.succeeded, errors };
+}
+
+/** A step whose calls all failed is one more mistake in a row; any success resets the count. */
+export function mistakesAfter(mistakes: number, tally: StepTally): number {
+  if (tally.succeeded > 0) return 0;
+  return tally.failed > 0 ? mistakes + 1 : mistakes;
+}
+
+/**
+ * An agent's guardrail profile as the turn chart reads it (the loop's hard threshold is the
+ * agent's `doomLoopThreshold`, in `TurnLimits`). Null switches a rule off.
+ */
+export interface GuardrailLimits {
+  /** Identical consecutive calls that earn a recovery hint. */
+  loopHint: number | null;
+  cycles: LoopRules['cycles'];
+  nearDuplicates: boolean;
+  /** Consecutive model steps whose tool calls all failed before `onMistakeLimit` decides (GR-2). */
+  mistakeLimit: number | null;
+  /** Tokens the turn's model calls may report, summed, before one last call without tools. */
+  maxTurnTokens: number | null;
+  /** A turn with no update for this long fails `stalled`. */
+  stallTimeoutMs: number | null;
+}
+
+/** The default profile (seed 000): only the loop's hard stop. */
+export const DEFAULT_GUARDRAILS: GuardrailLimits = {
+  loopHint: null,
+  cycles: null,
+  nearDuplicates: false,
+  mistakeLimit: null,
+  maxTurnTokens: null,
+  stallTimeoutMs: null,
+};
+
+/** The loop rules of a turn's limits; limits without a profile are the default profile's. */
+export function loopRulesOf(limits: { doomLoopThreshold: number; guardrails?: GuardrailLimits }): LoopRules {
+  const g = limits.guardrails;
+  if (!g) return defaultLoopRules(limits.doomLoopThreshold);
+  return { soft: g.loopHint, hard: limits.doomLoopThreshold, cycles: g.cycles, nearDuplicates: g.nearDuplicates };
+}

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import type { MistakeDecision, MistakeLimitInput } from '../../machines/turn.machine.js';
+import { TurnFailure } from '../protocol/tool-result.js';
+import { EffectAborted, untilAborted } from './effect-aborted.js';
+import type { EffectCancellation } from './effect-port.js';
+import { mistakeDecisionSchema, type MistakeLimitDecision } from './guardrail-profiles.js';
+import { persistAndAppend, type RuntimeDeps } from './session-env.js';
+
+/**
+ * GR-2's effect: the turn chart decided the breaker tripped; the agent's `onMistakeLimit` says what
+ * now. Its guidance is written as a user-side note before the next model call, its stop message as
+ * the turn's final answer. Fails closed: no callback, a throw, or an answer that is not one of the
+ * two fail the turn `mistake_limit`. A cancel aborts the callback's signal and stops waiting for it;
+ * a write already under way finishes first.
+ */
+export function consultMistakeLimitEffect(deps: RuntimeDeps) {
+  return async (input: MistakeLimitInput, cancellation: EffectCancellation): Promise<MistakeDecision> => {
+    const env = deps.env(input.sessionId);
+    const callback = env.agent.onMistakeLimit;
+    const tripped = `${input.count} model steps in a row had every tool call fail`;
+    if (!callback) throw new TurnFailure('mistake_limit', `${tripped} (the agent's limit, and no onMistakeLimit to decide)`);
+    if (cancellation.aborted) throw new EffectAborted('onMistakeLimit');
+    const asked = Promise.resolve().then(() =>
+      callback({ sessionId: input.sessionId, turnId: input.turnId, count: input.count, lastErrors: input.lastErrors, signal: cancellation.signal }),
+    );
+    const answer = await untilAborted(asked, cancellation).catch((error: unknown) => {
+      if (error instanceof EffectAborted) throw new EffectAborted('onMistakeLimit');
+      throw new TurnFailure('mistake_limit', `${tripped}, and onMistakeLimit failed: ${error instanceof Error ? error.message : String(error)}`);
+    });
+    const decision = parseDecision(answer, tripped);
+    if (decision.action === 'continue') {
+      await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'guardrail_note', text: decision.guidance });
+      return { action: 'continue' };
+    }
+    await persistAndAppend(env, deps, input.turnId, { role: 'assistant', text: decision.message, reasoning: '', toolCalls: [] });
+    return { action: 'stop', message: decision.message };
+  };
+}
+
+function parseDecision(answer: unknown, tripped: string): MistakeLimitDecision {
+  const parsed = mistakeDecisionSchema.safeParse(answer);
+  if (parsed.success) return parsed.data;
+  throw new TurnFailure('mistake_limit', `${tripped}, and onMistakeLimit answered neither { action: 'continue', guidance } nor { action: 'stop', message }: ${z.prettifyError(parsed.error)}`);
+}
