@@ -9,7 +9,11 @@ import type { ModelPort } from '../protocol/model.js';
 import { TurnchartError } from '../protocol/errors.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import { workspaceTools } from '../tools/workspace/index.js';
+import { InspectHub } from '../inspect/inspect-hub.js';
+import { SessionListFeed } from '../inspect/session-list.js';
+import { statelyForward, type StatelyForward } from '../inspect/stately-forward.js';
 import { createApp } from './app.js';
+import { defaultInspectorAssets } from './inspector-assets.js';
 import type { HostContext } from './host-context.js';
 import { DEFAULT_SSE_OPTIONS, type SseOptions } from './sse-stream.js';
 
@@ -35,6 +39,10 @@ export interface HostOptions {
   /** Passed to the runtime as they are (agents, lease length, …). */
   runtime?: Partial<Omit<RuntimeOptions, 'storage' | 'model'>>;
   warn?: (message: string) => void;
+  /** Where the built inspector page is (default: `dist/visualizer` of the package). */
+  inspectorAssets?: string;
+  /** A WebSocket URL to forward every session's inspection events to, in `@statelyai/inspect`'s format. */
+  statelyInspect?: string | null;
 }
 
 export interface RunningHost {
@@ -59,8 +67,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     context.storageDown = true;
     warn(`database connection lost: ${error.message}`);
   });
+  const forward: StatelyForward | null = options.statelyInspect ? statelyForward(options.statelyInspect, { warn }) : null;
+  const userInspect = options.runtime?.inspect;
   const runtime = await createRuntime({
     ...options.runtime,
+    ...(forward && { inspect: userInspect ? (event) => (userInspect(event), forward.inspect(event)) : (event) => forward.inspect(event) }),
     storage,
     model: options.model,
     tools: [...workspaceTools({ root: workspaceDir }), ...(options.runtime?.tools ?? [])],
@@ -68,9 +79,15 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     warn,
   }).catch(async (error: unknown) => {
     await storage.close().catch(() => undefined);
+    await forward?.close();
     throw error;
   });
-  Object.assign(context, { runtime, storage, workspaceDir, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn });
+  const inspector = {
+    hub: new InspectHub(),
+    list: new SessionListFeed(runtime, storage, 2_000, warn),
+    assets: options.inspectorAssets ?? defaultInspectorAssets(),
+  };
+  Object.assign(context, { runtime, storage, workspaceDir, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector });
   const app = createApp(context, { token, corsOrigin: options.corsOrigin ?? null });
   const server = await listen(app.fetch, options.host, options.port);
   const { port } = server.address() as AddressInfo;
@@ -83,6 +100,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       (closing ??= (async () => {
         const stopped = new Promise<void>((done) => server.close(() => done()));
         await runtime.shutdown();
+        await forward?.close();
         // SSE streams ended with their sessions; what is left are idle keep-alive sockets and held `?wait` requests.
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
         await stopped;
