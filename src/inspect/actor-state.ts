@@ -14,7 +14,9 @@ export function actorInfo(ref: AnyActorRef): ActorInfo {
   const internals = ref as unknown as ActorInternals;
   const logic = internals.logic;
   const machineId = logic && typeof logic.id === 'string' && logic.root !== undefined ? logic.id : null;
-  return { actorId: internals.sessionId, parentId: internals._parent?.sessionId ?? null, name: internals.id, machineId };
+  // A root actor has no id of its own (XState gives it its system id): it is named after its chart.
+  const name = internals.id === internals.sessionId && machineId !== null ? machineId : internals.id;
+  return { actorId: internals.sessionId, parentId: internals._parent?.sessionId ?? null, name, machineId };
 }
 
 /** The active state ids of a state value, ancestors included: `turn`, `turn.running_tools`, … */

@@ -1,40 +1,7 @@
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
+import type { ChartEdge, ChartGraph, ChartNode, EdgeKind } from './chart-types.js';
 
-/** One state of a chart: `id` is `<machine id>.<state path with dots>` (the root is the machine id). */
-export interface ChartNode {
-  id: string;
-  /** The state's key (the machine id for the root). */
-  key: string;
-  parent: string | null;
-  type: 'atomic' | 'compound' | 'parallel' | 'final' | 'history';
-  /** Whether the parent enters this state first. */
-  initial: boolean;
-  /** Actors the state invokes while active (`src` names). */
-  invokes: string[];
-}
-
-export type EdgeKind = 'event' | 'always' | 'done' | 'error' | 'after';
-
-/** One transition (one per target): targetless ones stay in their state (`internal`). */
-export interface ChartEdge {
-  id: string;
-  source: string;
-  target: string;
-  kind: EdgeKind;
-  /** The event type as XState names it ('' for an eventless transition). */
-  eventType: string;
-  /** What the page writes on the edge: event (or always / done: actor / after: delay) and guard. */
-  label: string;
-  guard: string | null;
-  internal: boolean;
-  reenter: boolean;
-}
-
-export interface ChartGraph {
-  machineId: string;
-  nodes: ChartNode[];
-  edges: ChartEdge[];
-}
+export type { ChartEdge, ChartGraph, ChartNode, EdgeKind };
 
 /**
  * A chart's definition as nodes and edges, read from the machine's state nodes. Unlike

@@ -4,36 +4,10 @@ import type { AnyStateMachine } from 'xstate';
 import { sessionMachine } from '../../machines/session.machine.js';
 import { toolCallMachine } from '../../machines/tool-call.machine.js';
 import { turnMachine } from '../../machines/turn.machine.js';
-import { chartGraph, type ChartEdge, type ChartGraph, type ChartNode } from './chart-graph.js';
+import { chartGraph } from './chart-graph.js';
+import type { ChartEdge, ChartGraph, ChartLayout, ChartNode, LaidOutEdge, LaidOutNode, LaidOutRoute } from './chart-types.js';
 
-export interface Point {
-  x: number;
-  y: number;
-}
-
-/** A state with its box in the chart's coordinates, and the targetless transitions written inside it. */
-export interface LaidOutNode extends ChartNode {
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-  /** Labels of the transitions that stay in this state (no target). */
-  internal: string[];
-}
-
-export interface LaidOutEdge extends ChartEdge {
-  /** The route, start to end; empty for targetless transitions (they are listed in their state). */
-  points: Point[];
-  labelBox: { x: number; y: number; width: number; height: number } | null;
-}
-
-export interface ChartLayout {
-  machineId: string;
-  width: number;
-  height: number;
-  nodes: LaidOutNode[];
-  edges: LaidOutEdge[];
-}
+export type { ChartLayout, LaidOutEdge, LaidOutNode, LaidOutRoute };
 
 // elkjs is CommonJS: its constructor is `module.exports`, which TypeScript types as the module.
 const ElkConstructor = ((ElkModule as { default?: unknown }).default ?? ElkModule) as new () => ELK;
@@ -71,7 +45,7 @@ export async function layoutChart(graph: ChartGraph): Promise<ChartLayout> {
       children: kids.map(elkNode),
     };
   };
-  const targeted = graph.edges.filter((e) => !e.internal);
+  const routes = routesOf(graph.edges);
   const root = elkNode(graph.nodes.find((n) => n.parent === null)!);
   root.layoutOptions = {
     ...root.layoutOptions,
@@ -85,12 +59,12 @@ export async function layoutChart(graph: ChartGraph): Promise<ChartLayout> {
     'elk.json.shapeCoords': 'ROOT',
     'elk.json.edgeCoords': 'ROOT',
   };
-  root.edges = targeted.map(
-    (e): ElkExtendedEdge => ({
-      id: e.id,
-      sources: [e.source],
-      targets: [e.target],
-      labels: [{ text: e.label, width: e.label.length * SMALL_CHAR + 6, height: LINE }],
+  root.edges = routes.map(
+    (r): ElkExtendedEdge => ({
+      id: r.id,
+      sources: [r.source],
+      targets: [r.target],
+      labels: [{ text: r.members.map((m) => m.label).join('\n'), width: Math.max(...r.members.map((m) => m.label.length)) * SMALL_CHAR + 6, height: LINE * r.members.length }],
     }),
   );
   const laid = await new ElkConstructor().layout(root);
@@ -100,7 +74,8 @@ export async function layoutChart(graph: ChartGraph): Promise<ChartLayout> {
     n.children?.forEach(walk);
   };
   walk(laid);
-  const routes = new Map((laid.edges ?? []).map((e: ElkExtendedEdge) => [e.id, e]));
+  const elkEdges = new Map((laid.edges ?? []).map((e: ElkExtendedEdge) => [e.id, e]));
+  const routeOfEdge = new Map(routes.flatMap((r) => r.members.map((m) => [m.edge, r.id] as const)));
   return {
     machineId: graph.machineId,
     width: laid.width ?? 0,
@@ -109,16 +84,36 @@ export async function layoutChart(graph: ChartGraph): Promise<ChartLayout> {
       const box = boxes.get(node.id)!;
       return { ...node, x: box.x ?? 0, y: box.y ?? 0, width: box.width ?? 0, height: box.height ?? 0, internal: internal.get(node.id) ?? [] };
     }),
-    edges: graph.edges.map((edge) => routeOf(edge, routes.get(edge.id))),
+    edges: graph.edges.map((edge): LaidOutEdge => ({ ...edge, route: routeOfEdge.get(edge.id) ?? null })),
+    routes: routes.map((r) => placed(r, elkEdges.get(r.id))),
   };
 }
 
-function routeOf(edge: ChartEdge, laid: ElkExtendedEdge | undefined): LaidOutEdge {
+type Route = Omit<LaidOutRoute, 'points' | 'labelBox'>;
+
+/** The transitions with a target, one route per source and target. */
+function routesOf(edges: readonly ChartEdge[]): Route[] {
+  const routes = new Map<string, Route>();
+  for (const e of edges) {
+    if (e.internal) continue;
+    const key = `${e.source}>${e.target}`;
+    let route = routes.get(key);
+    if (!route) {
+      route = { id: `route:${routes.size}`, source: e.source, target: e.target, kind: e.kind, members: [] };
+      routes.set(key, route);
+    }
+    if (route.kind !== e.kind) route.kind = 'event';
+    route.members.push({ edge: e.id, label: e.label });
+  }
+  return [...routes.values()];
+}
+
+function placed(route: Route, laid: ElkExtendedEdge | undefined): LaidOutRoute {
   const section = laid?.sections?.[0];
   const points = section ? [section.startPoint, ...(section.bendPoints ?? []), section.endPoint].map(({ x, y }) => ({ x, y })) : [];
   const label = laid?.labels?.[0];
   const labelBox = label ? { x: label.x ?? 0, y: label.y ?? 0, width: label.width ?? 0, height: label.height ?? 0 } : null;
-  return { ...edge, points, labelBox };
+  return { ...route, points, labelBox };
 }
 
 let cached: Promise<ChartLayout[]> | null = null;

@@ -1,5 +1,5 @@
-import type { UpdateEnvelope } from '../protocol/updates.js';
-import type { SessionSnapshot } from '../runtime/session-handle.js';
+import type { QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
+import type { RuntimeView } from '../runtime/live-view.js';
 
 /**
  * The messages of the inspector's per-session stream (`GET /inspect/api/sessions/:id/stream`) and
@@ -56,7 +56,17 @@ export interface StreamHello {
   /** The client's resume point was not in the buffer (or none was given): drop what you held. */
   reset: boolean;
   actors: ActorState[];
-  session: SessionSnapshot;
+  session: InspectedSession;
+}
+
+/** The part of the session snapshot (`GET /sessions/:id`) the page reads. */
+export interface InspectedSession {
+  sessionId: string;
+  lastUpdateSequence: number;
+  permissionMode: string;
+  busyPolicy: string;
+  queue: QueuedTurnView[];
+  runtime: RuntimeView;
 }
 
 export type SessionStatus = string;

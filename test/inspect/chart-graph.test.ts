@@ -105,7 +105,14 @@ describe('definition → graph', () => {
         expect(node.x + node.width).toBeLessThanOrEqual(parent.x + parent.width + 0.5);
         expect(node.y + node.height).toBeLessThanOrEqual(parent.y + parent.height + 0.5);
       }
-      for (const edge of layout.edges) expect(edge.internal || edge.points.length >= 2, edge.id).toBe(true);
+      const routes = new Map(layout.routes.map((r) => [r.id, r]));
+      for (const edge of layout.edges) {
+        if (edge.internal) continue;
+        const route = routes.get(edge.route ?? '');
+        expect(route?.points.length, edge.id).toBeGreaterThanOrEqual(2);
+        expect([route?.source, route?.target]).toEqual([edge.source, edge.target]);
+        expect(route?.members.map((m) => m.label)).toContain(edge.label);
+      }
     }
   });
 });
