@@ -57,18 +57,19 @@ function sanitizedContext(context: unknown): unknown {
 }
 
 /** An actor's state from one of its snapshots, ready to leave the host. */
-export function actorState(info: ActorInfo, snapshot: unknown): ActorState {
+export function actorState(info: ActorInfo, snapshot: unknown, withContext = true): ActorState {
   const s = (snapshot ?? {}) as SnapshotLike;
   const children: Record<string, string> = {};
   for (const [name, child] of Object.entries(s.children ?? {})) if (child) children[name] = (child as unknown as ActorInternals).sessionId;
   const value = s.value as StateValue | undefined;
-  return {
+  const state: ActorState = {
     actor: info,
     status: typeof s.status === 'string' ? s.status : 'active',
     states: info.machineId !== null && value !== undefined ? activeStateIds(info.machineId, value) : [],
     children,
-    context: info.machineId !== null ? sanitizedContext(s.context) : null,
   };
+  if (withContext) state.context = info.machineId !== null ? sanitizedContext(s.context) : null;
+  return state;
 }
 
 /** Every actor of a system as it stands now, root first, parents before children. */

@@ -23,6 +23,19 @@ export const REDACTED = '[redacted]';
  * as `inputTokens` or `maxOutputTokens` stay visible while `token` and `refreshToken` do not.
  */
 export function isSecretKey(key: string): boolean {
+  let secret = judged.get(key);
+  if (secret === undefined) {
+    secret = judgeKey(key);
+    // Contexts use the same few keys again and again; an unbounded set of keys (a map keyed by ids) must not grow this.
+    if (judged.size >= 10_000) judged.clear();
+    judged.set(key, secret);
+  }
+  return secret;
+}
+
+const judged = new Map<string, boolean>();
+
+function judgeKey(key: string): boolean {
   const words = key
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
     .toLowerCase()

@@ -49,6 +49,8 @@ export class SessionWatch {
   private readonly infos = new WeakMap<AnyActorRef, ActorInfo>();
   /** Microsteps seen since each actor's last snapshot: the transitions its next snapshot took. */
   private readonly steps = new Map<string, TakenTransition[]>();
+  /** Each actor's context in its last snapshot sent: an unchanged one is not sent again. */
+  private readonly contexts = new Map<string, unknown>();
   private inspection: Subscription | null = null;
   private updates: RxSubscription | null = null;
   private ended = false;
@@ -194,15 +196,17 @@ export class SessionWatch {
         if (info.machineId === null) return null;
         const transitions = this.steps.get(info.actorId) ?? [];
         this.steps.delete(info.actorId);
+        const context = (raw.snapshot as { context?: unknown }).context;
+        const changed = this.contexts.get(info.actorId) !== context;
+        this.contexts.set(info.actorId, context);
         return {
           kind: 'snapshot',
           cursor: this.cursors.next(),
           at,
           actorId: info.actorId,
           eventType: raw.event.type,
-          event: sanitize(raw.event),
           transitions,
-          state: actorState(info, raw.snapshot),
+          state: actorState(info, raw.snapshot, changed),
         };
       }
     }

@@ -24,8 +24,11 @@ export interface ActorState {
   states: string[];
   /** Child name → actor id. */
   children: Record<string, string>;
-  /** Sanitized: capped in size, secret-looking keys redacted. */
-  context: unknown;
+  /**
+   * Sanitized: capped in size, secret-looking keys redacted. In a stream's snapshot items it is
+   * left out when it is the same as the actor's previous snapshot's (most steps change no context).
+   */
+  context?: unknown;
 }
 
 /** A transition taken in a microstep: from the state that owns it to its targets. */
@@ -44,7 +47,8 @@ interface Base {
 
 export type StreamItem =
   | (Base & { kind: 'actor'; actor: ActorInfo })
-  | (Base & { kind: 'snapshot'; actorId: string; eventType: string; event: unknown; transitions: TakenTransition[]; state: ActorState })
+  /** The event itself is the `event` item just before (the same event, as the actor received it). */
+  | (Base & { kind: 'snapshot'; actorId: string; eventType: string; transitions: TakenTransition[]; state: ActorState })
   | (Base & { kind: 'event'; actorId: string; sourceId: string | null; eventType: string; event: unknown })
   | (Base & { kind: 'update'; envelope: UpdateEnvelope });
 

@@ -61,7 +61,7 @@ export class SessionModel {
       this.version.actors += 1;
     } else if (item.kind === 'snapshot') {
       const view = this.actors.get(item.actorId) ?? { info: item.state.actor, state: null, taken: [], order: this.arrivals++ };
-      view.state = item.state;
+      view.state = 'context' in item.state ? item.state : { ...item.state, context: view.state?.context };
       view.taken = item.transitions;
       this.actors.set(item.actorId, view);
       this.version.actors += 1;
@@ -137,7 +137,11 @@ export class SessionModel {
     const seen = new Map<string, ActorState>();
     for (let i = Math.min(index, this.items.length - 1); i >= 0; i -= 1) {
       const item = this.items[i]!;
-      if (item.kind === 'snapshot' && !seen.has(item.actorId)) seen.set(item.actorId, item.state);
+      if (item.kind !== 'snapshot') continue;
+      const known = seen.get(item.actorId);
+      // A snapshot without a context kept the one of the actor's snapshot before it.
+      if (!known) seen.set(item.actorId, { ...item.state });
+      else if (!('context' in known) && 'context' in item.state) known.context = item.state.context;
     }
     return [...seen.values()].reverse();
   }
