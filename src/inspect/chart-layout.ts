@@ -1,4 +1,3 @@
-import ElkModule from 'elkjs/lib/elk.bundled.js';
 import type { ELK, ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
 import type { AnyStateMachine } from 'xstate';
 import { sessionMachine } from '../../machines/session.machine.js';
@@ -9,8 +8,16 @@ import type { ChartEdge, ChartGraph, ChartLayout, ChartNode, LaidOutEdge, LaidOu
 
 export type { ChartLayout, LaidOutEdge, LaidOutNode, LaidOutRoute };
 
-// elkjs is CommonJS: its constructor is `module.exports`, which TypeScript types as the module.
-const ElkConstructor = ((ElkModule as { default?: unknown }).default ?? ElkModule) as new () => ELK;
+/**
+ * ELK, loaded on first use: it is 1.5 MB of JavaScript that a host whose page is never opened
+ * should not parse at startup. elkjs is CommonJS: its constructor is `module.exports`, which
+ * TypeScript types as the module.
+ */
+async function loadElk(): Promise<ELK> {
+  const module = (await import('elkjs/lib/elk.bundled.js')) as { default?: unknown };
+  const Elk = ((module.default as { default?: unknown } | undefined)?.default ?? module.default ?? module) as new () => ELK;
+  return new Elk();
+}
 
 /** The charts whose actors a session runs. */
 export const CHARTS: readonly AnyStateMachine[] = [sessionMachine, turnMachine, toolCallMachine];
@@ -67,7 +74,7 @@ export async function layoutChart(graph: ChartGraph): Promise<ChartLayout> {
       labels: [{ text: r.members.map((m) => m.label).join('\n'), width: Math.max(...r.members.map((m) => m.label.length)) * SMALL_CHAR + 6, height: LINE * r.members.length }],
     }),
   );
-  const laid = await new ElkConstructor().layout(root);
+  const laid = await (await loadElk()).layout(root);
   const boxes = new Map<string, ElkNode>();
   const walk = (n: ElkNode): void => {
     boxes.set(n.id, n);
