@@ -3,6 +3,7 @@
  * figure's bar, then one machine-readable line per figure:
  *
  *   step_overhead_ratio: X          runtime ÷ bare-loop µs/step, median of per-round ratios   bar ≤ 2.0
+ *   inspect_overhead_ratio: X       µs/step with an inspector page's watch ÷ without, median of per-round ratios   bar ≤ 1.5
  *   idle_session_bytes: X           JS heap per idle open session                    bar ≤ 51200
  *   concurrent_sessions_completed: X  of 1 000 concurrent 3-step turns               expect 1000
  *   delta_throughput_per_s: X       text deltas model → updates$ subscriber          bar ≥ 100000
@@ -29,6 +30,7 @@ import { round } from './common.js';
 import { measureConcurrentSessions } from './concurrency.js';
 import { measureIdleSessionMemory, type MemoryResult } from './memory.js';
 import { measureStepOverhead } from './step-overhead.js';
+import { measureInspectOverhead } from './inspect-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
 import { measureCancelLatency } from './cancel.js';
@@ -45,6 +47,7 @@ const FLOOD_DELTAS = 200_000;
 // The runtime's charts take a few thousand steps before V8 has optimized them; warm-up covers that, so
 // the figure is the steady state a long-running host sees, not the first seconds after start.
 const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 20, reps: 21, orchestrationReps: 7 };
+const INSPECT = { toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 };
 const HTTP = { sessions: 50, turnsPerSession: 4, toolSteps: 3, warmupRounds: 2, rounds: 5 };
 // A database file, as `npm start` runs: the figure is what the host keeps, not the rows it stored
 // (with SQLite :memory: the stored rows are pages inside the host's RSS — about 4.6 MB per 1 000 sessions).
@@ -104,6 +107,16 @@ async function main(): Promise<void> {
     log(`  informational: null storage on both sides (orchestration only) runtime ${round(o.runtime.median, 1)} µs/step,` +
       ` baseline ${round(o.baseline.median, 1)} µs/step → ${round(o.ratio, 1)}×`);
   }
+  log();
+
+  // 2b. A session an inspector page watches, against the same session unwatched.
+  const inspect = await measureInspectOverhead(INSPECT);
+  const inspectRatio = round(inspect.pairedRatio, 2);
+  log(`[inspect overhead] the [step overhead] runtime workload with and without an inspector watch on each session, ${INSPECT.warmupReps} warm-up + ${INSPECT.reps} reps`);
+  log(`  unwatched median ${round(inspect.unwatched.median, 1)} µs/step  (samples ${samples(inspect.unwatched.samples)})`);
+  log(`  watched   median ${round(inspect.watched.median, 1)} µs/step  (samples ${samples(inspect.watched.samples)})`);
+  log(`  median of the per-round ratios ${inspectRatio}× — bar ≤ 1.5×: ${verdict(inspectRatio <= 1.5)}`);
+  log(`  informational: ratio of the medians ${round(inspect.ratio, 2)}×; ${round(inspect.bytesPerStep)} B of stream messages per model step`);
   log();
 
   // 3. Text-delta throughput.
@@ -193,6 +206,7 @@ async function main(): Promise<void> {
   log();
 
   log(`step_overhead_ratio: ${ratio}`);
+  log(`inspect_overhead_ratio: ${inspectRatio}`);
   log(`idle_session_bytes: ${idleBytes}`);
   log(`concurrent_sessions_completed: ${conc.completed}`);
   log(`delta_throughput_per_s: ${perSecond}`);

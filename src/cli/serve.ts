@@ -24,6 +24,7 @@ const FLAGS = {
   'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: 'seconds a session lease lasts unrenewed (default 30)' },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this process holds leases under (default: os.hostname())' },
+  'stately-inspect': { env: 'TURNCHART_STATELY_INSPECT', help: "ws:// URL to forward inspection events to in @statelyai/inspect's format (default: off)" },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -49,6 +50,10 @@ const settingsSchema = z.object({
   'cors-origin': z.string().min(1).optional(),
   'lease-ttl': z.coerce.number().min(0.1).max(86_400).default(30),
   'owner-host': z.string().min(1).max(255).optional(),
+  'stately-inspect': z
+    .string()
+    .regex(/^wss?:\/\/[^\s]+$/, 'a ws:// or wss:// URL')
+    .optional(),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema>;
@@ -90,6 +95,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
       ownership: { leaseTtlMs: Math.round(settings['lease-ttl'] * 1000), ...(settings['owner-host'] && { host: settings['owner-host'] }) },
     },
     warn: (message) => log(`turnchart: ${message}`),
+    ...(settings['stately-inspect'] && { statelyInspect: settings['stately-inspect'] }),
   });
 }
 

@@ -10,6 +10,8 @@ import type { HostContext } from './host-context.js';
 import { auditRoutes } from './routes/audit.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
+import { inspectDataRoutes } from './routes/inspect-data.js';
+import { inspectPageRoutes, isInspectorPagePath } from './routes/inspect-page.js';
 import { sessionCommandRoutes } from './routes/session-commands.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { turnRoutes } from './routes/turns.js';
@@ -37,7 +39,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   });
   app.use('*', closeAfterUnreadBody);
   if (security.corsOrigin) app.use('*', cors({ origin: security.corsOrigin, allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
-  app.use('*', bearerAuth(security.token, new Set(['/healthz'])));
+  app.use('*', bearerAuth(security.token, (path) => path === '/healthz' || isInspectorPagePath(path)));
   app.use('*', limitBody());
   healthRoutes(app, host);
   sessionRoutes(app, host);
@@ -46,6 +48,8 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   auditRoutes(app, host);
   eventRoutes(app, host);
   uiChatRoutes(app, host);
+  inspectPageRoutes(app, host);
+  inspectDataRoutes(app, host);
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
     info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE.' },

@@ -50,6 +50,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   StorageUnavailable: 503,
   RuntimeStopped: 503,
   SessionClosed: 503,
+  InspectorNotBuilt: 503,
 };
 
 export function statusOf(code: string): ContentfulStatusCode {

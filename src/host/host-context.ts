@@ -1,4 +1,6 @@
 import type { PermissionMode, SessionStorage } from '../../storage/session-storage.js';
+import type { InspectHub } from '../inspect/inspect-hub.js';
+import type { SessionListFeed } from '../inspect/session-list.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { ApiError, defaultMessage, viaStorage } from './errors.js';
@@ -16,6 +18,8 @@ export interface HostContext {
   warn: (message: string) => void;
   /** Whether the last storage check failed (read by `/healthz`). */
   storageDown: boolean;
+  /** The inspector page: its watches, its session list, and where its built assets are. */
+  inspector: { hub: InspectHub; list: SessionListFeed; assets: string };
 }
 
 /** The session, opened again from storage when it was closed for being idle. */

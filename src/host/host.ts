@@ -10,7 +10,11 @@ import { permissionModeSchema } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import { workspaceTools } from '../tools/workspace/index.js';
+import { InspectHub } from '../inspect/inspect-hub.js';
+import { SessionListFeed } from '../inspect/session-list.js';
+import { statelyForward, type StatelyForward } from '../inspect/stately-forward.js';
 import { createApp } from './app.js';
+import { defaultInspectorAssets } from './inspector-assets.js';
 import type { HostContext } from './host-context.js';
 import { DEFAULT_SSE_OPTIONS, type SseOptions } from './sse-stream.js';
 
@@ -38,6 +42,10 @@ export interface HostOptions {
   /** Passed to the runtime as they are (agents, lease length, …). */
   runtime?: Partial<Omit<RuntimeOptions, 'storage' | 'model'>>;
   warn?: (message: string) => void;
+  /** Where the built inspector page is (default: `dist/visualizer` of the package). */
+  inspectorAssets?: string;
+  /** A WebSocket URL to forward every session's inspection events to, in `@statelyai/inspect`'s format. */
+  statelyInspect?: string | null;
 }
 
 export interface RunningHost {
@@ -62,8 +70,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     context.storageDown = true;
     warn(`database connection lost: ${error.message}`);
   });
+  const forward: StatelyForward | null = options.statelyInspect ? statelyForward(options.statelyInspect, { warn }) : null;
+  const userInspect = options.runtime?.inspect;
   const runtime = await createRuntime({
     ...options.runtime,
+    ...(forward && { inspect: userInspect ? (event) => (userInspect(event), forward.inspect(event)) : (event) => forward.inspect(event) }),
     storage,
     model: options.model,
     tools: [...workspaceTools({ root: workspaceDir }), ...(options.runtime?.tools ?? [])],
@@ -71,10 +82,16 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     warn,
   }).catch(async (error: unknown) => {
     await storage.close().catch(() => undefined);
+    await forward?.close();
     throw error;
   });
   const defaultPermissionMode = permissionModeSchema.parse(options.permissionMode ?? 'ask');
-  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn });
+  const inspector = {
+    hub: new InspectHub(),
+    list: new SessionListFeed(runtime, storage, 2_000, warn),
+    assets: options.inspectorAssets ?? defaultInspectorAssets(),
+  };
+  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector });
   const app = createApp(context, { token, corsOrigin: options.corsOrigin ?? null });
   const server = await listen(app.fetch, options.host, options.port);
   const { port } = server.address() as AddressInfo;
@@ -87,6 +104,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       (closing ??= (async () => {
         const stopped = new Promise<void>((done) => server.close(() => done()));
         await runtime.shutdown();
+        await forward?.close();
         // SSE streams ended with their sessions; what is left are idle keep-alive sockets and held `?wait` requests.
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
         await stopped;

@@ -1,0 +1,101 @@
+import type { AnyActorRef, StateValue } from 'xstate';
+import type { ActorInfo, ActorState, TakenTransition } from './stream-protocol.js';
+import { sanitize } from './sanitize.js';
+
+interface ActorInternals {
+  sessionId: string;
+  id: string;
+  _parent?: { sessionId: string };
+  logic?: { id?: unknown; root?: unknown };
+}
+
+/** Who an actor is: its system id, its parent, its name and the chart it runs. */
+export function actorInfo(ref: AnyActorRef): ActorInfo {
+  const internals = ref as unknown as ActorInternals;
+  const logic = internals.logic;
+  const machineId = logic && typeof logic.id === 'string' && logic.root !== undefined ? logic.id : null;
+  // A root actor has no id of its own (XState gives it its system id): it is named after its chart.
+  const name = internals.id === internals.sessionId && machineId !== null ? machineId : internals.id;
+  return { actorId: internals.sessionId, parentId: internals._parent?.sessionId ?? null, name, machineId };
+}
+
+/** The active state ids of a state value, ancestors included: `turn`, `turn.running_tools`, … */
+export function activeStateIds(machineId: string, value: StateValue): string[] {
+  const ids = [machineId];
+  const walk = (prefix: string, v: StateValue): void => {
+    if (typeof v === 'string') {
+      ids.push(`${prefix}.${v}`);
+      return;
+    }
+    for (const [key, sub] of Object.entries(v)) {
+      ids.push(`${prefix}.${key}`);
+      if (sub !== undefined) walk(`${prefix}.${key}`, sub);
+    }
+  };
+  walk(machineId, value);
+  return ids;
+}
+
+interface SnapshotLike {
+  status?: unknown;
+  value?: unknown;
+  context?: unknown;
+  children?: Record<string, AnyActorRef | undefined>;
+}
+
+/** Sanitized contexts by context object: a transition without `assign` keeps the same context, so most snapshots reuse one copy. */
+const sanitizedContexts = new WeakMap<object, unknown>();
+
+function sanitizedContext(context: unknown): unknown {
+  if (typeof context !== 'object' || context === null) return sanitize(context);
+  let copy = sanitizedContexts.get(context);
+  if (copy === undefined) {
+    copy = sanitize(context);
+    sanitizedContexts.set(context, copy);
+  }
+  return copy;
+}
+
+/** An actor's state from one of its snapshots, ready to leave the host. */
+export function actorState(info: ActorInfo, snapshot: unknown, withContext = true): ActorState {
+  const s = (snapshot ?? {}) as SnapshotLike;
+  const children: Record<string, string> = {};
+  for (const [name, child] of Object.entries(s.children ?? {})) if (child) children[name] = (child as unknown as ActorInternals).sessionId;
+  const value = s.value as StateValue | undefined;
+  const state: ActorState = {
+    actor: info,
+    status: typeof s.status === 'string' ? s.status : 'active',
+    states: info.machineId !== null && value !== undefined ? activeStateIds(info.machineId, value) : [],
+    children,
+  };
+  if (withContext) state.context = info.machineId !== null ? sanitizedContext(s.context) : null;
+  return state;
+}
+
+/** Every actor of a system as it stands now, root first, parents before children. */
+export function currentActors(root: AnyActorRef): ActorState[] {
+  const out: ActorState[] = [];
+  const walk = (ref: AnyActorRef): void => {
+    const state = actorState(actorInfo(ref), ref.getSnapshot());
+    out.push(state);
+    const children = (ref.getSnapshot() as SnapshotLike).children ?? {};
+    for (const child of Object.values(children)) if (child) walk(child);
+  };
+  walk(root);
+  return out;
+}
+
+interface TransitionLike {
+  source?: { id?: string };
+  target?: readonly { id: string }[];
+  eventType?: string;
+}
+
+/** The transitions of a microstep, by state id. */
+export function takenTransitions(transitions: readonly unknown[]): TakenTransition[] {
+  return transitions.map((t) => {
+    const tr = t as TransitionLike;
+    const source = tr.source?.id ?? '';
+    return { source, targets: tr.target?.map((x) => x.id) ?? [], eventType: tr.eventType ?? '' };
+  });
+}

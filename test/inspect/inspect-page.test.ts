@@ -1,0 +1,204 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { startHost, type RunningHost } from '../../src/host/host.js';
+import { activeStateIds } from '../../src/inspect/actor-state.js';
+import { defineTool, scriptedModel, sqliteStorage, type ScriptedStep } from '../../src/index.js';
+import type { SessionHandle } from '../../src/runtime/session-handle.js';
+import { ARTIFACTS, buildInspectorPage, launchBrowser, type Browser } from '../support/browser.js';
+import { call } from '../support/host.js';
+import { until } from '../support/poll.js';
+import { withHook } from '../support/storage-hook.js';
+
+/** A point a test holds the host at until it lets go: `reached` once something waits on it. */
+function gate() {
+  let open: () => void = () => undefined;
+  let arrive: () => void = () => undefined;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  const reached = new Promise<void>((resolve) => (arrive = resolve));
+  return {
+    reached,
+    open: () => open(),
+    wait: () => {
+      arrive();
+      return opened;
+    },
+  };
+}
+
+let browser: Browser | { unavailable: string };
+let assets: string;
+let host: RunningHost | undefined;
+let dir: string;
+
+beforeAll(async () => {
+  browser = await launchBrowser();
+  if ('unavailable' in browser) {
+    console.log(`inspector page tests skipped: ${browser.unavailable}`);
+    return;
+  }
+  assets = await buildInspectorPage();
+}, 120_000);
+afterAll(async () => {
+  if (!('unavailable' in browser)) await browser.close();
+  if (assets) await rm(assets, { recursive: true, force: true });
+});
+afterEach(async () => {
+  await host?.close();
+  host = undefined;
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** The state ids the page highlights as active. */
+async function pageActive(page: Page): Promise<string[]> {
+  return (await page.$$eval('[data-state][data-active="true"]', (els) => els.map((e) => e.getAttribute('data-state')!))).sort();
+}
+
+/** The active state ids of the session actor and of every chart actor under it, as XState holds them. */
+function actorActive(handle: SessionHandle): string[] {
+  const ids: string[] = [];
+  type Snap = { status: string; value?: unknown; machine?: { id: string }; children?: Record<string, { getSnapshot(): unknown } | undefined> };
+  const walk = (s: Snap): void => {
+    if (s.machine && s.status === 'active') ids.push(...activeStateIds(s.machine.id, s.value as string));
+    for (const child of Object.values(s.children ?? {})) if (child) walk(child.getSnapshot() as Snap);
+  };
+  walk(handle.actor.getSnapshot() as unknown as Snap);
+  return ids.sort();
+}
+
+/** Waits until the page highlights exactly the actors' configuration, then asserts it. */
+async function expectStop(page: Page, handle: SessionHandle, state: string, shot: string): Promise<void> {
+  await page.waitForSelector(`[data-state="${state}"][data-active="true"]`, { state: 'attached', timeout: 15_000 });
+  expect(actorActive(handle)).toContain(state);
+  await until(`the page to show the configuration at ${state}`, async () => JSON.stringify(await pageActive(page)) === JSON.stringify(actorActive(handle)));
+  expect(await pageActive(page)).toEqual(actorActive(handle));
+  await page.screenshot({ path: path.join(ARTIFACTS, shot), fullPage: false });
+}
+
+describe('the inspector page in headless Chromium', () => {
+  it('follows a turn through its chart, with the highlighted states equal to the actors’ snapshots, and answers an approval', async (ctx) => {
+    if ('unavailable' in browser) return ctx.skip();
+    const begin = gate();
+    const model = gate();
+    const authorize = gate();
+    const publish = defineTool({
+      name: 'publish_note',
+      description: 'Publish a note (asks first)',
+      effect: 'write',
+      input: z.object({ path: z.string(), text: z.string() }),
+      authorize: async (args) => {
+        await authorize.wait();
+        return { decision: 'ask', paths: [args.path] };
+      },
+      execute: async () => ({ status: 'succeeded', content: 'published' }),
+    });
+    const steps: ScriptedStep[] = [
+      async () => {
+        await model.wait();
+        return { text: 'I will publish the note.', toolCalls: [{ name: 'publish_note', args: { path: 'notes/build.md', text: 'The build is green', apiKey: 'sk-hidden' } }] };
+      },
+      { text: 'Published notes/build.md.' },
+    ];
+    dir = await mkdtemp(path.join(os.tmpdir(), 'turnchart-page-'));
+    let holdBegin = true;
+    const storage = withHook(sqliteStorage({ filename: path.join(dir, 'db.sqlite') }), async (method) => {
+      if (method === 'beginTurn' && holdBegin) await begin.wait();
+    });
+    host = await startHost({ host: '127.0.0.1', port: 0, storage, workspace: dir, model: scriptedModel(steps), idleTtlSeconds: 300, token: 'page-token', inspectorAssets: assets, runtime: { tools: [publish] }, warn: () => undefined });
+    const auth = { authorization: 'Bearer page-token' };
+    const created = await call(host.url, 'POST', '/sessions', { permissionMode: 'ask' }, auth);
+    const sessionId = created.body.sessionId as string;
+    const handle = host.runtime.openHandle(sessionId)!;
+
+    const page = await (browser as Browser).context.newPage();
+    await page.goto(`${host.url}/inspect?token=page-token`);
+    expect(new URL(page.url()).searchParams.get('token')).toBeNull();
+    await page.click(`[data-session="${sessionId}"]`);
+    expect(new URL(page.url()).searchParams.get('session')).toBe(sessionId);
+    await expectStop(page, handle, 'session.idle', 'inspect-0-idle.png');
+
+    const submitted = call(host.url, 'POST', `/sessions/${sessionId}/turns`, { clientRequestId: 'r1', input: [{ type: 'text', text: 'Publish a note that the build is green' }] }, auth);
+    await begin.reached;
+    await expectStop(page, handle, 'turn.starting', 'inspect-1-starting.png');
+    holdBegin = false;
+    begin.open();
+    const turnId = (await submitted).body.turnId as string;
+
+    await model.reached;
+    await expectStop(page, handle, 'turn.running_model.calling', 'inspect-2-running_model.png');
+    model.open();
+
+    await authorize.reached;
+    await expectStop(page, handle, 'turn.running_tools.tool_call.executing', 'inspect-3-running_tools.png');
+    expect(await page.$('[data-state="toolCall.active"][data-active="true"]')).not.toBeNull();
+    authorize.open();
+
+    await expectStop(page, handle, 'turn.running_tools.tool_call.waiting_permission', 'inspect-4-waiting_permission.png');
+    expect(await page.textContent('.approval')).toContain('notes/build.md');
+    // The transition just taken is marked on the chart.
+    expect(await page.$('[data-edge].taken, .internal.taken')).not.toBeNull();
+    await page.click('[data-action="allow-once"]');
+
+    await page.waitForSelector('.status-line [data-phase="completed"]', { timeout: 15_000 });
+    expect((await call(host.url, 'GET', `/sessions/${sessionId}/turns/${turnId}`, undefined, auth)).body).toMatchObject({ status: 'completed' });
+    await until('the session is idle again', () => actorActive(handle).includes('session.idle'));
+    await until('the page shows it', async () => JSON.stringify(await pageActive(page)) === JSON.stringify(actorActive(handle)));
+    expect(await pageActive(page)).toEqual(actorActive(handle));
+    // The ended turn keeps its last configuration, drawn as such.
+    expect(await page.$('[data-state="turn.completed"][data-last="true"]')).not.toBeNull();
+    await page.waitForSelector(`[data-session="${sessionId}"] .pill.completed`, { timeout: 15_000 });
+    await page.fill('.type-filter', 'turn_finished');
+    await page.waitForSelector('.timeline .row[data-kind="update"]');
+    await page.click('.timeline .row[data-kind="update"]');
+    expect(await page.textContent('.detail-text')).toContain('"completed"');
+    expect(await page.textContent('body')).not.toContain('sk-hidden');
+    await page.fill('.type-filter', '');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspect-5-completed.png') });
+    await page.close();
+  }, 120_000);
+
+  it('stays usable with 100 sessions and a 10 000-delta turn: the timeline draws a bounded number of rows', async (ctx) => {
+    if ('unavailable' in browser) return ctx.skip();
+    const DELTAS = 10_000;
+    const SESSIONS = 100;
+    const steps: ScriptedStep[] = [{ deltas: Array.from({ length: DELTAS }, (_, i) => `w${i} `) }, ...Array.from({ length: SESSIONS }, () => ({ text: 'ok' }))];
+    dir = await mkdtemp(path.join(os.tmpdir(), 'turnchart-page-'));
+    host = await startHost({ host: '127.0.0.1', port: 0, db: path.join(dir, 'db.sqlite'), workspace: dir, model: scriptedModel(steps), idleTtlSeconds: 300, inspectorAssets: assets, warn: () => undefined });
+    const url = host.url;
+    const big = (await call(url, 'POST', '/sessions', {})).body.sessionId as string;
+    const page = await (browser as Browser).context.newPage();
+    await page.goto(`${url}/inspect?session=${big}`);
+    await page.waitForSelector('[data-state="session.idle"][data-active="true"]', { state: 'attached' });
+    const turn = await call(url, 'POST', `/sessions/${big}/turns`, { clientRequestId: 'big', input: [{ type: 'text', text: 'talk a lot' }] });
+    expect((await call(url, 'GET', `/sessions/${big}/turns/${turn.body.turnId as string}?wait=60`)).body).toMatchObject({ status: 'completed' });
+    for (let i = 0; i < SESSIONS; i += 10) {
+      await Promise.all(
+        Array.from({ length: 10 }, async (_, j) => {
+          const id = (await call(url, 'POST', '/sessions', {})).body.sessionId as string;
+          const t = await call(url, 'POST', `/sessions/${id}/turns`, { clientRequestId: `r${i + j}`, input: [{ type: 'text', text: 'hi' }] });
+          await call(url, 'GET', `/sessions/${id}/turns/${t.body.turnId as string}?wait=60`);
+        }),
+      );
+    }
+    await until('every session is listed', async () => (await page.locator('[data-session]').count()) === SESSIONS + 1, 30_000);
+    await page.fill('.type-filter', 'text_delta');
+    await until('every delta is in the timeline', async () => ((await page.textContent('.timeline .count')) ?? '').startsWith(`${DELTAS.toLocaleString('en-US')} of`), 30_000);
+    const rows = await page.$$eval('.timeline .row', (els) => els.length);
+    expect(rows).toBeGreaterThan(0);
+    expect(rows).toBeLessThanOrEqual(80);
+    // Scrolled to the middle, it draws the middle, still a bounded number of rows.
+    await page.$eval('.timeline-scroll', (el) => (el.scrollTop = el.scrollHeight / 2));
+    const middle = async () => (await page.$$eval('.timeline .row .seq', (els) => els.map((e) => Number(e.textContent!.slice(1))))).some((n) => n > 4_000 && n < 6_000);
+    await until('the middle of the turn is drawn', middle);
+    expect(await page.$$eval('.timeline .row', (els) => els.length)).toBeLessThanOrEqual(80);
+    // The session list filters as one types.
+    await page.fill('.session-filter', big.slice(4, 16));
+    await until('the list is filtered', async () => (await page.locator('[data-session]').count()) === 1);
+    await page.fill('.session-filter', '');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspect-many.png') });
+    await page.close();
+  }, 180_000);
+});

@@ -1,0 +1,67 @@
+import type { SessionListEntry } from '../../src/inspect/stream-protocol.js';
+import { h } from './dom.js';
+
+/** The session list: newest first, filterable by id, status or agent, changing as sessions do. */
+export class SessionListView {
+  readonly el: HTMLElement;
+  private readonly list = h('ul', { class: 'session-list' });
+  private readonly entries = new Map<string, SessionListEntry>();
+  private filter = '';
+  private selected: string | null = null;
+  dirty = false;
+
+  constructor(
+    private readonly onSelect: (sessionId: string) => void,
+    /** Asks for a redraw (on the next animation frame). */
+    private readonly changed: () => void,
+  ) {
+    const search = h('input', {
+      type: 'search',
+      placeholder: 'filter sessions',
+      class: 'session-filter',
+      oninput: (e) => {
+        this.filter = (e.target as HTMLInputElement).value.trim().toLowerCase();
+        this.dirty = true;
+        this.changed();
+      },
+    });
+    this.el = h('nav', { class: 'sessions' }, h('header', {}, h('strong', {}, 'Sessions')), search, this.list);
+  }
+
+  replace(entries: SessionListEntry[]): void {
+    this.entries.clear();
+    for (const e of entries) this.entries.set(e.sessionId, e);
+    this.dirty = true;
+  }
+
+  update(entry: SessionListEntry): void {
+    this.entries.set(entry.sessionId, entry);
+    this.dirty = true;
+  }
+
+  select(sessionId: string | null): void {
+    this.selected = sessionId;
+    this.dirty = true;
+  }
+
+  render(): void {
+    if (!this.dirty) return;
+    this.dirty = false;
+    const shown = [...this.entries.values()]
+      .filter((e) => this.filter === '' || `${e.sessionId} ${e.status} ${e.lastOutcome ?? ''} ${e.agent}`.toLowerCase().includes(this.filter))
+      .sort((a, b) => b.createdAtMs - a.createdAtMs);
+    this.list.replaceChildren(
+      ...shown.map((e) =>
+        h(
+          'li',
+          { class: e.sessionId === this.selected ? 'selected' : '', 'data-session': e.sessionId, 'data-status': e.status, onclick: () => this.onSelect(e.sessionId) },
+          h('code', {}, e.sessionId.replace(/^ses_/, '').slice(0, 13)),
+          h('span', { class: `pill ${e.status}` }, e.status),
+          e.lastOutcome && e.status === 'idle' ? h('span', { class: `pill outcome ${e.lastOutcome}` }, e.lastOutcome) : null,
+          h('span', { class: 'muted small' }, `${e.agent} · ${new Date(e.createdAtMs).toLocaleTimeString()}${e.open ? '' : ' · closed'}`),
+        ),
+      ),
+    );
+    if (shown.length === 0) this.list.append(h('li', { class: 'muted' }, this.entries.size ? 'no session matches' : 'no sessions yet'));
+  }
+}

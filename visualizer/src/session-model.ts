@@ -1,0 +1,148 @@
+import type { ActorInfo, ActorState, InspectedSession, StreamHello, StreamItem, TakenTransition } from '../../src/inspect/stream-protocol.js';
+import type { UpdateEnvelope } from '../../src/protocol/updates.js';
+
+export interface ActorView {
+  info: ActorInfo;
+  state: ActorState | null;
+  /** The transitions its last snapshot took: marked on its chart. */
+  taken: TakenTransition[];
+  /** Order of arrival, to prefer the newest actor of a chart. */
+  order: number;
+}
+
+/** Entries kept for the timeline; the oldest go first past this. */
+export const TIMELINE_CAP = 50_000;
+
+/**
+ * What the page knows of one session, folded from its merged stream: every item received (the
+ * timeline), the actors as they stand, and the session's live view for the controls. Items up to
+ * the hello's cursor are history: they fill the timeline but do not move the charts, which start
+ * from the hello's present.
+ */
+export class SessionModel {
+  items: StreamItem[] = [];
+  /** Update entries whose sequence skipped numbers: cursor → how many are missing. */
+  readonly gaps = new Map<number, number>();
+  readonly actors = new Map<string, ActorView>();
+  session: InspectedSession | null = null;
+  private presentFrom = 0;
+  private lastSequence: number | null = null;
+  private arrivals = 0;
+  /** Bumped on each change, so views redraw only what changed. */
+  version = { actors: 0, items: 0, session: 0 };
+
+  constructor(readonly sessionId: string) {}
+
+  hello(hello: StreamHello): void {
+    if (hello.reset) {
+      this.items = [];
+      this.gaps.clear();
+      this.lastSequence = null;
+    }
+    this.actors.clear();
+    for (const state of hello.actors) this.actors.set(state.actor.actorId, { info: state.actor, state, taken: [], order: this.arrivals++ });
+    this.session = hello.session;
+    this.presentFrom = hello.cursor;
+    this.version.actors += 1;
+    this.version.session += 1;
+    this.version.items += 1;
+  }
+
+  add(item: StreamItem): void {
+    const last = this.items.at(-1);
+    if (last && item.cursor <= last.cursor) return;
+    this.items.push(item);
+    if (this.items.length > TIMELINE_CAP) this.items.splice(0, this.items.length - TIMELINE_CAP + 1_000);
+    this.version.items += 1;
+    if (item.kind === 'update') this.checkGap(item.cursor, item.envelope);
+    if (item.cursor <= this.presentFrom) return;
+    if (item.kind === 'actor' && !this.actors.has(item.actor.actorId)) {
+      this.actors.set(item.actor.actorId, { info: item.actor, state: null, taken: [], order: this.arrivals++ });
+      this.version.actors += 1;
+    } else if (item.kind === 'snapshot') {
+      const view = this.actors.get(item.actorId) ?? { info: item.state.actor, state: null, taken: [], order: this.arrivals++ };
+      view.state = 'context' in item.state ? item.state : { ...item.state, context: view.state?.context };
+      view.taken = item.transitions;
+      this.actors.set(item.actorId, view);
+      this.version.actors += 1;
+    } else if (item.kind === 'update') {
+      this.fold(item.envelope);
+    }
+  }
+
+  private checkGap(cursor: number, envelope: UpdateEnvelope): void {
+    if (this.lastSequence !== null && envelope.sequence > this.lastSequence + 1) this.gaps.set(cursor, envelope.sequence - this.lastSequence - 1);
+    this.lastSequence = Math.max(this.lastSequence ?? 0, envelope.sequence);
+  }
+
+  /** The session's live view, moved by its updates as the host's own live view is. */
+  private fold(envelope: UpdateEnvelope): void {
+    const session = this.session;
+    if (!session) return;
+    session.lastUpdateSequence = envelope.sequence;
+    const u = envelope.update;
+    const run = session.runtime.kind === 'running' && session.runtime.turnId === envelope.turnId ? session.runtime : null;
+    switch (u.type) {
+      case 'turn_started':
+        session.runtime = { kind: 'running', turnId: envelope.turnId, clientRequestId: u.clientRequestId, phase: 'starting', draftText: '', draftReasoning: '', toolCalls: [], pendingApproval: null, plan: null };
+        break;
+      case 'phase_changed':
+        if (run) run.phase = u.phase;
+        break;
+      case 'permission_requested':
+        if (run) run.pendingApproval = { toolCallId: u.toolCallId, name: u.name, paths: u.paths };
+        break;
+      case 'permission_resolved':
+        if (run?.pendingApproval?.toolCallId === u.toolCallId) run.pendingApproval = null;
+        break;
+      case 'plan_updated':
+        if (run) run.plan = u.plan;
+        break;
+      case 'queue_updated':
+        session.queue = u.queue;
+        break;
+      case 'turn_finished':
+        session.runtime = { kind: 'terminal', turnId: envelope.turnId, outcome: u.outcome, plan: run?.plan ?? null };
+        break;
+      default:
+        return;
+    }
+    this.version.session += 1;
+  }
+
+  /** Whether the actor still runs: its status is active and its parent (up to the session) still has it as a child. */
+  isLive(actorId: string): boolean {
+    const view = this.actors.get(actorId);
+    if (!view || (view.state && view.state.status !== 'active')) return false;
+    const parentId = view.info.parentId;
+    if (parentId === null) return true;
+    const parent = this.actors.get(parentId);
+    if (!parent?.state || !Object.values(parent.state.children).includes(actorId)) return false;
+    return this.isLive(parentId);
+  }
+
+  /** The actor each chart shows: the newest live one, else the newest that ended (drawn as ended). */
+  actorFor(machineId: string): { view: ActorView; live: boolean } | null {
+    let best: { view: ActorView; live: boolean } | null = null;
+    for (const view of this.actors.values()) {
+      if (view.info.machineId !== machineId) continue;
+      const live = this.isLive(view.info.actorId);
+      if (!best || (live && !best.live) || (live === best.live && view.order > best.view.order)) best = { view, live };
+    }
+    return best;
+  }
+
+  /** Each actor's newest snapshot at or before timeline entry `index`: the read-only past. */
+  statesAt(index: number): ActorState[] {
+    const seen = new Map<string, ActorState>();
+    for (let i = Math.min(index, this.items.length - 1); i >= 0; i -= 1) {
+      const item = this.items[i]!;
+      if (item.kind !== 'snapshot') continue;
+      const known = seen.get(item.actorId);
+      // A snapshot without a context kept the one of the actor's snapshot before it.
+      if (!known) seen.set(item.actorId, { ...item.state });
+      else if (!('context' in known) && 'context' in item.state) known.context = item.state.context;
+    }
+    return [...seen.values()].reverse();
+  }
+}
