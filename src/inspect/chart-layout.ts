@@ -1,6 +1,7 @@
 import type { ELK, ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
 import type { AnyStateMachine } from 'xstate';
 import { sessionMachine } from '../../machines/session.machine.js';
+import { stallWatchdogMachine } from '../../machines/stall-watchdog.machine.js';
 import { toolCallMachine } from '../../machines/tool-call.machine.js';
 import { turnMachine } from '../../machines/turn.machine.js';
 import { chartGraph } from './chart-graph.js';
@@ -20,7 +21,7 @@ async function loadElk(): Promise<ELK> {
 }
 
 /** The charts whose actors a session runs. */
-export const CHARTS: readonly AnyStateMachine[] = [sessionMachine, turnMachine, toolCallMachine];
+export const CHARTS: readonly AnyStateMachine[] = [sessionMachine, turnMachine, toolCallMachine, stallWatchdogMachine];
 
 // Text metrics the page draws with (12px system sans-serif, 11px for edge and internal labels).
 const CHAR = 7;

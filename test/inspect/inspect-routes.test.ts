@@ -50,7 +50,7 @@ describe('inspector routes', () => {
     const charts = await host.call('GET', '/inspect/api/charts', undefined, auth);
     expect(charts.status).toBe(200);
     const ids = (charts.body.charts as { machineId: string; nodes: { id: string }[] }[]).map((c) => c.machineId);
-    expect(ids).toEqual(['session', 'turn', 'toolCall']);
+    expect(ids).toEqual(['session', 'turn', 'toolCall', 'stallWatchdog']);
   });
 
   it('answers 503 with a typed error when the page is not built', async () => {

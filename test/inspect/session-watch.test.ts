@@ -55,7 +55,8 @@ describe('session watch (the inspector data side)', () => {
     const cursors = page.items.map((i) => i.cursor);
     expect(cursors).toEqual([...cursors].sort((a, b) => a - b));
     const machines = new Set(page.items.flatMap((i) => (i.kind === 'actor' ? [i.actor.machineId] : [])));
-    expect(machines).toEqual(new Set(['turn', 'toolCall']));
+    // Every turn invokes its no-progress watchdog (GR-3), which rests in `off` without a `stallTimeoutMs`.
+    expect(machines).toEqual(new Set(['turn', 'toolCall', 'stallWatchdog']));
     // The newest snapshot of each chart actor is what XState holds now.
     const latest = new Map<string, string[]>();
     for (const i of page.items) if (i.kind === 'snapshot') latest.set(i.actorId, i.state.states);
