@@ -74,6 +74,9 @@ function render(): void {
  * One chart at a time, in tabs: following, the deepest live actor's (the tool call while one runs,
  * else the turn, else the session). The others stay in the page, hidden, with their highlights.
  */
+/** The lifecycle charts follow goes through, deepest first; helper charts (the stall watchdog) are only shown when picked. */
+const FOLLOWED = ['toolCall', 'turn'];
+
 function showChart(machineId: string): void {
   shownChart = machineId;
   for (const [id, view] of chartViews) view.el.hidden = id !== machineId;
@@ -82,7 +85,7 @@ function showChart(machineId: string): void {
 
 function pickChart(m: SessionModel | null): void {
   if (!followBox.checked || !m) return showChart(shownChart);
-  const deepest = [...chartViews.keys()].reverse().find((id) => m.actorFor(id)?.live) ?? 'session';
+  const deepest = FOLLOWED.find((id) => chartViews.has(id) && m.actorFor(id)?.live) ?? 'session';
   showChart(deepest);
 }
 
