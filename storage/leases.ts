@@ -34,7 +34,7 @@ export async function acquireSession(
     const expiresAtMs = toMs(row.lease_expires_at_ms);
     const live = row.owner_id !== null && expiresAtMs !== null && expiresAtMs > nowMs;
     if (live && row.owner_id !== lease.ownerId) {
-      return { ok: false, reason: 'owned', holder: { ownerId: row.owner_id!, host: row.owner_host ?? '', pid: row.owner_pid ?? 0, expiresAtMs: expiresAtMs! } };
+      return { ok: false, reason: 'owned', holder: { ownerId: row.owner_id!, host: row.owner_host ?? '', pid: row.owner_pid ?? 0, expiresAtMs: expiresAtMs!, remainingMs: expiresAtMs! - nowMs } };
     }
     const claimed = await trx
       .updateTable('sessions')

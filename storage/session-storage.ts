@@ -37,6 +37,8 @@ export interface LeaseRequest extends OwnerIdentity {
 /** The holder of a live lease, as another runtime sees it. */
 export interface LeaseHolder extends OwnerIdentity {
   expiresAtMs: number;
+  /** How long the lease still runs, measured on the database's clock when it was read. */
+  remainingMs: number;
 }
 
 export type AcquireResult =

@@ -22,6 +22,8 @@ const FLAGS = {
   'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: 'seconds a session lease lasts unrenewed (default 30)' },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this process holds leases under (default: os.hostname())' },
+  'amqp-url': { env: 'TURNCHART_AMQP_URL', help: 'RabbitMQ URL: join the cluster of hosts on this broker and this database' },
+  'route-timeout': { env: 'TURNCHART_ROUTE_TIMEOUT', help: 'seconds a command routed to another host may take (default 15)' },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -46,6 +48,8 @@ const settingsSchema = z.object({
   'cors-origin': z.string().min(1).optional(),
   'lease-ttl': z.coerce.number().min(0.1).max(86_400).default(30),
   'owner-host': z.string().min(1).max(255).optional(),
+  'amqp-url': z.string().regex(/^amqps?:\/\//, 'an amqp:// or amqps:// URL').optional(),
+  'route-timeout': z.coerce.number().min(0.1).max(3_600).optional(),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema>;
@@ -72,6 +76,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
   const choice = await modelFromSpec(settings.model, providerSettings(settings));
   log(`turnchart: model: ${choice.description}`);
   log(`turnchart: storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
+  if (settings['amqp-url']) log(`turnchart: cluster: RabbitMQ ${settings['amqp-url'].replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
   return startHost({
     host: settings.host,
     port: settings.port,
@@ -82,6 +87,9 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     token: settings.token ?? null,
     idleTtlSeconds: settings['idle-ttl'],
     corsOrigin: settings['cors-origin'] ?? null,
+    cluster: settings['amqp-url']
+      ? { amqpUrl: settings['amqp-url'], ...(settings['route-timeout'] !== undefined && { routeTimeoutMs: Math.round(settings['route-timeout'] * 1000) }) }
+      : null,
     runtime: {
       ownership: { leaseTtlMs: Math.round(settings['lease-ttl'] * 1000), ...(settings['owner-host'] && { host: settings['owner-host'] }) },
     },

@@ -1,8 +1,18 @@
 import type { SessionStorage } from '../../storage/session-storage.js';
+import type { LeaseHolder } from '../../storage/session-storage.js';
+import { SessionOwnedElsewhereError } from '../protocol/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { ApiError, defaultMessage, viaStorage } from './errors.js';
+import { LocalSession } from './local-session.js';
+import type { SessionAccess } from './session-access.js';
 import type { SseOptions } from './sse-stream.js';
+
+/** How a host in a cluster reaches a session another host holds. */
+export interface SessionRouter {
+  /** A proxy with the same command surface that routes every command to the session's holder. */
+  remote(sessionId: string, holder: LeaseHolder): SessionAccess;
+}
 
 /** What every route reaches: the runtime, its storage, and the host's settings. */
 export interface HostContext {
@@ -14,10 +24,26 @@ export interface HostContext {
   warn: (message: string) => void;
   /** Whether the last storage check failed (read by `/healthz`). */
   storageDown: boolean;
+  /** Set when the host is one of a cluster: sessions held elsewhere are routed rather than refused. */
+  router?: SessionRouter | null;
 }
 
-/** The session, opened again from storage when it was closed for being idle. */
-export async function sessionOf(host: HostContext, sessionId: string): Promise<SessionHandle> {
+/**
+ * The session a request is about. Open here, or free to take (nobody holds it, or its lease ran
+ * out): a local session, opened again from storage when it was closed for being idle. Held by
+ * another live host: `SessionOwnedElsewhere`, or in a cluster a proxy to that host.
+ */
+export async function sessionOf(host: HostContext, sessionId: string): Promise<SessionAccess> {
+  try {
+    return new LocalSession(await localHandle(host, sessionId), host.runtime);
+  } catch (error) {
+    if (!(error instanceof SessionOwnedElsewhereError) || !host.router) throw error;
+    return host.router.remote(sessionId, error.holder);
+  }
+}
+
+/** The session opened in this host's runtime; `SessionOwnedElsewhere` while another runtime holds it. */
+export async function localHandle(host: HostContext, sessionId: string): Promise<SessionHandle> {
   const open = host.runtime.openHandle(sessionId);
   if (open?.isOpen) return reloadedIfRequired(open);
   return viaStorage(() => host.runtime.openSession(sessionId));
