@@ -132,4 +132,36 @@ describe.skipIf(clusterSkipReason !== null)('a cluster of two host processes on 
     streams.push(local);
     expect(first2.event).toBe((await local.next(() => true)).event);
   });
+
+  it('ends a stream on the other host when its owner shuts down; resumed there, the session moves on and the stream continues without a gap', async () => {
+    const db = clusterDatabase();
+    drop = db.drop;
+    const workspace = await tempDir();
+    const common = { databaseUrl: db.url, workspace };
+    const [a, b] = await Promise.all([
+      clusterHost({ ...common, name: 'a', replies: [{ text: 'first on a' }] }),
+      clusterHost({ ...common, name: 'b', replies: [{ text: 'then on b' }] }),
+    ]);
+    hosts.push(a, b);
+    const sessionId = (await call(a.url, 'POST', '/sessions', {})).body.sessionId as string;
+    const onB = await streamOf(b.url, sessionId);
+    streams.push(onB);
+    const turn = await call(b.url, 'POST', `/sessions/${sessionId}/turns`, text('hello'));
+    expect(await finishedOn(b.url, sessionId, turn.body.turnId as string)).toMatchObject({ body: { outcome: { finalText: 'first on a' } } });
+    await onB.nextUpdate('turn_finished');
+
+    // A shuts down: it closes the session, says so, and B's stream ends.
+    a.kill('SIGTERM');
+    await a.exited;
+    await onB.ended;
+    const lastSeen = onB.updates.at(-1)!.sequence;
+    const resumed = await streamOf(b.url, sessionId, lastSeen);
+    streams.push(resumed);
+    // A released the session with its exact last number, so B, which takes it now, numbers on from there.
+    const next = await call(b.url, 'POST', `/sessions/${sessionId}/turns`, text('still there?'));
+    expect(await finishedOn(b.url, sessionId, next.body.turnId as string)).toMatchObject({ body: { outcome: { finalText: 'then on b' } } });
+    await resumed.nextUpdate('turn_finished');
+    expect(resumed.events.filter((e) => e.event !== 'message')).toEqual([]);
+    expect(sequencesOf(resumed.updates)).toEqual(run(lastSeen + 1, resumed.updates.length));
+  });
 });
