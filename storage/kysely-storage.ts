@@ -17,6 +17,7 @@ import type {
   CorrectionReport,
   LeaseRequest,
   MessagePage,
+  LeaseHolder,
   OwnerIdentity,
   PermissionMode,
   PlanRow,
@@ -154,6 +155,10 @@ export class KyselySessionStorage implements SessionStorage {
 
   liveOwnersOn(host: string): Promise<OwnerIdentity[]> {
     return leases.liveOwnersOn(this.db, this.dialect, host);
+  }
+
+  leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
+    return leases.leaseHolder(this.db, this.dialect, sessionId);
   }
 
   expireOwner(ownerId: string): Promise<void> {

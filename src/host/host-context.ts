@@ -1,5 +1,6 @@
 import type { SessionStorage } from '../../storage/session-storage.js';
 import type { LeaseHolder } from '../../storage/session-storage.js';
+import { sessionIdSchema } from '../protocol/commands.js';
 import { SessionOwnedElsewhereError } from '../protocol/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
@@ -34,12 +35,27 @@ export interface HostContext {
  * another live host: `SessionOwnedElsewhere`, or in a cluster a proxy to that host.
  */
 export async function sessionOf(host: HostContext, sessionId: string): Promise<SessionAccess> {
+  const remote = await heldElsewhere(host, sessionId);
+  if (remote) return remote;
   try {
     return new LocalSession(await localHandle(host, sessionId), host.runtime);
   } catch (error) {
     if (!(error instanceof SessionOwnedElsewhereError) || !host.router) throw error;
     return host.router.remote(sessionId, error.holder);
   }
+}
+
+/**
+ * In a cluster, most requests for a session not open here are for one another host holds: a plain
+ * read of its lease routes them without the locking transaction that taking a session is (the
+ * owner's writes would wait on it). Anything else — free, expired, unknown — goes the local way.
+ */
+async function heldElsewhere(host: HostContext, sessionId: string): Promise<SessionAccess | null> {
+  // A malformed id is the local path's to refuse (400), never a query.
+  if (!host.router || host.runtime.isOpen(sessionId) || !sessionIdSchema.safeParse(sessionId).success) return null;
+  const holder = await viaStorage(() => host.storage.leaseHolder(sessionId));
+  if (!holder || holder.ownerId === host.runtime.ownership.identity.ownerId) return null;
+  return host.router.remote(sessionId, holder);
 }
 
 /** The session opened in this host's runtime; `SessionOwnedElsewhere` while another runtime holds it. */
