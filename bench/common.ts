@@ -87,6 +87,7 @@ const READS: ReadonlySet<StorageMethod> = new Set<StorageMethod>([
   'getSession',
   'listSessions',
   'liveOwnersOn',
+  'leaseHolder',
   'unheldSessionsWithQueuedTurns',
   'listQueuedTurns',
   'getTurn',
@@ -162,6 +163,9 @@ export class NullStorage implements SessionStorage {
   async releaseSession(): Promise<void> {}
   async liveOwnersOn(): Promise<[]> {
     return [];
+  }
+  async leaseHolder(): Promise<null> {
+    return null;
   }
   async expireOwner(): Promise<void> {}
   async unheldSessionsWithQueuedTurns(): Promise<[]> {

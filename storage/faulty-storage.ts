@@ -42,6 +42,7 @@ export const STORAGE_METHODS = [
   'renewLeases',
   'releaseSession',
   'liveOwnersOn',
+  'leaseHolder',
   'expireOwner',
   'unheldSessionsWithQueuedTurns',
   'reserveUpdateSequence',

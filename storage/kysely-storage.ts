@@ -20,6 +20,7 @@ import type {
   CorrectionReport,
   LeaseRequest,
   MessagePage,
+  LeaseHolder,
   OwnerIdentity,
   PermissionMode,
   PlanRow,
@@ -157,6 +158,10 @@ export class KyselySessionStorage implements SessionStorage {
 
   liveOwnersOn(host: string): Promise<OwnerIdentity[]> {
     return leases.liveOwnersOn(this.db, this.dialect, host);
+  }
+
+  leaseHolder(sessionId: string): Promise<LeaseHolder | null> {
+    return leases.leaseHolder(this.db, this.dialect, sessionId);
   }
 
   expireOwner(ownerId: string): Promise<void> {

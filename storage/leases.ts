@@ -3,7 +3,7 @@ import { databaseNowMs, type DialectName } from './dialect.js';
 import { rowToSession } from './rows.js';
 import { inTransaction } from './transaction.js';
 import { toMs, type Database } from './schema.js';
-import type { AcquireResult, CorrectionReport, LeaseRequest, OwnerIdentity } from './session-storage.js';
+import type { AcquireResult, CorrectionReport, LeaseHolder, LeaseRequest, OwnerIdentity } from './session-storage.js';
 
 /**
  * One owner per session: a lease (owner, expiry on the database's clock) and a fencing token raised
@@ -34,7 +34,7 @@ export async function acquireSession(
     const expiresAtMs = toMs(row.lease_expires_at_ms);
     const live = row.owner_id !== null && expiresAtMs !== null && expiresAtMs > nowMs;
     if (live && row.owner_id !== lease.ownerId) {
-      return { ok: false, reason: 'owned', holder: { ownerId: row.owner_id!, host: row.owner_host ?? '', pid: row.owner_pid ?? 0, expiresAtMs: expiresAtMs! } };
+      return { ok: false, reason: 'owned', holder: { ownerId: row.owner_id!, host: row.owner_host ?? '', pid: row.owner_pid ?? 0, expiresAtMs: expiresAtMs!, remainingMs: expiresAtMs! - nowMs } };
     }
     const claimed = await trx
       .updateTable('sessions')
@@ -142,6 +142,19 @@ export async function liveOwnersOn(db: Kysely<Database>, dialect: DialectName, h
     .where(sql<boolean>`lease_expires_at_ms > ${databaseNowMs(dialect)}`)
     .execute();
   return rows.map((r) => ({ ownerId: r.owner_id!, host, pid: r.owner_pid ?? 0 }));
+}
+
+/** A plain read (no lock, nothing written): a cluster host routes by it without contending with the owner's writes. */
+export async function leaseHolder(db: Kysely<Database>, dialect: DialectName, sessionId: string): Promise<LeaseHolder | null> {
+  const row = await db
+    .selectFrom('sessions')
+    .select(['owner_id', 'owner_host', 'owner_pid', 'lease_expires_at_ms'])
+    .select(databaseNowMs(dialect).as('now_ms'))
+    .where('id', '=', sessionId)
+    .executeTakeFirst();
+  const expiresAtMs = toMs(row?.lease_expires_at_ms ?? null);
+  if (!row?.owner_id || expiresAtMs === null || expiresAtMs <= Number(row.now_ms)) return null;
+  return { ownerId: row.owner_id, host: row.owner_host ?? '', pid: row.owner_pid ?? 0, expiresAtMs, remainingMs: expiresAtMs - Number(row.now_ms) };
 }
 
 export async function expireOwner(db: Kysely<Database>, ownerId: string): Promise<void> {

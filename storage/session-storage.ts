@@ -38,6 +38,8 @@ export interface LeaseRequest extends OwnerIdentity {
 /** The holder of a live lease, as another runtime sees it. */
 export interface LeaseHolder extends OwnerIdentity {
   expiresAtMs: number;
+  /** How long the lease still runs, measured on the database's clock when it was read. */
+  remainingMs: number;
 }
 
 export type AcquireResult =
@@ -186,6 +188,8 @@ export interface SessionStorage {
   releaseSession(sessionId: string, ownerId: string, lastUpdateSequence: number, fence?: number): Promise<void>;
   /** Owners on `host` holding live leases: a runtime checks whether their processes still exist. */
   liveOwnersOn(host: string): Promise<OwnerIdentity[]>;
+  /** Who holds the session's live lease, read without taking anything; null when nobody does (or there is no such session). */
+  leaseHolder(sessionId: string): Promise<LeaseHolder | null>;
   /** Ends every lease of an owner known to be gone (its process no longer exists). */
   expireOwner(ownerId: string): Promise<void>;
   /** Sessions with queued turns that nobody holds: a starting runtime takes them and runs their queues. */

@@ -25,6 +25,8 @@ const FLAGS = {
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: 'seconds a session lease lasts unrenewed (default 30)' },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this process holds leases under (default: os.hostname())' },
   'stately-inspect': { env: 'TURNCHART_STATELY_INSPECT', help: "ws:// URL to forward inspection events to in @statelyai/inspect's format (default: off)" },
+  'amqp-url': { env: 'TURNCHART_AMQP_URL', help: 'RabbitMQ URL: join the cluster of hosts on this broker and this database' },
+  'route-timeout': { env: 'TURNCHART_ROUTE_TIMEOUT', help: 'seconds a command routed to another host may take (default 15)' },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -54,6 +56,8 @@ const settingsSchema = z.object({
     .string()
     .regex(/^wss?:\/\/[^\s]+$/, 'a ws:// or wss:// URL')
     .optional(),
+  'amqp-url': z.string().regex(/^amqps?:\/\//, 'an amqp:// or amqps:// URL').optional(),
+  'route-timeout': z.coerce.number().min(0.1).max(3_600).optional(),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema>;
@@ -80,6 +84,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
   const choice = await modelFromSpec(settings.model, providerSettings(settings));
   log(`turnchart: model: ${choice.description}`);
   log(`turnchart: storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
+  if (settings['amqp-url']) log(`turnchart: cluster: RabbitMQ ${settings['amqp-url'].replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
   return startHost({
     host: settings.host,
     port: settings.port,
@@ -91,6 +96,9 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     token: settings.token ?? null,
     idleTtlSeconds: settings['idle-ttl'],
     corsOrigin: settings['cors-origin'] ?? null,
+    cluster: settings['amqp-url']
+      ? { amqpUrl: settings['amqp-url'], ...(settings['route-timeout'] !== undefined && { routeTimeoutMs: Math.round(settings['route-timeout'] * 1000) }) }
+      : null,
     runtime: {
       ownership: { leaseTtlMs: Math.round(settings['lease-ttl'] * 1000), ...(settings['owner-host'] && { host: settings['owner-host'] }) },
     },

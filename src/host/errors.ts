@@ -51,6 +51,9 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   RuntimeStopped: 503,
   SessionClosed: 503,
   InspectorNotBuilt: 503,
+  OwnerUnavailable: 503,
+  TransportUnavailable: 503,
+  OwnerTimeout: 504,
 };
 
 export function statusOf(code: string): ContentfulStatusCode {
@@ -61,17 +64,23 @@ export function statusOf(code: string): ContentfulStatusCode {
 export function commandError(c: Context, error: { code: string } & Record<string, unknown>): Response {
   const { code, message, ...details } = error;
   const text = typeof message === 'string' ? message : defaultMessage(code);
+  if (typeof details.retryAfterMs === 'number') c.header('Retry-After', String(Math.max(1, Math.ceil(details.retryAfterMs / 1000))));
   return c.json({ error: { ...details, code, message: text } } satisfies ApiErrorBody, statusOf(code));
 }
 
 /** Anything a route threw, as a typed error: storage failures are 503, defects 500 without detail. */
 export function errorResponse(c: Context, error: unknown, report: (message: string) => void): Response {
-  if (error instanceof ApiError) return commandError(c, { ...error.details, code: error.code, message: error.message });
-  if (error instanceof TurnchartError) return commandError(c, { code: error.code, message: error.message });
-  if (error instanceof FencedWriteError) return commandError(c, { code: error.code, message: error.message });
-  if (error instanceof StorageUnavailable) return commandError(c, { code: 'StorageUnavailable', message: error.message });
-  report(`request ${c.req.method} ${c.req.path} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-  return commandError(c, { code: 'InternalError', message: 'the host could not answer this request' });
+  return commandError(c, typedError(error, (detail) => report(`request ${c.req.method} ${c.req.path} failed: ${detail}`)));
+}
+
+/** What an error thrown while answering a request says to the client; a defect is reported and told as `InternalError`. */
+export function typedError(error: unknown, report: (detail: string) => void): { code: string; message: string } & Record<string, unknown> {
+  if (error instanceof ApiError) return { ...error.details, code: error.code, message: error.message };
+  if (error instanceof TurnchartError) return { code: error.code, message: error.message };
+  if (error instanceof FencedWriteError) return { code: error.code, message: error.message };
+  if (error instanceof StorageUnavailable) return { code: 'StorageUnavailable', message: error.message };
+  report(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  return { code: 'InternalError', message: 'the host could not answer this request' };
 }
 
 /** A storage call that failed: the database is away or refused (503). */
@@ -105,6 +114,8 @@ const MESSAGES: Record<string, string> = {
   ReloadRequired: 'the session must be reloaded before it takes new turns',
   SessionClosed: 'the session closed while the request ran; try again',
   RuntimeStopped: 'the host is shutting down',
+  OwnerUnavailable: "the host that holds this session cannot be reached; try again once its lease has run out",
+  OwnerTimeout: 'the host that holds this session did not answer in time; the command may have taken effect',
 };
 
 export function defaultMessage(code: string): string {

@@ -1,10 +1,21 @@
 import type { PermissionMode, SessionStorage } from '../../storage/session-storage.js';
 import type { InspectHub } from '../inspect/inspect-hub.js';
 import type { SessionListFeed } from '../inspect/session-list.js';
+import type { LeaseHolder } from '../../storage/session-storage.js';
+import { sessionIdSchema } from '../protocol/commands.js';
+import { SessionOwnedElsewhereError } from '../protocol/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { ApiError, defaultMessage, viaStorage } from './errors.js';
+import { LocalSession } from './local-session.js';
+import type { SessionAccess } from './session-access.js';
 import type { SseOptions } from './sse-stream.js';
+
+/** How a host in a cluster reaches a session another host holds. */
+export interface SessionRouter {
+  /** A proxy with the same command surface that routes every command to the session's holder. */
+  remote(sessionId: string, holder: LeaseHolder): SessionAccess;
+}
 
 /** What every route reaches: the runtime, its storage, and the host's settings. */
 export interface HostContext {
@@ -20,10 +31,41 @@ export interface HostContext {
   storageDown: boolean;
   /** The inspector page: its watches, its session list, and where its built assets are. */
   inspector: { hub: InspectHub; list: SessionListFeed; assets: string };
+  /** Set when the host is one of a cluster: sessions held elsewhere are routed rather than refused. */
+  router?: SessionRouter | null;
 }
 
-/** The session, opened again from storage when it was closed for being idle. */
-export async function sessionOf(host: HostContext, sessionId: string): Promise<SessionHandle> {
+/**
+ * The session a request is about. Open here, or free to take (nobody holds it, or its lease ran
+ * out): a local session, opened again from storage when it was closed for being idle. Held by
+ * another live host: `SessionOwnedElsewhere`, or in a cluster a proxy to that host.
+ */
+export async function sessionOf(host: HostContext, sessionId: string): Promise<SessionAccess> {
+  const remote = await heldElsewhere(host, sessionId);
+  if (remote) return remote;
+  try {
+    return new LocalSession(await localHandle(host, sessionId), host.runtime);
+  } catch (error) {
+    if (!(error instanceof SessionOwnedElsewhereError) || !host.router) throw error;
+    return host.router.remote(sessionId, error.holder);
+  }
+}
+
+/**
+ * In a cluster, most requests for a session not open here are for one another host holds: a plain
+ * read of its lease routes them without the locking transaction that taking a session is (the
+ * owner's writes would wait on it). Anything else — free, expired, unknown — goes the local way.
+ */
+async function heldElsewhere(host: HostContext, sessionId: string): Promise<SessionAccess | null> {
+  // A malformed id is the local path's to refuse (400), never a query.
+  if (!host.router || host.runtime.isOpen(sessionId) || !sessionIdSchema.safeParse(sessionId).success) return null;
+  const holder = await viaStorage(() => host.storage.leaseHolder(sessionId));
+  if (!holder || holder.ownerId === host.runtime.ownership.identity.ownerId) return null;
+  return host.router.remote(sessionId, holder);
+}
+
+/** The session opened in this host's runtime; `SessionOwnedElsewhere` while another runtime holds it. */
+export async function localHandle(host: HostContext, sessionId: string): Promise<SessionHandle> {
   const open = host.runtime.openHandle(sessionId);
   if (open?.isOpen) return reloadedIfRequired(open);
   return viaStorage(() => host.runtime.openSession(sessionId));

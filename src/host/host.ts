@@ -8,6 +8,8 @@ import { sqliteStorage } from '../../storage/sqlite.js';
 import type { ModelPort } from '../protocol/model.js';
 import { permissionModeSchema } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
+import { joinCluster, type ClusterOptions } from '../cluster/cluster.js';
+import { DEFAULT_LEASE_TTL_MS } from '../runtime/ownership.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import { workspaceTools } from '../tools/workspace/index.js';
 import { InspectHub } from '../inspect/inspect-hub.js';
@@ -39,6 +41,8 @@ export interface HostOptions {
   idleTtlSeconds: number;
   corsOrigin?: string | null;
   sse?: Partial<SseOptions>;
+  /** Joins a cluster of hosts on one database and one RabbitMQ: sessions held by other hosts are routed to them. */
+  cluster?: ClusterOptions | null;
   /** Passed to the runtime as they are (agents, lease length, …). */
   runtime?: Partial<Omit<RuntimeOptions, 'storage' | 'model'>>;
   warn?: (message: string) => void;
@@ -92,8 +96,22 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     assets: options.inspectorAssets ?? defaultInspectorAssets(),
   };
   Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector });
+  const cluster = options.cluster
+    ? await joinCluster(context, options.cluster, options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS).catch(async (error: unknown) => {
+        await runtime.shutdown();
+        await forward?.close();
+        throw error;
+      })
+    : null;
+  context.router = cluster?.router ?? null;
   const app = createApp(context, { token, corsOrigin: options.corsOrigin ?? null });
-  const server = await listen(app.fetch, options.host, options.port);
+  const server = await listen(app.fetch, options.host, options.port).catch(async (error: unknown) => {
+    cluster?.quiesce();
+    await runtime.shutdown();
+    await forward?.close();
+    await cluster?.close();
+    throw error;
+  });
   const { port } = server.address() as AddressInfo;
   const hostPart = options.host.includes(':') ? `[${options.host}]` : options.host;
   let closing: Promise<void> | null = null;
@@ -103,8 +121,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     close: () =>
       (closing ??= (async () => {
         const stopped = new Promise<void>((done) => server.close(() => done()));
+        cluster?.quiesce();
         await runtime.shutdown();
         await forward?.close();
+        // After the runtime: the sessions it closed tell the streams following them on other hosts.
+        await cluster?.close();
         // SSE streams ended with their sessions; what is left are idle keep-alive sockets and held `?wait` requests.
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
         await stopped;

@@ -1,6 +1,5 @@
-import { Subscription } from 'rxjs';
-import type { SessionHandle } from '../runtime/session-handle.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { UpdateFeed } from './session-access.js';
 
 export interface SseOptions {
   /** A comment line this often keeps proxies from closing a quiet stream. */
@@ -15,17 +14,17 @@ const encoder = new TextEncoder();
 
 /**
  * A session's updates as Server-Sent Events. Each envelope is one event, `id:` its sequence. A
- * client that resumes (`after`) gets what it missed from the replay ring, or — when that range has
- * left the ring or was issued before this host opened the session — an `event: snapshot_required`
- * carrying the snapshot, never a silent empty replay. A new client starts with `event: snapshot`.
+ * client that resumes gets what it missed from the replay ring, or — when that range has left the
+ * ring or was issued before the session's owner opened it — an `event: snapshot_required` carrying
+ * the snapshot, never a silent empty replay. A new client starts with `event: snapshot`. The feed
+ * says which (`start`); an update at or below what was sent is a duplicate and is dropped.
  *
  * The stream's queue is the client's buffer: the server reads from it only as fast as the socket
  * drains, and a client that lets it pass `bufferBytes` is cut off, so it never holds up the session
  * or the other subscribers. Closing the connection only unsubscribes; the run goes on.
  */
 export function sessionEventStream(
-  session: SessionHandle,
-  after: number | null,
+  feed: UpdateFeed,
   options: SseOptions,
   /** Drops the client's connection at once; without it the stream errors, which also ends the response. */
   disconnect?: () => void,
@@ -36,12 +35,12 @@ export function sessionEventStream(
       start(controller) {
         let open = true;
         let lastSent = -1;
-        const subscription = new Subscription();
+        let unsubscribe = (): void => undefined;
         const heartbeat = setInterval(() => push(': heartbeat\n\n'), options.heartbeatMs);
         const stop = () => {
           open = false;
           clearInterval(heartbeat);
-          subscription.unsubscribe();
+          unsubscribe();
         };
         // Behind means the backlog already passed the limit: one large event for a client that is caught up goes out.
         const push = (text: string): void => {
@@ -56,29 +55,25 @@ export function sessionEventStream(
           lastSent = envelope.sequence;
           push(`id: ${envelope.sequence}\ndata: ${JSON.stringify(envelope)}\n\n`);
         };
-        const snapshot = (event: 'snapshot' | 'snapshot_required') => {
-          const current = session.snapshot();
-          lastSent = current.lastUpdateSequence;
-          push(`event: ${event}\nid: ${current.lastUpdateSequence}\ndata: ${JSON.stringify(current)}\n\n`);
-        };
-        // Subscribed before the replay is read, in the same tick: nothing can fall between the two.
-        subscription.add(
-          session.updates$.subscribe({
-            next: send,
-            complete: () => {
-              if (!open) return;
-              stop();
-              controller.close();
-            },
-          }),
-        );
         cleanup = stop;
         push('retry: 1000\n\n');
-        if (after === null) return snapshot('snapshot');
-        const replay = session.replayUpdates(after);
-        if (!replay.ok) return snapshot('snapshot_required');
-        lastSent = after;
-        for (const envelope of replay.updates) send(envelope);
+        const { start } = feed;
+        if (start.kind === 'replay') {
+          lastSent = start.after;
+          for (const envelope of start.updates) send(envelope);
+        } else {
+          lastSent = start.snapshot.lastUpdateSequence;
+          push(`event: ${start.kind}\nid: ${lastSent}\ndata: ${JSON.stringify(start.snapshot)}\n\n`);
+        }
+        unsubscribe = feed.subscribe({
+          update: send,
+          end: () => {
+            if (!open) return;
+            stop();
+            controller.close();
+          },
+        });
+        if (!open) unsubscribe();
       },
       cancel() {
         cleanup();

@@ -1,3 +1,5 @@
+import type { LeaseHolder } from '../../storage/session-storage.js';
+
 /** A typed error for what cannot be a command result: bad configuration, unknown sessions, storage failures. */
 export class TurnchartError extends Error {
   constructor(
@@ -7,6 +9,16 @@ export class TurnchartError extends Error {
   ) {
     super(message, options);
     this.name = 'TurnchartError';
+  }
+}
+
+/** Another live runtime holds the session's lease: who, so a cluster host can route the command to it. */
+export class SessionOwnedElsewhereError extends TurnchartError {
+  constructor(
+    sessionId: string,
+    readonly holder: LeaseHolder,
+  ) {
+    super('SessionOwnedElsewhere', `session '${sessionId}' is held by ${holder.ownerId} (pid ${holder.pid} on ${holder.host})`);
   }
 }
 

@@ -6,7 +6,7 @@ import { REAL_CLOCK, type ChartClock } from './chart-clock.js';
 import { z } from 'zod';
 import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
 import { auditPageSchema, createSessionSchema, embedSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
-import { persistenceError, TurnchartError } from '../protocol/errors.js';
+import { persistenceError, SessionOwnedElsewhereError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
 import { previewContextWindow, type ContextWindowPreview } from '../context/inspect.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
@@ -365,8 +365,7 @@ export class Runtime {
     const acquired = await this.ownership.acquire(sessionId, this.sequenceBlock);
     if (!acquired.ok) {
       if (acquired.reason === 'unknown') throw new TurnchartError('UnknownSession', `no session '${sessionId}'`);
-      const { holder } = acquired;
-      throw new TurnchartError('SessionOwnedElsewhere', `session '${sessionId}' is held by ${holder.ownerId} (pid ${holder.pid} on ${holder.host})`);
+      throw new SessionOwnedElsewhereError(sessionId, acquired.holder);
     }
     const [{ chat, plan }, turns, queued] = await Promise.all([
       loadConversation(storage, sessionId).catch((error: unknown) => {

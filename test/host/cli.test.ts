@@ -86,4 +86,16 @@ describe('turnchart serve, as an operator runs it', { timeout: 60_000 }, () => {
     expect(open.stderr).toContain('without a token');
     expect(open.stdout).not.toContain('listening');
   });
+
+  it('refuses a broker URL that is not one, and does not start without the broker it names', () => {
+    const notAmqp = runCli(['serve', '--port', '0', '--db', ':memory:', '--amqp-url', 'http://127.0.0.1:5672']);
+    expect(notAmqp.status).toBe(2);
+    expect(notAmqp.stderr).toContain('amqp://');
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    const away = runCli(['serve', '--port', '0', '--db', ':memory:'], { TURNCHART_AMQP_URL: 'amqp://guest:secret@127.0.0.1:1' });
+    expect(away.status).toBe(1);
+    expect(away.stderr).toContain('RabbitMQ at amqp://guest:***@127.0.0.1:1 cannot be reached');
+    expect(away.stdout + away.stderr).not.toContain('secret');
+    expect(away.stdout).not.toContain('listening');
+  });
 });

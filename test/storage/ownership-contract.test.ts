@@ -93,6 +93,21 @@ function describeOwnership(name: string, target: ContractTarget): void {
       expect(await storage.acquireSession('s1', lease('B'))).toMatchObject({ ok: true });
     });
 
+    it("reads a session's lease holder without taking anything: none once it is released, expired or unknown", async () => {
+      await storage.createSession(session('s1'), lease('A'));
+      const holder = await storage.leaseHolder('s1');
+      expect(holder).toMatchObject({ ownerId: 'A', host: 'test-host', pid: 424242 });
+      expect(holder!.remainingMs).toBeGreaterThan(0);
+      expect(holder!.remainingMs).toBeLessThanOrEqual(60_000);
+      expect(await storage.acquireSession('s1', lease('B'))).toMatchObject({ ok: false, reason: 'owned' });
+      await storage.expireOwner('A');
+      expect(await storage.leaseHolder('s1')).toBeNull();
+      await storage.acquireSession('s1', lease('B'));
+      await storage.releaseSession('s1', 'B', 0);
+      expect(await storage.leaseHolder('s1')).toBeNull();
+      expect(await storage.leaseHolder('nope')).toBeNull();
+    });
+
     it('corrects at startup only the sessions nobody holds', async () => {
       const a = await storage.createSession(session('held'), lease('A'));
       const b = await storage.createSession(session('gone'), lease('B', 1));

@@ -1,5 +1,8 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { setTimeout as delay } from 'node:timers/promises';
+import { ApiError } from '../errors.js';
 import { sessionOf, type HostContext } from '../host-context.js';
+import type { UpdateFeed } from '../session-access.js';
 import { errors, EventsQuery, SessionParams } from '../schemas.js';
 import { sessionEventStream } from '../sse-stream.js';
 
@@ -18,11 +21,11 @@ const route = createRoute({
 
 export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(route, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
     const after = resumePoint(c.req.header('last-event-id'), c.req.valid('query').after);
+    const feed = await feedOf(host, c.req.valid('param').sessionId, after, c.req.raw.signal);
     // Node's response, so a client that falls behind can be cut off at once (the Node adapter passes it as env).
     const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
-    return new Response(sessionEventStream(session, after, host.sse, outgoing && (() => outgoing.destroy())), {
+    return new Response(sessionEventStream(feed, host.sse, outgoing && (() => outgoing.destroy())), {
       status: 200,
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',
@@ -39,4 +42,34 @@ export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
 function resumePoint(lastEventId: string | undefined, after: number | undefined): number | null {
   if (lastEventId !== undefined && /^\d{1,15}$/.test(lastEventId.trim())) return Number(lastEventId.trim());
   return after ?? null;
+}
+
+/** How long past the first lease estimate a stream keeps waiting for a dead owner's session. */
+const TAKEOVER_MARGIN_MS = 10_000;
+
+/**
+ * The feed the stream reads. An EventSource gives up for good on any answer but 200, so while the
+ * session's owner is unreachable and its lease still runs (it died, the lease has not run out),
+ * the request waits for the lease to end and then takes the session, or follows whoever took it:
+ * the client then resumes through `snapshot_required` instead of being told 503.
+ */
+async function feedOf(host: HostContext, sessionId: string, after: number | null, gone: AbortSignal): Promise<UpdateFeed> {
+  let deadline: number | null = null;
+  for (;;) {
+    try {
+      return await (await sessionOf(host, sessionId)).updateFeed(after);
+    } catch (error) {
+      const waitMs = ownerUnavailableFor(error);
+      deadline ??= waitMs === null ? null : Date.now() + waitMs + TAKEOVER_MARGIN_MS;
+      if (waitMs === null || deadline === null || Date.now() > deadline || gone.aborted) throw error;
+      await delay(Math.min(Math.max(waitMs, 50), 1_000), undefined, { signal: gone }).catch(() => undefined);
+      if (gone.aborted) throw error;
+    }
+  }
+}
+
+function ownerUnavailableFor(error: unknown): number | null {
+  if (!(error instanceof ApiError) || error.code !== 'OwnerUnavailable') return null;
+  const retryAfterMs = error.details.retryAfterMs;
+  return typeof retryAfterMs === 'number' ? retryAfterMs : 0;
 }

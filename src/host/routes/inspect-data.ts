@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { chartLayouts } from '../../inspect/chart-layout.js';
 import type { WatchListener } from '../../inspect/session-watch.js';
 import { commandError, viaStorage } from '../errors.js';
-import { sessionOf, type HostContext } from '../host-context.js';
+import { localHandle, type HostContext } from '../host-context.js';
 import { SessionParams } from '../schemas.js';
 import { SSE_HEADERS, sseBody, sseFrame } from '../sse-writer.js';
 
@@ -37,7 +37,7 @@ export function inspectDataRoutes(app: OpenAPIHono, host: HostContext): void {
     const params = SessionParams.safeParse(c.req.param());
     const query = AfterQuery.safeParse(c.req.query());
     if (!params.success || !query.success) return commandError(c, { code: 'InvalidInput', message: 'expected a session id and an optional ?after=N' });
-    const session = await sessionOf(host, params.data.sessionId);
+    const session = await localHandle(host, params.data.sessionId);
     const after = resumePoint(c.req.header('last-event-id'), query.data.after);
     const watch = host.inspector.hub.watch(session);
     const body = sseBody(host.sse, disconnectOf(c), (sink) => {

@@ -76,7 +76,7 @@ export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
 
   app.openapi(get, async (c) => {
     const session = await sessionOf(host, c.req.valid('param').sessionId);
-    return c.json(session.snapshot(), 200);
+    return c.json(await session.snapshot(), 200);
   });
 
   app.openapi(messages, async (c) => {
@@ -90,9 +90,8 @@ export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
   });
 
   app.openapi(context, async (c) => {
-    const { sessionId } = c.req.valid('param');
-    await sessionOf(host, sessionId);
-    const preview = await viaStorage(() => host.runtime.inspectContextWindow(sessionId));
+    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const preview = await session.contextWindow();
     return c.json(preview as unknown as { budget: Record<string, unknown> }, 200);
   });
 }

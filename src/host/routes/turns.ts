@@ -1,6 +1,5 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import type { SessionHandle, TurnStatusResult } from '../../runtime/session-handle.js';
-import { viaStorage } from '../errors.js';
+import type { TurnStatusResult } from '../../runtime/session-handle.js';
 import { sessionOf, unwrap, type HostContext } from '../host-context.js';
 import { AcceptedTurn, DecisionBody, errors, Ok, PermissionParams, SessionParams, StartTurnBody, TurnParams, TurnState, WaitQuery } from '../schemas.js';
 
@@ -53,11 +52,7 @@ export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
     const { sessionId, turnId } = c.req.valid('param');
     const session = await sessionOf(host, sessionId);
     const waitS = c.req.valid('query').wait ?? 0;
-    let state = unwrap(await viaStorage(() => session.turnStatus(turnId)));
-    if (waitS > 0 && (state.status === 'running' || state.status === 'queued')) {
-      await untilEnded(session, turnId, waitS * 1000, c.req.raw.signal);
-      state = unwrap(await viaStorage(() => session.turnStatus(turnId)));
-    }
+    const state = unwrap(await session.turnState(turnId, waitS * 1000, c.req.raw.signal));
     return c.json(stateBody(state), 200);
   });
 
@@ -78,20 +73,4 @@ export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
 
 function stateBody(state: Extract<TurnStatusResult, { ok: true }>) {
   return { turnId: state.turnId, status: state.status, ...(state.outcome && { outcome: state.outcome }) };
-}
-
-/** Resolves when the turn ends, the time is up, or the client goes away — whichever comes first. */
-async function untilEnded(session: SessionHandle, turnId: string, ms: number, gone: AbortSignal): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  let onGone = (): void => undefined;
-  await Promise.race([
-    session.waitForTurn(turnId),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-      onGone = resolve;
-      gone.addEventListener('abort', onGone, { once: true });
-    }),
-  ]);
-  clearTimeout(timer);
-  gone.removeEventListener('abort', onGone);
 }

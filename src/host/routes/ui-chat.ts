@@ -6,7 +6,7 @@ import { TurnchartError } from '../../protocol/errors.js';
 import type { SessionHandle } from '../../runtime/session-handle.js';
 import { parseApprovalId } from '../approval-id.js';
 import { ApiError, viaStorage } from '../errors.js';
-import { sessionOf, unwrap, type HostContext } from '../host-context.js';
+import { localHandle, unwrap, type HostContext } from '../host-context.js';
 import { errors, UiApprovalAnswer, UiChatParams, UiChatRequest, UiTextPart } from '../schemas.js';
 import { TurnRecords } from '../turn-records.js';
 import { UiMessageTranslator } from '../ui-message-stream.js';
@@ -48,7 +48,7 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
     }
     const last = body.messages.at(-1)!;
     if (last.role === 'user') return startTurn(c, host, await sessions.get(body.id), last);
-    if (last.role === 'assistant') return answerApprovals(c, host, await sessionOf(host, body.id), last);
+    if (last.role === 'assistant') return answerApprovals(c, host, await localHandle(host, body.id), last);
     throw new ApiError('InvalidInput', 'the last message must be the user\'s new message or the assistant message whose approval was answered');
   });
 
@@ -155,7 +155,7 @@ class ChatSessions {
     const pending = this.creating.get(id);
     if (pending) return pending;
     try {
-      return await sessionOf(this.host, id);
+      return await localHandle(this.host, id);
     } catch (error) {
       if (!(error instanceof TurnchartError && error.code === 'UnknownSession')) throw error;
     }
@@ -168,7 +168,7 @@ class ChatSessions {
     const { runtime, defaultPermissionMode, workspaceDir } = this.host;
     creation = viaStorage(() => runtime.createSession({ id, permissionMode: defaultPermissionMode, workspaceDir })).catch((error: unknown) => {
       // Another host (or a request before this one) created it meanwhile: it is the chat's session all the same.
-      if (error instanceof TurnchartError && error.code === 'SessionExists') return sessionOf(this.host, id);
+      if (error instanceof TurnchartError && error.code === 'SessionExists') return localHandle(this.host, id);
       throw error;
     });
     this.creating.set(id, creation);

@@ -1,0 +1,67 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import type { HostContext, SessionRouter } from '../host/host-context.js';
+import { AmqpLink } from '../transport/amqp-link.js';
+import { serveCommands } from './command-server.js';
+import { sweepExpiredLeases } from './lease-sweep.js';
+import { answerCommand } from './owner-commands.js';
+import { RemoteSession } from './remote-session.js';
+import { RpcClient } from './rpc-client.js';
+import { publishUpdates } from './update-fanout.js';
+import { UpdateFollower } from './update-follower.js';
+
+export interface ClusterOptions {
+  /** The broker every host of the cluster uses: `amqp://user:pass@host:port/vhost`. */
+  amqpUrl: string;
+  /** How long a routed command may take before it answers `OwnerTimeout` (plus the wait it asks for). */
+  routeTimeoutMs?: number;
+}
+
+export const DEFAULT_ROUTE_TIMEOUT_MS = 15_000;
+
+/** This host's membership of a cluster: the router the routes use, and how to leave. */
+export interface ClusterMembership {
+  router: SessionRouter;
+  /** Stops the lease sweep: called before the runtime shuts down, so the sweep opens nothing more. */
+  quiesce(): void;
+  /** Ends remote streams, waits for unconfirmed updates (the sessions' `closed` among them), closes the connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * Joins the cluster: one broker connection for routed commands (served on this host's queue, sent to
+ * other hosts'), update fan-out for the sessions held here, remote event streams for sessions held
+ * elsewhere, and the sweep that corrects what dead hosts left. `leaseTtlMs` paces the sweep (once a
+ * lease) and the check that followed owners still hold their sessions (three times a lease).
+ */
+export async function joinCluster(host: HostContext, options: ClusterOptions, leaseTtlMs: number): Promise<ClusterMembership> {
+  const { ownerId } = host.runtime.ownership.identity;
+  const link = await AmqpLink.open({ url: options.amqpUrl, name: `turnchart host ${ownerId}`, warn: host.warn });
+  let stopPublishing: () => Promise<void> = () => Promise.resolve();
+  let rpc: RpcClient | null = null;
+  let follower: UpdateFollower | null = null;
+  try {
+    rpc = await RpcClient.start(link);
+    follower = await UpdateFollower.start(link, rpc, Math.max(100, Math.floor(leaseTtlMs / 3)));
+    stopPublishing = await publishUpdates(link, host.runtime, host.warn);
+    await serveCommands(link, ownerId, (body) => answerCommand(host, body), host.warn);
+  } catch (error) {
+    follower?.close();
+    rpc?.close();
+    await link.close();
+    throw error;
+  }
+  const routing = { rpc, follower, timeoutMs: options.routeTimeoutMs ?? DEFAULT_ROUTE_TIMEOUT_MS };
+  const stopSweeping = sweepExpiredLeases(host.runtime, host.storage, leaseTtlMs, host.warn);
+  return {
+    router: { remote: (sessionId, holder) => new RemoteSession(sessionId, holder, routing) },
+    quiesce: stopSweeping,
+    close: async () => {
+      stopSweeping();
+      routing.follower.close();
+      // Bounded: with the broker away, unconfirmed updates would wait for a reconnect that may never come.
+      await Promise.race([stopPublishing(), delay(2_000)]);
+      routing.rpc.close();
+      await link.close();
+    },
+  };
+}

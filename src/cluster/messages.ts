@@ -1,0 +1,54 @@
+import { z } from 'zod';
+
+/**
+ * What hosts of a cluster send each other. A routed command names its session and the operation;
+ * the arguments of a command are passed as the client sent them, because the owner's session
+ * handle validates them exactly as it does for a local request.
+ */
+const sessionId = z.string().min(1).max(200);
+const ref = z.string().max(10_000);
+
+export const commandRequestSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('snapshot'), sessionId }),
+  z.object({ op: z.literal('submitTurn'), sessionId, command: z.unknown() }),
+  z.object({ op: z.literal('turnState'), sessionId, turnId: ref, waitMs: z.number().int().min(0).max(120_000) }),
+  z.object({ op: z.literal('cancelTurn'), sessionId, turnId: ref }),
+  z.object({ op: z.literal('resolvePermission'), sessionId, command: z.unknown() }),
+  z.object({ op: z.literal('setPermissionMode'), sessionId, mode: z.unknown() }),
+  z.object({ op: z.literal('deliverAgentMessage'), sessionId, message: z.unknown() }),
+  z.object({ op: z.literal('compact'), sessionId }),
+  z.object({ op: z.literal('rewind'), sessionId, compactionId: z.unknown() }),
+  z.object({ op: z.literal('context'), sessionId }),
+  /** Where an event stream starts (snapshot or replay); its live part comes through the updates exchange. */
+  z.object({ op: z.literal('feed'), sessionId, after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable() }),
+  /** Which of these sessions the host has open (a follower checks the owner it follows still holds them). */
+  z.object({ op: z.literal('holds'), sessionIds: z.array(sessionId).max(10_000) }),
+]);
+
+export type CommandRequest = z.infer<typeof commandRequestSchema>;
+
+export const replySchema = z.union([
+  z.object({ ok: z.literal(true), value: z.unknown() }),
+  z.object({ ok: z.literal(false), error: z.looseObject({ code: z.string().min(1), message: z.string() }) }),
+]);
+
+export type CommandReply = z.infer<typeof replySchema>;
+
+/** An update envelope as the updates exchange carries it; the fields a follower orders and routes by. */
+export const envelopeSchema = z.looseObject({
+  sessionId,
+  turnId: z.string(),
+  sequence: z.number().int().min(1),
+  update: z.looseObject({ type: z.string() }),
+});
+
+export const closedSchema = z.object({ sessionId });
+
+/** A message body as JSON, or undefined when it is not JSON at all. */
+export function parseBody(content: Buffer): unknown {
+  try {
+    return JSON.parse(content.toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}

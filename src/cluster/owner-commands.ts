@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { typedError } from '../host/errors.js';
+import { localHandle, type HostContext } from '../host/host-context.js';
+import { feedStart, LocalSession } from '../host/local-session.js';
+import { SessionOwnedElsewhereError } from '../protocol/errors.js';
+import { commandRequestSchema, type CommandReply, type CommandRequest } from './messages.js';
+
+/** Told to the routing host when the session changed hands between its lookup and the command's arrival. */
+export const SESSION_MOVED = 'SessionMoved';
+
+/**
+ * A command routed to this host, run exactly as the route would run it here: the same session
+ * handle, the same validation, the same typed errors (as values, since they cross the broker).
+ */
+export async function answerCommand(host: HostContext, body: unknown): Promise<CommandReply> {
+  const parsed = commandRequestSchema.safeParse(body);
+  if (!parsed.success) return { ok: false, error: { code: 'InvalidInput', message: z.prettifyError(parsed.error) } };
+  try {
+    return { ok: true, value: await run(host, parsed.data) };
+  } catch (error) {
+    if (error instanceof SessionOwnedElsewhereError) return { ok: false, error: { code: SESSION_MOVED, message: error.message } };
+    return { ok: false, error: typedError(error, (detail) => host.warn(`routed command ${parsed.data.op} failed: ${detail}`)) };
+  }
+}
+
+async function run(host: HostContext, request: CommandRequest): Promise<unknown> {
+  if (request.op === 'holds') return { open: request.sessionIds.filter((id) => host.runtime.isOpen(id)) };
+  const handle = await localHandle(host, request.sessionId);
+  const session = new LocalSession(handle, host.runtime);
+  switch (request.op) {
+    case 'snapshot':
+      return session.snapshot();
+    case 'submitTurn':
+      return session.submitTurn(request.command);
+    case 'turnState':
+      return session.turnState(request.turnId, request.waitMs);
+    case 'cancelTurn':
+      return session.cancelTurn(request.turnId);
+    case 'resolvePermission':
+      return session.resolvePermission(request.command);
+    case 'setPermissionMode':
+      return session.setPermissionMode(request.mode);
+    case 'deliverAgentMessage':
+      return session.deliverAgentMessage(request.message);
+    case 'compact':
+      return session.compactConversation();
+    case 'rewind':
+      return session.rewindConversation(request.compactionId);
+    case 'context':
+      return session.contextWindow();
+    case 'feed':
+      return feedStart(handle, request.after);
+  }
+}

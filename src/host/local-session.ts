@@ -1,0 +1,110 @@
+import type { ContextWindowPreview } from '../context/inspect.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { SessionHandle, SessionSnapshot, TurnStatusResult } from '../runtime/session-handle.js';
+import { viaStorage } from './errors.js';
+import type { FeedSink, FeedStart, SessionAccess, UpdateFeed } from './session-access.js';
+
+/** A session open in this host's runtime, behind the routes' command surface. */
+export class LocalSession implements SessionAccess {
+  constructor(
+    private readonly handle: SessionHandle,
+    private readonly runtime: Runtime,
+  ) {}
+
+  get id(): string {
+    return this.handle.id;
+  }
+
+  snapshot(): Promise<SessionSnapshot> {
+    return Promise.resolve(this.handle.snapshot());
+  }
+
+  submitTurn(command: unknown) {
+    return this.handle.submitTurn(command);
+  }
+
+  async turnState(turnId: string, waitMs: number, gone?: AbortSignal): Promise<TurnStatusResult> {
+    const state = await viaStorage(() => this.handle.turnStatus(turnId));
+    if (waitMs <= 0 || !state.ok || (state.status !== 'running' && state.status !== 'queued')) return state;
+    await untilEnded(this.handle, turnId, waitMs, gone);
+    return viaStorage(() => this.handle.turnStatus(turnId));
+  }
+
+  cancelTurn(turnId: string) {
+    return this.handle.cancelTurn(turnId);
+  }
+
+  resolvePermission(command: unknown) {
+    return this.handle.resolvePermission(command);
+  }
+
+  setPermissionMode(mode: unknown) {
+    return this.handle.setPermissionMode(mode);
+  }
+
+  deliverAgentMessage(message: unknown) {
+    return this.handle.deliverAgentMessage(message);
+  }
+
+  compactConversation() {
+    return this.handle.compactConversation();
+  }
+
+  rewindConversation(compactionId: unknown) {
+    return this.handle.rewindConversation(compactionId);
+  }
+
+  contextWindow(): Promise<ContextWindowPreview> {
+    return viaStorage(() => this.runtime.inspectContextWindow(this.handle.id));
+  }
+
+  /**
+   * Subscribed before the start is read, in the same tick, so nothing falls between the two;
+   * updates that come before the stream subscribes wait in a buffer.
+   */
+  updateFeed(after: number | null): Promise<UpdateFeed> {
+    const handle = this.handle;
+    let sink: FeedSink | null = null;
+    let ended = false;
+    const early: UpdateEnvelope[] = [];
+    const subscription = handle.updates$.subscribe({
+      next: (envelope) => (sink ? sink.update(envelope) : early.push(envelope)),
+      complete: () => (sink ? sink.end() : (ended = true)),
+    });
+    const start = feedStart(handle, after);
+    return Promise.resolve({
+      start,
+      subscribe(next) {
+        sink = next;
+        for (const envelope of early.splice(0)) next.update(envelope);
+        if (ended) next.end();
+        return () => subscription.unsubscribe();
+      },
+    });
+  }
+}
+
+/** A new client starts from a snapshot; a resuming one from the ring, or a snapshot when its range is gone. */
+export function feedStart(handle: SessionHandle, after: number | null): FeedStart {
+  if (after === null) return { kind: 'snapshot', snapshot: handle.snapshot() };
+  const replay = handle.replayUpdates(after);
+  if (!replay.ok) return { kind: 'snapshot_required', snapshot: handle.snapshot() };
+  return { kind: 'replay', after, updates: replay.updates };
+}
+
+/** Resolves when the turn ends, the time is up, or the client goes away — whichever comes first. */
+async function untilEnded(session: SessionHandle, turnId: string, ms: number, gone?: AbortSignal): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  let onGone = (): void => undefined;
+  await Promise.race([
+    session.waitForTurn(turnId),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+      onGone = resolve;
+      gone?.addEventListener('abort', onGone, { once: true });
+    }),
+  ]);
+  clearTimeout(timer);
+  gone?.removeEventListener('abort', onGone);
+}

@@ -1,0 +1,53 @@
+import type { ContextWindowPreview } from '../context/inspect.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
+import type {
+  CancelTurnResult,
+  CompactResult,
+  DeliverResult,
+  ResolvePermissionResult,
+  RewindResult,
+  SessionSnapshot,
+  SetModeResult,
+  SubmitTurnResult,
+  TurnStatusResult,
+} from '../runtime/session-handle.js';
+
+/** Where an event stream starts: a snapshot (new client, or its range is gone), or the updates it missed. */
+export type FeedStart =
+  | { kind: 'snapshot' | 'snapshot_required'; snapshot: SessionSnapshot }
+  | { kind: 'replay'; after: number; updates: UpdateEnvelope[] };
+
+export interface FeedSink {
+  update(envelope: UpdateEnvelope): void;
+  /** The stream is over (the session closed here, moved, or its owner went away): the client resumes with its last id. */
+  end(): void;
+}
+
+/** A session's updates for one event stream: where it starts, then live updates after that start. */
+export interface UpdateFeed {
+  start: FeedStart;
+  /** Delivers the live updates (those that came while nobody listened first); the function stops them. */
+  subscribe(sink: FeedSink): () => void;
+}
+
+/**
+ * The command surface the HTTP routes use. A session open in this host is a local handle; in a
+ * cluster, one held by another host is a proxy that routes each command to it and answers the same.
+ * Commands answer the handle's result values; storage failures and typed errors are thrown.
+ */
+export interface SessionAccess {
+  readonly id: string;
+  snapshot(): Promise<SessionSnapshot>;
+  submitTurn(command: unknown): Promise<SubmitTurnResult>;
+  /** Where the turn stands, once it has ended or `waitMs` has passed (0: at once), or `gone` fired. */
+  turnState(turnId: string, waitMs: number, gone?: AbortSignal): Promise<TurnStatusResult>;
+  cancelTurn(turnId: string): Promise<CancelTurnResult>;
+  resolvePermission(command: unknown): Promise<ResolvePermissionResult>;
+  setPermissionMode(mode: unknown): Promise<SetModeResult>;
+  deliverAgentMessage(message: unknown): Promise<DeliverResult>;
+  compactConversation(): Promise<CompactResult>;
+  rewindConversation(compactionId: unknown): Promise<RewindResult>;
+  contextWindow(): Promise<ContextWindowPreview>;
+  /** The feed an event stream resuming after `after` (null: a new client) reads. */
+  updateFeed(after: number | null): Promise<UpdateFeed>;
+}
