@@ -78,6 +78,9 @@ export const resolvePermissionSchema = readSafely(
 
 export const permissionModeSchema = z.enum(['ask', 'auto', 'read_only']);
 
+/** agent.switch: the name of the agent a session switches to. */
+export const agentNameSchema = readSafely(idSchema.clone());
+
 export const agentMessageSchema = readSafely(z.object({ from: idSchema, text: z.string().min(1) }));
 
 export const afterSequenceSchema = readSafely(z.number().int().min(0));
