@@ -107,6 +107,7 @@ export class KyselySessionStorage implements SessionStorage {
         busy_policy: row.busyPolicy ?? 'reject',
         update_sequence: row.updateSequence ?? 0,
         fencing_token: fence,
+        ...(row.nonInteractive && { non_interactive: 1 }),
         ...(row.parent && { parent_session_id: row.parent.sessionId, parent_turn_id: row.parent.turnId, parent_tool_call_id: row.parent.toolCallId }),
         ...(owner && {
           owner_id: owner.ownerId,

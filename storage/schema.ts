@@ -25,6 +25,8 @@ export interface SessionsTable {
   parent_session_id: ColumnType<string | null, string | null | undefined, string | null>;
   parent_turn_id: ColumnType<string | null, string | null | undefined, string | null>;
   parent_tool_call_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 1: nobody can answer an approval in this session, so what would ask is denied (006). */
+  non_interactive: ColumnType<number, number | undefined, number>;
 }
 
 export interface TurnsTable {

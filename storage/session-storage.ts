@@ -22,8 +22,10 @@ export interface SessionRow {
   busyPolicy?: BusyPolicy;
   /** Read back only: every update sequence up to this one may have been issued (a new owner starts above it). */
   updateSequence?: number;
-  /** A sub-agent's session: what started it. Such a session cannot ask for approvals (non-interactive). */
+  /** A sub-agent's session: what started it. */
   parent?: AgentLink;
+  /** Nobody can answer an approval: a call that would ask is a rule denial (every sub-agent's session). */
+  nonInteractive?: boolean;
 }
 
 /** Where a child session came from: the parent session, its turn, and the `spawn_agent` call. */

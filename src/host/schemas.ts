@@ -19,6 +19,8 @@ export const CreateSessionBody = z
     agent: idSchema.optional(),
     permissionMode: permissionModeSchema.optional(),
     busyPolicy: busyPolicySchema.optional(),
+    /** No approvals will be answered: a call that would ask is a rule denial. */
+    nonInteractive: z.boolean().optional(),
   })
   .strict()
   .openapi('CreateSession');

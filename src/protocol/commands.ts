@@ -92,6 +92,8 @@ const createSessionShape = {
   permissionMode: permissionModeSchema.default('ask'),
   workspaceDir: z.string().min(1).max(4_096).refine(storable, STORABLE).optional(),
   busyPolicy: busyPolicySchema.default('reject'),
+  /** Nobody will answer approvals (a headless run): a call that would ask is a rule denial. Sub-agents' sessions always are. */
+  nonInteractive: z.boolean().default(false),
 };
 
 export const createSessionSchema = readSafely(

@@ -57,7 +57,7 @@ export function delegationEffects(deps: SubagentDeps) {
         const max = envOf(context.sessionId).agent.delegation?.maxChildren ?? 0;
         return delegation.liveChildren(context.sessionId, context.turnId) >= max;
       },
-      approvalNonInteractive: ({ context }: Ctx) => envOf(context.sessionId).parent !== null,
+      approvalNonInteractive: ({ context }: Ctx) => envOf(context.sessionId).nonInteractive,
     },
     actions: {
       cancelChildren: ({ context }: { context: TurnEffectInput }) => delegation.cancelChildren(context.sessionId, context.turnId),

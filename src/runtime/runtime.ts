@@ -285,7 +285,12 @@ export class Runtime {
   private async createChildSession(parentId: string, agent: string, link: AgentLink): Promise<SessionHandle> {
     this.assertRunning();
     const parent = this.envOf(parentId);
-    const parsed = createSessionSchema.parse({ agent, permissionMode: parent.permissionMode, ...(parent.workspaceDir !== null && { workspaceDir: parent.workspaceDir }) });
+    const parsed = createSessionSchema.parse({
+      agent,
+      permissionMode: parent.permissionMode,
+      nonInteractive: true,
+      ...(parent.workspaceDir !== null && { workspaceDir: parent.workspaceDir }),
+    });
     return this.createParsed(parsed, link);
   }
 
@@ -302,6 +307,7 @@ export class Runtime {
       busyPolicy: parsed.data.busyPolicy,
       updateSequence: this.sequenceBlock,
       ...(parentLink && { parent: parentLink }),
+      ...(parsed.data.nonInteractive && { nonInteractive: true }),
     };
     const fence = await this.options.storage.createSession(row, this.ownership.lease).catch(async (error: unknown) => {
       // Named by the caller, the id may have been taken since the check: the insert's key violation says so.
@@ -449,6 +455,7 @@ export class Runtime {
       hooks: this.hooksOf(row.agent, agent),
       tools: this.toolset.surfaceFor(agent),
       parent: row.parent ?? null,
+      nonInteractive: row.nonInteractive === true,
       permissionMode: row.permissionMode,
       workspaceDir: row.workspaceDir,
       busyPolicy: row.busyPolicy ?? 'reject',

@@ -47,8 +47,10 @@ export interface SessionEnv {
   hooks: ResolvedHooks;
   /** The tool surface the agent's model sees (the delegation tools only when the agent may delegate). */
   tools: readonly ToolDefinition[];
-  /** A sub-agent's session: what started it. Such a session is non-interactive: a call that would ask is denied. */
+  /** A sub-agent's session: what started it. */
   readonly parent: AgentLink | null;
+  /** Nobody can answer an approval here (every sub-agent's session): a call that would ask is a rule denial. */
+  readonly nonInteractive: boolean;
   permissionMode: PermissionMode;
   readonly workspaceDir: string | null;
   readonly busyPolicy: BusyPolicy;

@@ -11,11 +11,14 @@ const COLUMNS = ['parent_session_id', 'parent_turn_id', 'parent_tool_call_id'] a
 export const subagents: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     for (const name of COLUMNS) await db.schema.alterTable('sessions').addColumn(name, 'text').execute();
+    // Non-interactive approval: what would ask is denied. Every child has it; a host may set it on any session.
+    await db.schema.alterTable('sessions').addColumn('non_interactive', 'integer', (c) => c.notNull().defaultTo(0)).execute();
     await db.schema.createIndex('ix_sessions_parent').on('sessions').columns(['parent_session_id', 'created_at_ms']).execute();
   },
 
   async down(db: Kysely<unknown>): Promise<void> {
     await db.schema.dropIndex('ix_sessions_parent').ifExists().execute();
+    await db.schema.alterTable('sessions').dropColumn('non_interactive').execute();
     for (const name of [...COLUMNS].reverse()) await db.schema.alterTable('sessions').dropColumn(name).execute();
   },
 };
