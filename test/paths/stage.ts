@@ -140,20 +140,23 @@ export class Stage {
     const tools = pathTools(script, runs, (toolCallId) => opened.stage?.checkAssistantStored(toolCallId) ?? Promise.resolve());
     const clock = new DeadlineClock();
     const { runTimeoutMs, ...counts } = limits;
+    const agent = {
+      systemPrompt: 'path agent',
+      ...counts,
+      ...(runTimeoutMs !== null && { runTimeoutMs }),
+      ...(parallelToolCalls !== undefined && { parallelToolCalls }),
+      ...(guardrails !== undefined && { guardrails }),
+      ...(script.mistakeDecision && { onMistakeLimit: ({ signal }: { signal: AbortSignal }) => script.mistakeDecision!(signal) }),
+      ...(delegation && { delegation: { agents: ['helper'], maxChildren: delegation.maxChildren } }),
+    };
     const runtime = await createRuntime({
       storage,
       model,
       tools,
       agents: {
-        default: {
-          systemPrompt: 'path agent',
-          ...counts,
-          ...(runTimeoutMs !== null && { runTimeoutMs }),
-          ...(parallelToolCalls !== undefined && { parallelToolCalls }),
-          ...(guardrails !== undefined && { guardrails }),
-          ...(script.mistakeDecision && { onMistakeLimit: ({ signal }: { signal: AbortSignal }) => script.mistakeDecision!(signal) }),
-          ...(delegation && { delegation: { agents: ['helper'], maxChildren: delegation.maxChildren } }),
-        },
+        default: { ...agent, switchTo: ['other'] },
+        // agent.switch goes back and forth between two agents alike, so a switch changes nothing a path depends on.
+        other: { ...agent, switchTo: ['default'] },
         helper: { systemPrompt: HELPER_PROMPT },
       },
       clock,
