@@ -1,6 +1,7 @@
 import type { UIMessageChunk } from 'ai';
 import type { SessionStorage } from '../../storage/session-storage.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { SessionSnapshot } from '../runtime/session-handle.js';
 import type { SessionAccess, UpdateFeed } from './session-access.js';
 import { TurnRecords } from './turn-records.js';
 import { UiMessageTranslator } from './ui-message-stream.js';
@@ -76,14 +77,7 @@ const CONSISTENT_READ_ATTEMPTS = 5;
 export async function replayTurn(session: SessionAccess, storage: SessionStorage, turnId: string, messageId: string): Promise<PreparedTurn> {
   const records = new TurnRecords(storage, session.id, turnId);
   const translator = new UiMessageTranslator(turnId, records);
-  let snapshot = await session.snapshot();
-  for (let attempt = 1; attempt <= CONSISTENT_READ_ATTEMPTS; attempt++) {
-    await records.refresh();
-    const before = records.size;
-    snapshot = await session.snapshot();
-    await records.refresh();
-    if (records.size === before) break;
-  }
+  const snapshot = await consistentSnapshot(session, records);
   const opening = translator.start(messageId);
   const view = snapshot.runtime;
   if (view.kind === 'running' && view.turnId === turnId) opening.push(...translator.replay(view, null));
@@ -97,6 +91,17 @@ export async function replayTurn(session: SessionAccess, storage: SessionStorage
     // Otherwise it waits in the queue, or started after the snapshot: its updates come live.
   }
   return { turnId, translator, records, opening, floor: snapshot.lastUpdateSequence };
+}
+
+/** The snapshot, with the records read up to the same moment (or as near as the attempts get). */
+async function consistentSnapshot(session: SessionAccess, records: TurnRecords): Promise<SessionSnapshot> {
+  for (let attempt = 1; ; attempt++) {
+    await records.refresh();
+    const before = records.size;
+    const snapshot = await session.snapshot();
+    await records.refresh();
+    if (records.size === before || attempt >= CONSISTENT_READ_ATTEMPTS) return snapshot;
+  }
 }
 
 export interface ChunkStreamOptions {
