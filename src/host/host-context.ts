@@ -52,6 +52,16 @@ export async function sessionOf(host: HostContext, sessionId: string): Promise<S
 }
 
 /**
+ * The session if it is open somewhere — here, or (in a cluster) held by another live host — and
+ * null otherwise; nothing is opened to find that out. What is not open anywhere runs no turn.
+ */
+export async function openSessionOf(host: HostContext, sessionId: string): Promise<SessionAccess | null> {
+  const open = host.runtime.openHandle(sessionId);
+  if (open?.isOpen) return new LocalSession(open, host.runtime);
+  return heldElsewhere(host, sessionId);
+}
+
+/**
  * In a cluster, most requests for a session not open here are for one another host holds: a plain
  * read of its lease routes them without the locking transaction that taking a session is (the
  * owner's writes would wait on it). Anything else — free, expired, unknown — goes the local way.
