@@ -11,7 +11,7 @@ import { abortEffectAction, cancelEffectAction, requestEffectAction, type Effect
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
- * starting → running_model { checking → draining_mailbox? → preparing → (compacting → preparing →)
+ * starting → running_model { checking → holding? → draining_mailbox? → preparing → (compacting → preparing →)
  * calling → writing_response } → completed | running_tools { tool_call (one actor per call, in
  * order) } → running_model … ; a call that ends the turn, or an interrupt, → skipping_remaining.
  */
@@ -100,6 +100,8 @@ export type TurnEffects = {
   writeAssistant: { input: WriteAssistantInput; output: void };
   /** RT-13: `cancelled` results, in order, for calls that were never executed (a call that already has its result is left alone). */
   skipToolCalls: { input: SkipCallsInput; output: void };
+  /** Waits until the session's hold is released (a paused task resumes). */
+  awaitRelease: { input: TurnEffectInput; output: void };
 };
 
 /** A model-port error maps to RT-9's codes: `protocol` → model_protocol_error, anything else → model_error. */
@@ -136,6 +138,8 @@ export const turnMachine = setup({
   guards: {
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
     mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
+    /** Supplied by the runtime: the session is asked to hold its turns at their next checkpoint (a task pausing). */
+    holdRequested: notProvided('turn', 'holdRequested') as (_: { context: TurnContext }) => boolean,
     /**
      * Supplied by the runtime (RL-5): with parallel tool calls on, the calls from `toolIndex` (or the
      * one after it, for `nextCallsReadInParallel`) begin a run of at least two reads that need no
@@ -258,9 +262,23 @@ export const turnMachine = setup({
                 }),
               }),
             },
+            // The checkpoint before a model call: a hold takes effect here, with everything so far stored.
+            { guard: 'holdRequested', target: 'holding' },
             { guard: 'mailboxHasMessages', target: 'draining_mailbox' },
             { target: 'preparing' },
           ],
+        },
+        holding: {
+          entry: [
+            { type: 'emitPhase', params: { phase: 'paused' } },
+            { type: 'requestEffect', params: ({ context }) => ({ name: 'awaitRelease', input: effectInput(context) }) },
+          ],
+          on: {
+            'effect.done': { target: 'checking' },
+            'turn.cancel': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
+            'turn.timeout': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
+            'turn.stop': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
+          },
         },
         draining_mailbox: {
           entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'drainMailbox', input: effectInput(context) }) },

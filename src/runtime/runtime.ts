@@ -324,6 +324,7 @@ export class Runtime {
       runs: loaded.runs,
       startedReads: new Map(),
       cancelWrites: new Map(),
+      hold: null,
     };
     for (const q of queued) {
       env.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true });

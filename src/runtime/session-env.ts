@@ -77,6 +77,20 @@ export interface SessionEnv {
   readonly startedReads: Map<string, StartedRead>;
   /** The storage write cancelling a queued turn, awaited by the command that cancelled it. */
   readonly cancelWrites: Map<string, Promise<void>>;
+  /** A hold asked for: turns wait at their next checkpoint (before a model call) until it is released. */
+  hold: HoldGate | null;
+}
+
+/** A hold on the session's turns; `release` lets the turn waiting at it go on. */
+export interface HoldGate {
+  readonly released: Promise<void>;
+  release(): void;
+}
+
+export function holdGate(): HoldGate {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return { released, release };
 }
 
 /**

@@ -6,6 +6,7 @@ import {
   taskMachine,
   type AdmissionDecision,
   type Change,
+  type SessionActorInput,
   type SessionOrder,
   type TaskInput,
   type TaskState,
@@ -27,7 +28,7 @@ function task(options: { decision?: AdmissionDecision | Error; input?: Partial<T
         if (decision instanceof Error) throw decision;
         return decision;
       }),
-      session: fromCallback<SessionOrder>(({ receive, sendBack }) => {
+      session: fromCallback<SessionOrder, SessionActorInput>(({ receive, sendBack }) => {
         session = { send: sendBack } as unknown as AnyActorRef;
         receive((order) => orders.push(order));
         return () => log.push('session stopped');
