@@ -1,6 +1,8 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { KyselySessionStorage } from './kysely-storage.js';
+import { KyselyTaskStorage } from './kysely-task-storage.js';
+import type { TaskStorage } from './task-storage.js';
 import type { Database } from './schema.js';
 import type { SessionStorage } from './session-storage.js';
 
@@ -56,6 +58,12 @@ export function postgresDatabase(options: PostgresOptions): Kysely<Database> {
   pool.on('connect', (client) => client.on('error', (error) => options.onConnectionError?.(error)));
   pool.on('error', () => undefined);
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/** Tasks on the same PostgreSQL database and schema as the sessions (a pool of their own). */
+export function postgresTaskStorage(options: PostgresOptions): TaskStorage {
+  const schema = options.schema ?? splitSchema(options.connectionString).schema;
+  return new KyselyTaskStorage(postgresDatabase(options), { dialect: 'postgres', advisoryLock: true, ...(schema ? { schema } : {}) });
 }
 
 export function postgresStorage(options: PostgresOptions): SessionStorage {

@@ -2,6 +2,7 @@ import type { Migration, MigrationProvider } from 'kysely';
 import { initial } from './001_initial.js';
 import { compactions } from './002_compactions.js';
 import { service } from './003_service.js';
+import { tasks } from './005_tasks.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -12,6 +13,7 @@ export const migrations: Record<string, Migration> = {
   '001_initial': initial,
   '002_compactions': compactions,
   '003_service': service,
+  '005_tasks': tasks,
 };
 
 export const migrationProvider: MigrationProvider = {
