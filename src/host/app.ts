@@ -11,6 +11,7 @@ import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { sessionCommandRoutes } from './routes/session-commands.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { taskRoutes } from './routes/tasks.js';
 import { turnRoutes } from './routes/turns.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -42,9 +43,10 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   turnRoutes(app, host);
   sessionCommandRoutes(app, host);
   eventRoutes(app, host);
+  if (host.tasks) taskRoutes(app, host.tasks);
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
-    info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE.' },
+    info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE; tasks run by workers over RabbitMQ.' },
     ...(security.token && { security: [{ bearer: [] }] }),
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });

@@ -33,6 +33,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   UnknownSession: 404,
   UnknownTurn: 404,
   UnknownCompaction: 404,
+  UnknownTask: 404,
   NotFound: 404,
   Busy: 409,
   TurnNotActive: 409,
@@ -42,6 +43,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   ReloadRequired: 409,
   NothingToCompact: 409,
   CompactionFailed: 409,
+  InvalidTransition: 409,
   PayloadTooLarge: 413,
   UnsupportedMediaType: 415,
   InternalError: 500,
@@ -49,6 +51,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   StorageUnavailable: 503,
   RuntimeStopped: 503,
   SessionClosed: 503,
+  TransportUnavailable: 503,
 };
 
 export function statusOf(code: string): ContentfulStatusCode {

@@ -3,6 +3,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { ApiError, defaultMessage, viaStorage } from './errors.js';
 import type { SseOptions } from './sse-stream.js';
+import type { TaskClient } from '../tasks/task-client.js';
 
 /** What every route reaches: the runtime, its storage, and the host's settings. */
 export interface HostContext {
@@ -12,6 +13,8 @@ export interface HostContext {
   workspaceDir: string;
   sse: SseOptions;
   warn: (message: string) => void;
+  /** Submitting and controlling tasks: null when the host runs without RabbitMQ. */
+  tasks: TaskClient | null;
   /** Whether the last storage check failed (read by `/healthz`). */
   storageDown: boolean;
 }

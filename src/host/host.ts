@@ -3,8 +3,11 @@ import { serve, type ServerType } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SessionStorage } from '../../storage/session-storage.js';
-import { postgresStorage } from '../../storage/postgres.js';
-import { sqliteStorage } from '../../storage/sqlite.js';
+import { postgresStorage, postgresTaskStorage } from '../../storage/postgres.js';
+import { sqliteStorage, sqliteTaskStorage } from '../../storage/sqlite.js';
+import type { TaskStorage } from '../../storage/task-storage.js';
+import type { TaskClient } from '../tasks/task-client.js';
+import { AmqpLink } from '../transport/amqp-link.js';
 import type { ModelPort } from '../protocol/model.js';
 import { TurnchartError } from '../protocol/errors.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
@@ -32,6 +35,12 @@ export interface HostOptions {
   idleTtlSeconds: number;
   corsOrigin?: string | null;
   sse?: Partial<SseOptions>;
+  /** RabbitMQ, for the task routes (`POST /tasks` …); without it they answer 503. */
+  amqpUrl?: string;
+  /** The broker names' namespace for tasks (`turnchart` by default). */
+  amqpNamespace?: string;
+  /** The task storage built by the embedder; by default the same database as the sessions. */
+  taskStorage?: TaskStorage;
   /** Passed to the runtime as they are (agents, lease length, …). */
   runtime?: Partial<Omit<RuntimeOptions, 'storage' | 'model'>>;
   warn?: (message: string) => void;
@@ -70,7 +79,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await storage.close().catch(() => undefined);
     throw error;
   });
-  Object.assign(context, { runtime, storage, workspaceDir, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn });
+  const tasks = options.amqpUrl ? await openTasks(options, options.amqpUrl, warn).catch(async (error: unknown) => {
+    await runtime.shutdown();
+    throw error;
+  }) : null;
+  Object.assign(context, { runtime, storage, workspaceDir, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, tasks });
   const app = createApp(context, { token, corsOrigin: options.corsOrigin ?? null });
   const server = await listen(app.fetch, options.host, options.port);
   const { port } = server.address() as AddressInfo;
@@ -83,11 +96,30 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       (closing ??= (async () => {
         const stopped = new Promise<void>((done) => server.close(() => done()));
         await runtime.shutdown();
+        await tasks?.link.close();
+        await tasks?.tasks.close();
         // SSE streams ended with their sessions; what is left are idle keep-alive sockets and held `?wait` requests.
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
         await stopped;
       })()),
   };
+}
+
+/** The task side of the host: the task storage (migrated) and a link to RabbitMQ. */
+async function openTasks(options: HostOptions, amqpUrl: string, warn: (message: string) => void): Promise<TaskClient> {
+  const tasks =
+    options.taskStorage ??
+    (options.databaseUrl
+      ? postgresTaskStorage({ connectionString: options.databaseUrl })
+      : sqliteTaskStorage({ filename: options.db ?? resolve('.turnchart', 'turnchart.db') }));
+  try {
+    await tasks.migrate();
+    const link = await AmqpLink.open({ url: amqpUrl, name: `turnchart-host-${process.pid}`, warn });
+    return { tasks, link, ...(options.amqpNamespace && { namespace: options.amqpNamespace }) };
+  } catch (error) {
+    await tasks.close().catch(() => undefined);
+    throw error;
+  }
 }
 
 function openStorage(options: HostOptions, onConnectionError: (error: Error) => void): SessionStorage {

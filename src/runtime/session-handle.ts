@@ -124,6 +124,11 @@ export class SessionHandle {
     return this.env.agentName;
   }
 
+  /** The fencing token this runtime holds for the session: writes that belong with it (a task's events) carry it too. */
+  get fence(): number {
+    return this.env.fence;
+  }
+
   /** A command is under way. */
   get busy(): boolean {
     return this.inUse > 0;
