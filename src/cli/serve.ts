@@ -22,6 +22,8 @@ const FLAGS = {
   'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: 'seconds a session lease lasts unrenewed (default 30)' },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this process holds leases under (default: os.hostname())' },
+  'amqp-url': { env: 'TURNCHART_AMQP_URL', help: 'RabbitMQ URL: serves the task routes (POST /tasks …)' },
+  'amqp-namespace': { env: 'TURNCHART_AMQP_NAMESPACE', help: 'prefix of the task queue and exchanges (default turnchart)' },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -46,6 +48,8 @@ const settingsSchema = z.object({
   'cors-origin': z.string().min(1).optional(),
   'lease-ttl': z.coerce.number().min(0.1).max(86_400).default(30),
   'owner-host': z.string().min(1).max(255).optional(),
+  'amqp-url': z.string().min(1).optional(),
+  'amqp-namespace': z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/).optional(),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema>;
@@ -82,6 +86,8 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     token: settings.token ?? null,
     idleTtlSeconds: settings['idle-ttl'],
     corsOrigin: settings['cors-origin'] ?? null,
+    ...(settings['amqp-url'] && { amqpUrl: settings['amqp-url'] }),
+    ...(settings['amqp-namespace'] && { amqpNamespace: settings['amqp-namespace'] }),
     runtime: {
       ownership: { leaseTtlMs: Math.round(settings['lease-ttl'] * 1000), ...(settings['owner-host'] && { host: settings['owner-host'] }) },
     },

@@ -197,7 +197,11 @@ class Worker implements TaskWorker {
     if (!handle) return 'ack';
     try {
       const task = await this.options.tasks.getTask(taskId);
-      if (!task || TERMINAL_TASK_STATES.has(task.state)) return 'ack';
+      if (!task) return 'ack';
+      if (TERMINAL_TASK_STATES.has(task.state)) {
+        await this.closeSession(task, handle);
+        return 'ack';
+      }
       const journal = new TaskJournal(taskId, this.options.tasks, this.link, this.topology, { sessionId: handle.id, token: handle.fence }, this.now, this.warn);
       const runner = new TaskRunner({
         task,
@@ -243,7 +247,7 @@ class Worker implements TaskWorker {
   private async acquire(taskId: string): Promise<SessionHandle | null> {
     for (let wait = 100; !this.closing; wait = Math.min(2_000, wait * 2)) {
       const task = await this.options.tasks.getTask(taskId);
-      if (!task || TERMINAL_TASK_STATES.has(task.state)) return null;
+      if (!task || (TERMINAL_TASK_STATES.has(task.state) && (await this.closed(task)))) return null;
       const handle = task.agentSessionId ? await this.open(task.agentSessionId) : await this.claim(task);
       if (handle) return handle;
       await new Promise((resolve) => setTimeout(resolve, wait / 2 + Math.random() * (wait / 2)));
@@ -273,6 +277,19 @@ class Worker implements TaskWorker {
     if (claimed?.agentSessionId === handle.id) return handle;
     await handle.close();
     return null;
+  }
+
+  /** Whether the task's last event is its `session_closed` (a worker may have died between the terminal state and it). */
+  private async closed(task: TaskRow): Promise<boolean> {
+    const [last] = await this.options.tasks.listTaskEvents(task.id, { afterSequence: task.eventSequence - 1 });
+    return last?.eventType === 'session_closed';
+  }
+
+  /** Writes the `session_closed` a worker that died after the terminal state never wrote. */
+  private async closeSession(task: TaskRow, handle: SessionHandle): Promise<void> {
+    if (await this.closed(task)) return;
+    const journal = new TaskJournal(task.id, this.options.tasks, this.link, this.topology, { sessionId: handle.id, token: handle.fence }, this.now, this.warn);
+    await journal.append('session_closed', { final_state: task.state, reason: task.reason });
   }
 
   /** A task no session can run (its agent does not exist here) is rejected without one. */
