@@ -36,6 +36,8 @@ export interface SessionDriverDeps {
 export class SessionDriver {
   private subscription: Subscription | null = null;
   private turnId: string | null = null;
+  /** The start of the current turn, while it is under way. */
+  private starting: Promise<string | null> | null = null;
   private turnIndex = 0;
   private aborting = false;
   private stopped = false;
@@ -59,7 +61,11 @@ export class SessionDriver {
       case 'release':
         return handle.releaseHold();
       case 'abort':
-        return void this.abort().catch((error: unknown) => this.failed(error));
+        return void this.abort().catch((error: unknown) => {
+          // Cleanup is best effort: the task is aborted all the same.
+          this.deps.warn(`task ${this.deps.taskId}: cleanup after abort failed: ${error instanceof Error ? error.message : String(error)}`);
+          if (!this.stopped) this.sendBack({ type: 'session.aborted' });
+        });
     }
   }
 
@@ -68,7 +74,16 @@ export class SessionDriver {
     this.stopped = true;
     this.subscription?.unsubscribe();
     this.subscription = null;
-    if (this.turnId && !this.aborting && !this.detached) void this.deps.handle.cancelTurn(this.turnId);
+    if (this.aborting || this.detached) return;
+    const { handle } = this.deps;
+    if (this.turnId) void handle.cancelTurn(this.turnId);
+    else
+      void this.starting?.then(
+        async (turnId) => {
+          if (turnId) await handle.cancelTurn(turnId);
+        },
+        () => undefined,
+      );
   }
 
   /** Stops listening without touching the session (the worker shuts down; the task is resumed elsewhere). */
@@ -81,9 +96,17 @@ export class SessionDriver {
     const { handle, journal, spec } = this.deps;
     handle.releaseHold();
     this.turnIndex = index;
-    const turnId = await this.startTurn(index);
+    this.starting = this.startTurn(index);
+    let turnId: string | null;
+    try {
+      turnId = await this.starting;
+    } finally {
+      this.starting = null;
+    }
     if (turnId === null) return;
     this.turnId = turnId;
+    // Aborted or stopped while the turn was being started: `abort` (or `stop`) cancels it, having waited for this start.
+    if (this.aborting || this.stopped) return;
     const outcome = await handle.waitForTurn(turnId);
     this.turnId = null;
     if (this.aborting || this.stopped) return;
@@ -126,7 +149,8 @@ export class SessionDriver {
   private async abort(): Promise<void> {
     this.aborting = true;
     const { handle } = this.deps;
-    const turnId = this.turnId;
+    // A turn being started is cancelled once it has started.
+    const turnId = this.turnId ?? (await this.starting?.catch(() => null));
     if (turnId) {
       await handle.cancelTurn(turnId);
       await handle.waitForTurn(turnId);

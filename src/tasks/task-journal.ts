@@ -4,6 +4,14 @@ import type { AmqpLink } from '../transport/amqp-link.js';
 import { toEnvelope, type TaskEventType } from './task-envelope.js';
 import { eventRoutingKey, type TaskTopology } from './task-topology.js';
 
+/** Sends one stored event to its consumers; resolves once the broker has confirmed it. */
+export type EventSender = (row: TaskEventRow) => Promise<void>;
+
+/** Events to the topic exchange, routed by session, with the broker's confirm. */
+export function amqpSender(link: AmqpLink, topology: TaskTopology): EventSender {
+  return (row) => link.publish(topology.eventsExchange, eventRoutingKey(row.taskId), toEnvelope(row), { messageId: row.messageId });
+}
+
 /**
  * One task's events, in order (the outbox pattern): each is stored with the next sequence — and any
  * change to the task row — in one transaction, then published with the broker's confirm, then
@@ -23,8 +31,7 @@ export class TaskJournal {
   constructor(
     readonly taskId: string,
     private readonly storage: TaskStorage,
-    private readonly link: AmqpLink,
-    private readonly topology: TaskTopology,
+    private readonly send: EventSender,
     private readonly fence: TaskFence | undefined,
     private readonly now: () => number,
     private readonly warn: (message: string) => void,
@@ -65,7 +72,7 @@ export class TaskJournal {
   /** A failed publish is no loss: the row stays unpublished and the relay sends it later. */
   private async publish(row: TaskEventRow): Promise<void> {
     try {
-      await this.link.publish(this.topology.eventsExchange, eventRoutingKey(row.taskId), toEnvelope(row), { messageId: row.messageId });
+      await this.send(row);
       await this.storage.markPublished(row.taskId, [row.sequence], this.now());
     } catch (error) {
       this.warn(`task ${row.taskId}: event ${row.sequence} left to the outbox relay (${error instanceof Error ? error.message : String(error)})`);

@@ -1,4 +1,4 @@
-import { createActor, fromCallback, fromPromise, toPromise, type Actor } from 'xstate';
+import { createActor, fromCallback, fromPromise, toPromise, type Actor, type InspectionEvent } from 'xstate';
 import {
   COMMAND_TARGET,
   taskMachine,
@@ -38,6 +38,8 @@ export interface TaskRunnerDeps {
   warn: (message: string) => void;
   abortCleanupMs?: number;
   clock?: ChartClock;
+  /** XState inspection of the task actor (the generated paths record its transitions). */
+  inspect?: (event: InspectionEvent) => void;
 }
 
 /**
@@ -68,6 +70,7 @@ export class TaskRunner {
         abortCleanupMs: deps.abortCleanupMs ?? DEFAULT_ABORT_CLEANUP_MS,
       },
       ...(deps.clock && { clock: deps.clock }),
+      ...(deps.inspect && { inspect: deps.inspect }),
     });
     this.done = toPromise(this.actor);
   }

@@ -12,7 +12,7 @@ import type { SessionHandle } from '../runtime/session-handle.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { AmqpLink } from '../transport/amqp-link.js';
 import { DEFAULT_RELAY, OutboxRelay, type OutboxRelayOptions } from './outbox-relay.js';
-import { TaskJournal } from './task-journal.js';
+import { amqpSender, TaskJournal, type EventSender } from './task-journal.js';
 import { approveAll, TaskRunner, type AdmissionGate } from './task-runner.js';
 import { controlRoutingKey, declareTaskTopology, taskTopology, type TaskTopology } from './task-topology.js';
 
@@ -107,6 +107,7 @@ class Worker implements TaskWorker {
   private readonly relay: OutboxRelay;
   private readonly controlQueue: string;
   private readonly topology: TaskTopology;
+  private readonly send: EventSender;
   private consumerTag: string | null = null;
   private closing: Promise<void> | null = null;
 
@@ -119,6 +120,7 @@ class Worker implements TaskWorker {
   ) {
     this.topology = taskTopology(options.namespace);
     this.controlQueue = `${this.topology.controlExchange}.${this.ownerId}`;
+    this.send = amqpSender(link, this.topology);
     this.relay = new OutboxRelay(options.tasks, link, this.topology, now, warn, { ...DEFAULT_RELAY, ...options.relay });
   }
 
@@ -202,7 +204,7 @@ class Worker implements TaskWorker {
         await this.closeSession(task, handle);
         return 'ack';
       }
-      const journal = new TaskJournal(taskId, this.options.tasks, this.link, this.topology, { sessionId: handle.id, token: handle.fence }, this.now, this.warn);
+      const journal = new TaskJournal(taskId, this.options.tasks, this.send, { sessionId: handle.id, token: handle.fence }, this.now, this.warn);
       const runner = new TaskRunner({
         task,
         handle,
@@ -288,13 +290,13 @@ class Worker implements TaskWorker {
   /** Writes the `session_closed` a worker that died after the terminal state never wrote. */
   private async closeSession(task: TaskRow, handle: SessionHandle): Promise<void> {
     if (await this.closed(task)) return;
-    const journal = new TaskJournal(task.id, this.options.tasks, this.link, this.topology, { sessionId: handle.id, token: handle.fence }, this.now, this.warn);
+    const journal = new TaskJournal(task.id, this.options.tasks, this.send, { sessionId: handle.id, token: handle.fence }, this.now, this.warn);
     await journal.append('session_closed', { final_state: task.state, reason: task.reason });
   }
 
   /** A task no session can run (its agent does not exist here) is rejected without one. */
   private async rejectUnrunnable(task: TaskRow, reason: string): Promise<void> {
-    const journal = new TaskJournal(task.id, this.options.tasks, this.link, this.topology, undefined, this.now, this.warn);
+    const journal = new TaskJournal(task.id, this.options.tasks, this.send, undefined, this.now, this.warn);
     await journal.append('state_changed', { from_state: 'PENDING', to_state: 'REJECTED', reason }, { state: 'REJECTED', reason, finishedAtMs: this.now() });
     await journal.append('session_closed', { final_state: 'REJECTED', reason });
   }
