@@ -157,13 +157,14 @@ async function recoveryRound(urls: Urls, options: TaskBenchOptions): Promise<num
   const d = new Deployment(urls.pg, urls.amqp);
   try {
     await d.open();
-    // 15 steps of 200 ms: the tasks are still running when their worker is killed (the default agent allows 20 model calls).
-    await d.spawnWorker(options.recoveryTasks, 200);
+    // 15 steps of 2 s: the tasks are still running when their worker is killed, however long the second worker takes to start
+    // (the default agent allows 20 model calls).
+    await d.spawnWorker(options.recoveryTasks, 2_000);
     const ids = Array.from({ length: options.recoveryTasks }, (_, i) => `recover-${i}`);
     await Promise.all(ids.map((id) => d.submit(id, 'steps 15')));
     // Each task has stored a tool result: it is running on the first worker.
     await d.until(() => ids.every((id) => d.seen.get(id)?.some((s) => s.event.payload.event_type === 'checkpoint_created')));
-    await d.spawnWorker(options.recoveryTasks, 200);
+    await d.spawnWorker(options.recoveryTasks, 2_000);
     const killedAt = performance.now();
     d.workers[0]!.child.kill('SIGKILL');
     const recoveredAt = (id: string) => d.seen.get(id)?.find((s) => s.event.payload.data.reason === 'recovered_from_checkpoint')?.at;
