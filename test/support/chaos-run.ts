@@ -8,7 +8,8 @@ import { postgresStorage } from '../../storage/postgres.js';
 import type { StoredMessage } from '../../src/index.js';
 import { submitTask, TERMINAL_STATES_LIST, type TaskEventEnvelope } from './chaos-imports.js';
 import { until } from './poll.js';
-import { AMQP_URL, TaskStack, type RecordingConsumer } from './task-stack.js';
+import pg from 'pg';
+import { AMQP_URL, PG_URL, TaskStack, type RecordingConsumer } from './task-stack.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -75,8 +76,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     for (const taskId of ids) await submitTask({ tasks: stack.tasks, link, namespace: stack.namespace }, { taskId, prompts: ['steps 3', 'steps 2'] });
 
     for (let k = 0; k < options.kills; k++) {
-      await new Promise((resolve) => setTimeout(resolve, 300 + Math.floor(random() * 1_200)));
-      const victim = live.splice(Math.floor(random() * live.length), 1)[0]!;
+      await new Promise((resolve) => setTimeout(resolve, 100 + Math.floor(random() * 700)));
+      // The victim is drawn among the workers running a task right now, so every kill interrupts work.
+      const busy = await busyWorkers(stack, live);
+      const pool = busy.length > 0 ? busy : live;
+      const victim = pool[Math.floor(random() * pool.length)]!;
+      live.splice(live.indexOf(victim), 1);
       victim.child.kill('SIGKILL');
       await victim.exited;
       if (k === 0) {
@@ -113,6 +118,26 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await Promise.all(live.map((w) => w.exited));
     rmSync(runsFile, { force: true });
     await stack.close();
+  }
+}
+
+/** The live workers that hold the session of a RUNNING task (waiting a little for one while tasks are still pending). */
+async function busyWorkers(stack: TaskStack, live: WorkerProcess[]): Promise<WorkerProcess[]> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const { rows } = await client.query<{ pid: number }>(
+        `select distinct s.owner_pid as pid from "${stack.schema}".tasks t join "${stack.schema}".sessions s on s.id = t.agent_session_id where t.state = 'RUNNING'`,
+      );
+      const pids = new Set(rows.map((r) => Number(r.pid)));
+      const busy = live.filter((w) => pids.has(w.child.pid!));
+      if (busy.length > 0) return busy;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return [];
+  } finally {
+    await client.end();
   }
 }
 

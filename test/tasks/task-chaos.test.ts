@@ -13,5 +13,6 @@ describe.skipIf(TASK_SUITE_SKIP !== null)('workers SIGKILLed while they run task
     const report = await runChaos({ workers: 2, tasks: 10, kills: 2, seed: SEED, concurrency: 4, deadlineMs: 90_000 });
     console.log(`task chaos: ${JSON.stringify({ ...report, problems: report.problems.length })}`);
     expect(report.problems).toEqual([]);
+    expect(report.recovered).toBeGreaterThan(0);
   }, 180_000);
 });
