@@ -22,6 +22,11 @@
  *                                   (tap on the broker, routed submit and reads, replay from storage)
  *   host_rss_growth_mb_per_1000_sessions: X  host RSS (end − start) over 10 000 sessions served one
  *                                   after another with idleTtlSeconds 0, per 1 000 sessions     bar ≤ 5
+ *   tasks_per_s_1_worker: X         tasks submitted at once → all closed, one worker process (median)
+ *   tasks_per_s_2_workers: X        the same with two worker processes
+ *   task_recovery_p50_ms: X         a worker SIGKILLed → each of its tasks recovered_from_checkpoint
+ *   task_recovery_max_ms: X         on the other worker (p50 and max); the task figures need
+ *                                   PostgreSQL and RabbitMQ and print n/a without them
  *
  * Memory needs `global.gc`: without it (the usual `tsx bench/run.ts`), that figure is measured in a
  * child `node --expose-gc --import tsx bench/memory.ts`, which also gives it a clean heap. The host's
@@ -43,6 +48,7 @@ import { measureParallelTools } from './parallel-tools.js';
 import { measureHttpTurns } from './http.js';
 import { measureHostMemory } from './host-memory.js';
 import { measureClusterRouting } from './cluster.js';
+import { reportTasks } from './tasks.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -226,6 +232,8 @@ async function main(): Promise<void> {
     log(`  median of the per-round ratios ${chatRatio}× (informational: a binding on the updates exchange and four routed commands)`);
   }
   log();
+  // 9. Tasks over RabbitMQ: throughput with one and two workers, and recovery after a SIGKILL.
+  const taskLines = await reportTasks(log);
   log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s, load average ${loadAverage()}`);
   log();
 
@@ -243,6 +251,7 @@ async function main(): Promise<void> {
   log(`host_rss_growth_mb_per_1000_sessions: ${rssGrowth}`);
   log(`cluster_routed_ratio: ${clusterRatio ?? 'skipped'}`);
   log(`cluster_chat_routed_ratio: ${chatRatio ?? 'skipped'}`);
+  for (const line of taskLines) log(line);
 }
 
 /** Other work on the machine skews every timed figure; the report says how busy it was. */

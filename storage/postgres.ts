@@ -1,6 +1,8 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { KyselySessionStorage } from './kysely-storage.js';
+import { KyselyTaskStorage } from './kysely-task-storage.js';
+import type { TaskStorage } from './task-storage.js';
 import type { Database } from './schema.js';
 import type { SessionStorage } from './session-storage.js';
 
@@ -95,6 +97,12 @@ function watchConnection(client: pg.PoolClient, report: ((error: Error) => void)
 /** A FATAL or PANIC error ends the server's session; class 57P (operator intervention) also when the severity is translated. */
 function endsSession(message: pg.DatabaseError): boolean {
   return message.severity === 'FATAL' || message.severity === 'PANIC' || (message.code?.startsWith('57P') ?? false);
+}
+
+/** Tasks on the same PostgreSQL database and schema as the sessions (a pool of their own). */
+export function postgresTaskStorage(options: PostgresOptions): TaskStorage {
+  const schema = options.schema ?? splitSchema(options.connectionString).schema;
+  return new KyselyTaskStorage(postgresDatabase(options), { dialect: 'postgres', advisoryLock: true, ...(schema ? { schema } : {}) });
 }
 
 export function postgresStorage(options: PostgresOptions): SessionStorage {

@@ -10,6 +10,7 @@ import { ApiError, defaultMessage, viaStorage } from './errors.js';
 import { LocalSession } from './local-session.js';
 import type { SessionAccess } from './session-access.js';
 import type { SseOptions } from './sse-stream.js';
+import type { TaskClient } from '../tasks/task-client.js';
 
 /** How a host in a cluster reaches a session another host holds. */
 export interface SessionRouter {
@@ -27,6 +28,8 @@ export interface HostContext {
   defaultPermissionMode: PermissionMode;
   sse: SseOptions;
   warn: (message: string) => void;
+  /** Submitting and controlling tasks: null when the host runs without RabbitMQ. */
+  tasks: TaskClient | null;
   /** Whether the last storage check failed (read by `/healthz`). */
   storageDown: boolean;
   /** The inspector page: its watches, its session list, and where its built assets are. */

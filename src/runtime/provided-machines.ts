@@ -7,8 +7,8 @@ import { turnEffects, type TurnEffectDeps } from './turn-effects.js';
 import { effectPort, type AnyHandler } from './effect-port.js';
 import { compactionEffects } from './compaction-effects.js';
 
-/** Effects whose signal a cancel or stop aborts: a model call, an authorize hook, a running tool, a summary, world-state reads, dispatch hooks, `onMistakeLimit`. */
-const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact', 'prepareRequest', 'beforeToolDispatch', 'afterToolDispatch', 'consultMistakeLimit']);
+/** Effects whose signal a cancel or stop aborts: a model call, an authorize hook, a running tool, a summary, world-state reads, dispatch hooks, `onMistakeLimit`, a held turn's wait. */
+const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact', 'prepareRequest', 'beforeToolDispatch', 'afterToolDispatch', 'consultMistakeLimit', 'awaitRelease']);
 
 /**
  * The pure charts with this runtime's effects plugged in, built once per runtime and shared by

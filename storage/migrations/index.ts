@@ -3,6 +3,7 @@ import { initial } from './001_initial.js';
 import { compactions } from './002_compactions.js';
 import { service } from './003_service.js';
 import { audit } from './004_audit.js';
+import { tasks } from './005_tasks.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -14,6 +15,7 @@ export const migrations: Record<string, Migration> = {
   '002_compactions': compactions,
   '003_service': service,
   '004_audit': audit,
+  '005_tasks': tasks,
 };
 
 export const migrationProvider: MigrationProvider = {
