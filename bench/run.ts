@@ -18,8 +18,15 @@
  *   cluster_routed_ratio: X         a GET routed by another host of a cluster (RabbitMQ request/reply)
  *                                   ÷ the same GET on the session's owner, median of per-round ratios
  *                                   (informational; skipped without PostgreSQL and RabbitMQ)
+ *   cluster_chat_routed_ratio: X    the same for POST /api/chat sending a finished turn's message again
+ *                                   (tap on the broker, routed submit and reads, replay from storage)
  *   host_rss_growth_mb_per_1000_sessions: X  host RSS (end − start) over 10 000 sessions served one
  *                                   after another with idleTtlSeconds 0, per 1 000 sessions     bar ≤ 5
+ *   tasks_per_s_1_worker: X         tasks submitted at once → all closed, one worker process (median)
+ *   tasks_per_s_2_workers: X        the same with two worker processes
+ *   task_recovery_p50_ms: X         a worker SIGKILLed → each of its tasks recovered_from_checkpoint
+ *   task_recovery_max_ms: X         on the other worker (p50 and max); the task figures need
+ *                                   PostgreSQL and RabbitMQ and print n/a without them
  *
  * Memory needs `global.gc`: without it (the usual `tsx bench/run.ts`), that figure is measured in a
  * child `node --expose-gc --import tsx bench/memory.ts`, which also gives it a clean heap. The host's
@@ -41,6 +48,7 @@ import { measureParallelTools } from './parallel-tools.js';
 import { measureHttpTurns } from './http.js';
 import { measureHostMemory } from './host-memory.js';
 import { measureClusterRouting } from './cluster.js';
+import { reportTasks } from './tasks.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -52,7 +60,7 @@ const FLOOD_DELTAS = 200_000;
 // the figure is the steady state a long-running host sees, not the first seconds after start.
 const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 20, reps: 21, orchestrationReps: 7 };
 const INSPECT = { toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 };
-const CLUSTER = { requests: 200, warmupRounds: 1, rounds: 5 };
+const CLUSTER = { requests: 200, chatRequests: 50, warmupRounds: 1, rounds: 5 };
 const HTTP = { sessions: 50, turnsPerSession: 4, toolSteps: 3, warmupRounds: 2, rounds: 5 };
 // A database file, as `npm start` runs: the figure is what the host keeps, not the rows it stored
 // (with SQLite :memory: the stored rows are pages inside the host's RSS — about 4.6 MB per 1 000 sessions).
@@ -210,14 +218,22 @@ async function main(): Promise<void> {
 
   const cluster = await measureClusterRouting(CLUSTER);
   const clusterRatio = 'skipped' in cluster ? null : round(cluster.ratio, 2);
+  const chatRatio = 'skipped' in cluster ? null : round(cluster.chat.ratio, 2);
   if ('skipped' in cluster) log(`[cluster] skipped — ${cluster.skipped}`);
   else {
     log(`[cluster] two in-process hosts on one PostgreSQL schema and RabbitMQ; GET a finished turn, ${cluster.requestsPerRound} sequential requests per side per round, ${CLUSTER.warmupRounds} warm-up + ${CLUSTER.rounds} rounds`);
     log(`  on the owner      median ${round(cluster.localUs.median)} µs/request  (samples ${samples(cluster.localUs.samples)})`);
     log(`  routed to it      median ${round(cluster.routedUs.median)} µs/request  (samples ${samples(cluster.routedUs.samples)})`);
     log(`  median of the per-round ratios ${clusterRatio}× (informational: the routed path adds a lease lookup and a broker round trip)`);
+    const { chat } = cluster;
+    log(`  POST /api/chat with a finished turn's message sent again, ${chat.requestsPerRound} sequential requests per side per round, whole stream read`);
+    log(`  on the owner      median ${round(chat.localUs.median)} µs/request  (samples ${samples(chat.localUs.samples)})`);
+    log(`  on the other host median ${round(chat.routedUs.median)} µs/request  (samples ${samples(chat.routedUs.samples)})`);
+    log(`  median of the per-round ratios ${chatRatio}× (informational: a binding on the updates exchange and four routed commands)`);
   }
   log();
+  // 9. Tasks over RabbitMQ: throughput with one and two workers, and recovery after a SIGKILL.
+  const taskLines = await reportTasks(log);
   log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s, load average ${loadAverage()}`);
   log();
 
@@ -234,6 +250,8 @@ async function main(): Promise<void> {
   log(`sse_delta_p99_ms: ${sseP99}`);
   log(`host_rss_growth_mb_per_1000_sessions: ${rssGrowth}`);
   log(`cluster_routed_ratio: ${clusterRatio ?? 'skipped'}`);
+  log(`cluster_chat_routed_ratio: ${chatRatio ?? 'skipped'}`);
+  for (const line of taskLines) log(line);
 }
 
 /** Other work on the machine skews every timed figure; the report says how busy it was. */

@@ -13,12 +13,13 @@ import { abortEffectAction, cancelEffectAction, requestEffectAction, type Effect
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
- * starting → running_model { checking → (consulting →)? draining_mailbox? → preparing →
+ * starting → running_model { checking → (consulting →)? holding? → draining_mailbox? → preparing →
  * (compacting → preparing →) calling → writing_response } → completed | running_tools { tool_call
  * (one actor per call, in order) } → running_model … ; a call that ends the turn, or an interrupt,
  * → skipping_remaining. The guardrails (GR-1…GR-3) are its guards and transitions: the mistake
  * breaker in `checking` → `consulting`, the token budget in `preparing` and `writing_response`,
  * the no-progress watchdog an invoked chart of its own that sends `turn.timeout { limit: 'stall' }`.
+ * `holding` is the checkpoint a paused task waits at (LC-2).
  */
 
 export interface TurnLimits {
@@ -139,6 +140,8 @@ export type TurnEffects = {
    * message as the final answer. No callback, or one that throws or answers nonsense: `mistake_limit`.
    */
   consultMistakeLimit: { input: MistakeLimitInput; output: MistakeDecision };
+  /** Waits until the session's hold is released (a paused task resumes). */
+  awaitRelease: { input: TurnEffectInput; output: void };
 };
 
 /** A model-port error maps to RT-9's codes: `protocol` → model_protocol_error, anything else → model_error. */
@@ -193,6 +196,8 @@ export const turnMachine = setup({
   guards: {
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
     mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
+    /** Supplied by the runtime: the session is asked to hold its turns at their next checkpoint (a task pausing). */
+    holdRequested: notProvided('turn', 'holdRequested') as (_: { context: TurnContext }) => boolean,
     /**
      * Supplied by the runtime (RL-5): with parallel tool calls on, the calls from `toolIndex` (or the
      * one after it, for `nextCallsReadInParallel`) begin a run of at least two reads that need no
@@ -350,6 +355,8 @@ export const turnMachine = setup({
             },
             // GR-2: the mistake breaker tripped; the agent's `onMistakeLimit` decides.
             { guard: 'reachedMistakeLimit', target: 'consulting' },
+            // The checkpoint before a model call: a hold takes effect here, with everything so far stored.
+            { guard: 'holdRequested', target: 'holding' },
             { guard: 'mailboxHasMessages', target: 'draining_mailbox' },
             { target: 'preparing' },
           ],
@@ -391,6 +398,18 @@ export const turnMachine = setup({
             'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
             'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
             'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+          },
+        },
+        holding: {
+          entry: [
+            { type: 'emitPhase', params: { phase: 'paused' } },
+            { type: 'requestEffect', params: ({ context }) => ({ name: 'awaitRelease', input: effectInput(context) }) },
+          ],
+          on: {
+            'effect.done': { target: 'checking' },
+            'turn.cancel': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
+            'turn.timeout': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
+            'turn.stop': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
           },
         },
         draining_mailbox: {

@@ -77,9 +77,14 @@ export {
   type LoopVerdict,
   type GuardrailLimits,
 } from '../machines/guardrails.js';
+export { taskMachine, TASK_TRANSITIONS, isTaskTransition, type TaskState, type AdmissionDecision, type RiskLevel, type TaskReply } from '../machines/task.machine.js';
+export * from './tasks/index.js';
+export { AmqpLink, type AmqpLinkOptions } from './transport/amqp-link.js';
 
 export { sqliteStorage } from '../storage/sqlite.js';
-export { postgresStorage } from '../storage/postgres.js';
+export { postgresStorage, postgresTaskStorage } from '../storage/postgres.js';
+export { sqliteTaskStorage } from '../storage/sqlite.js';
+export type { TaskStorage, TaskRow, TaskEventRow, TaskControl } from '../storage/task-storage.js';
 export { withFaults, StorageFaultError, type FaultyStorage } from '../storage/faulty-storage.js';
 export type { SessionStorage, PermissionMode, SessionRow, TurnRow } from '../storage/session-storage.js';
 

@@ -19,9 +19,14 @@ export interface BusyRetryOptions {
  * transaction — so running it again is safe.
  */
 export function retryWhenBusy(inner: SessionStorage, options: BusyRetryOptions): SessionStorage {
-  const wrapped = {} as SessionStorage;
-  for (const method of STORAGE_METHODS) {
-    const call = inner[method] as (...args: unknown[]) => Promise<unknown>;
+  return retryMethodsWhenBusy(inner, STORAGE_METHODS, options);
+}
+
+/** The same for any storage whose listed methods each fail atomically (the task storage's, say). */
+export function retryMethodsWhenBusy<T extends object>(inner: T, methods: readonly (keyof T & string)[], options: BusyRetryOptions): T {
+  const wrapped = {} as T;
+  for (const method of methods) {
+    const call = inner[method] as unknown as (...args: unknown[]) => Promise<unknown>;
     // The first attempt is the plain call: a free database (nearly always) pays nothing for the retries.
     Object.defineProperty(wrapped, method, {
       enumerable: true,

@@ -1,6 +1,8 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { KyselySessionStorage } from './kysely-storage.js';
+import { KyselyTaskStorage } from './kysely-task-storage.js';
+import type { TaskStorage } from './task-storage.js';
 import type { Database } from './schema.js';
 import type { SessionStorage } from './session-storage.js';
 
@@ -8,7 +10,10 @@ export interface PostgresOptions {
   connectionString: string;
   /** Isolates the tables (and the migration bookkeeping) in this schema, created by migrate(). */
   schema?: string;
-  /** Told about connection errors the pool absorbed (a terminated backend, a server restart); default: ignored. */
+  /**
+   * Told, once per connection, when the pool loses one (a terminated backend, a server restart), with
+   * the first cause: the server's notice when it sent one, else the socket's end or reset. Default: ignored.
+   */
   onConnectionError?: (error: Error) => void;
   /** Shown in `pg_stat_activity` (default `turnchart`). */
   applicationName?: string;
@@ -49,13 +54,55 @@ export function postgresDatabase(options: PostgresOptions): Kysely<Database> {
     connectionTimeoutMillis: 10_000,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
-  // A connection the server drops (pg_terminate_backend, a restart, an idle timeout) emits 'error' on
-  // its client — and, while it sits idle in the pool, on the pool too. An 'error' nobody listens to
-  // ends the process, and a client checked out for a transaction has no listener of its own: every
-  // client gets one here. The pool discards a broken client when it comes back; the next query opens a new one.
-  pool.on('connect', (client) => client.on('error', (error) => options.onConnectionError?.(error)));
+  pool.on('connect', (client) => watchConnection(client, options.onConnectionError));
+  // The pool re-emits the 'error' of a client idle in it; the client's own listener has reported it.
   pool.on('error', () => undefined);
   return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+}
+
+/**
+ * Reports the loss of one pooled connection once, leading with its first cause, and keeps the pool
+ * from handing it out again.
+ *
+ * A connection the server drops (pg_terminate_backend, a restart, an idle timeout) emits 'error' on
+ * its client. An 'error' nobody listens to ends the process, and a client checked out for a
+ * transaction has no listener of its own: every client gets one here.
+ *
+ * A terminated backend sends a FATAL notice, then closes its socket — with a reset when a statement
+ * the client sent meanwhile was left unread. With no statement running, pg raises the notice as the
+ * client's 'error' and the pool discards the client. With one running, the notice is only that
+ * statement's error; the client's own 'error' comes later from the socket (ECONNRESET, or 'Connection
+ * terminated unexpectedly'), or never, when the client was released and ended first — and until the
+ * socket's close is read, the pool would hand the released client out again. So the notice is taken
+ * from the protocol stream as it arrives: it is reported whoever holds the connection, and the client
+ * is ended at once, which the pool sees on release. A server that closes without a notice is reported
+ * with the socket's error, as before.
+ */
+function watchConnection(client: pg.PoolClient, report: ((error: Error) => void) | undefined): void {
+  let reported = false;
+  const lost = (error: Error) => {
+    if (reported) return;
+    reported = true;
+    report?.(error);
+  };
+  client.on('error', lost);
+  // pg's own listener ran first: a running statement has its error already; nothing else is sent on this connection.
+  client.connection.on('errorMessage', (message: pg.DatabaseError) => {
+    if (!endsSession(message)) return;
+    lost(message);
+    void client.end().catch(() => undefined);
+  });
+}
+
+/** A FATAL or PANIC error ends the server's session; class 57P (operator intervention) also when the severity is translated. */
+function endsSession(message: pg.DatabaseError): boolean {
+  return message.severity === 'FATAL' || message.severity === 'PANIC' || (message.code?.startsWith('57P') ?? false);
+}
+
+/** Tasks on the same PostgreSQL database and schema as the sessions (a pool of their own). */
+export function postgresTaskStorage(options: PostgresOptions): TaskStorage {
+  const schema = options.schema ?? splitSchema(options.connectionString).schema;
+  return new KyselyTaskStorage(postgresDatabase(options), { dialect: 'postgres', advisoryLock: true, ...(schema ? { schema } : {}) });
 }
 
 export function postgresStorage(options: PostgresOptions): SessionStorage {

@@ -131,6 +131,43 @@ export interface ToolAuditView {
   execution_ms: number | string | null;
 }
 
+export interface TasksTable {
+  id: string;
+  /** JSON of the task's spec (prompts, agent, limits, metadata). */
+  spec: string;
+  state: string;
+  reason: string;
+  risk_level: string | null;
+  agent_session_id: string | null;
+  turns_done: ColumnType<number, number | undefined, number>;
+  last_checkpoint: string | null;
+  control: string | null;
+  control_seq: ColumnType<number, number | undefined, number>;
+  event_sequence: ColumnType<number | string, number | undefined, number>;
+  created_at_ms: EpochMs;
+  updated_at_ms: EpochMs;
+  started_at_ms: NullableEpochMs;
+  finished_at_ms: NullableEpochMs;
+}
+
+export interface TaskEventsTable {
+  task_id: string;
+  sequence: ColumnType<number | string, number, number>;
+  message_id: string;
+  event_type: string;
+  /** JSON of the event's `data`. */
+  data: string;
+  created_at_ms: EpochMs;
+  published_at_ms: NullableEpochMs;
+}
+
+export interface TaskConsumerPositionsTable {
+  consumer_id: string;
+  session_id: string;
+  last_sequence: ColumnType<number | string, number, number>;
+  updated_at_ms: EpochMs;
+}
+
 export interface Database {
   sessions: SessionsTable;
   turns: TurnsTable;
@@ -140,6 +177,9 @@ export interface Database {
   compactions: CompactionsTable;
   runs: RunsTable;
   tool_audit: ToolAuditView;
+  tasks: TasksTable;
+  task_events: TaskEventsTable;
+  task_consumer_positions: TaskConsumerPositionsTable;
 }
 
 export function toMs(value: number | string): number;

@@ -2,7 +2,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import { retryWhenBusy } from './busy-retry.js';
+import { retryMethodsWhenBusy, retryWhenBusy } from './busy-retry.js';
+import { KyselyTaskStorage } from './kysely-task-storage.js';
+import { TASK_STORAGE_METHODS, type TaskStorage } from './task-storage.js';
 import { KyselySessionStorage } from './kysely-storage.js';
 import type { Database } from './schema.js';
 import type { SessionStorage } from './session-storage.js';
@@ -30,6 +32,12 @@ export function sqliteDatabase(options: SqliteOptions): Kysely<Database> {
   // process, so only briefly here; longer waits are asynchronous retries (busy-retry.ts).
   sqlite.pragma(`busy_timeout = ${SYNCHRONOUS_BUSY_WAIT_MS}`);
   return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+}
+
+/** Tasks in the same SQLite file (their own connection; WAL lets both write in turn). */
+export function sqliteTaskStorage(options: SqliteOptions): TaskStorage {
+  const storage = new KyselyTaskStorage(sqliteDatabase(options), { dialect: 'sqlite' });
+  return retryMethodsWhenBusy(storage, TASK_STORAGE_METHODS, { budgetMs: options.busyBudgetMs ?? 5_000 });
 }
 
 export function sqliteStorage(options: SqliteOptions): SessionStorage {

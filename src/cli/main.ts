@@ -2,6 +2,8 @@
 /** The `turnchart` command: argument parsing and wiring only. */
 import { chatSettings, chatUsage, runChat } from './chat.js';
 import { serve, serveSettings, serveUsage } from './serve.js';
+import { runSubmit, submitSettings, submitUsage } from './submit.js';
+import { runWorker, workerSettings, workerUsage } from './worker.js';
 
 const USAGE = [
   'Usage: turnchart <command> [options]',
@@ -9,20 +11,29 @@ const USAGE = [
   'Commands:',
   '  serve    run the HTTP service (the default)',
   '  chat     chat in the terminal, with a running host or embedded',
+  '  worker   run tasks from RabbitMQ',
+  '  submit   submit a task for the workers',
   '',
   serveUsage(),
   '',
   chatUsage(),
+  '',
+  workerUsage(),
+  '',
+  submitUsage(),
 ].join('\n');
 
 async function main(argv: string[]): Promise<number> {
   const [command = 'serve', ...rest] = argv[0]?.startsWith('-') ? ['serve', ...argv] : argv;
   if (command === 'help' || rest.includes('--help') || rest.includes('-h')) {
     const named = argv[0] === command; // `turnchart --help` names no command
-    console.log(named && command === 'chat' ? chatUsage() : named && command === 'serve' ? serveUsage() : USAGE);
+    const usages: Record<string, () => string> = { chat: chatUsage, serve: serveUsage, worker: workerUsage, submit: submitUsage };
+    console.log(named && Object.hasOwn(usages, command) ? usages[command]!() : USAGE);
     return 0;
   }
   if (command === 'chat') return chat(rest);
+  if (command === 'worker') return worker(rest);
+  if (command === 'submit') return submit(rest);
   if (command !== 'serve') {
     console.error(`turnchart: unknown command '${command}'\n\n${USAGE}`);
     return 2;
@@ -52,6 +63,51 @@ async function main(argv: string[]): Promise<number> {
   });
   console.log('turnchart: stopped');
   return 0;
+}
+
+async function worker(args: string[]): Promise<number> {
+  let settings;
+  try {
+    settings = workerSettings(args, process.env);
+  } catch (error) {
+    console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}\n\n${workerUsage()}`);
+    return 2;
+  }
+  const running = await runWorker(settings, (line) => console.log(line));
+  console.log(`turnchart worker ready (owner ${running.ownerId})`);
+  await untilSignalled(() => running.close(), 'turnchart worker');
+  console.log('turnchart worker: stopped');
+  return 0;
+}
+
+async function submit(args: string[]): Promise<number> {
+  let settings;
+  try {
+    settings = submitSettings(args, process.env);
+  } catch (error) {
+    console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}\n\n${submitUsage()}`);
+    return 2;
+  }
+  console.log(await runSubmit(settings));
+  return 0;
+}
+
+/** Waits for SIGINT or SIGTERM, then closes cleanly; a second signal exits at once. */
+function untilSignalled(close: () => Promise<void>, name: string): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let signals = 0;
+    const stop = (signal: string) => {
+      signals += 1;
+      if (signals > 1) process.exit(130);
+      console.log(`${name}: ${signal}, shutting down`);
+      void close().then(resolve, (error: unknown) => {
+        console.error(`${name}: shutdown failed:`, error);
+        resolve();
+      });
+    };
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
+  });
 }
 
 async function chat(args: string[]): Promise<number> {

@@ -25,8 +25,9 @@ const FLAGS = {
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: 'seconds a session lease lasts unrenewed (default 30)' },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this process holds leases under (default: os.hostname())' },
   'stately-inspect': { env: 'TURNCHART_STATELY_INSPECT', help: "ws:// URL to forward inspection events to in @statelyai/inspect's format (default: off)" },
-  'amqp-url': { env: 'TURNCHART_AMQP_URL', help: 'RabbitMQ URL: join the cluster of hosts on this broker and this database' },
+  'amqp-url': { env: 'TURNCHART_AMQP_URL', help: 'RabbitMQ URL: join the cluster of hosts on this broker and this database, and serve the task routes (POST /tasks …)' },
   'route-timeout': { env: 'TURNCHART_ROUTE_TIMEOUT', help: 'seconds a command routed to another host may take (default 15)' },
+  'amqp-namespace': { env: 'TURNCHART_AMQP_NAMESPACE', help: 'prefix of the task queue and exchanges (default turnchart)' },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -58,6 +59,7 @@ const settingsSchema = z.object({
     .optional(),
   'amqp-url': z.string().regex(/^amqps?:\/\//, 'an amqp:// or amqps:// URL').optional(),
   'route-timeout': z.coerce.number().min(0.1).max(3_600).optional(),
+  'amqp-namespace': z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/).optional(),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema>;
@@ -99,6 +101,8 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     cluster: settings['amqp-url']
       ? { amqpUrl: settings['amqp-url'], ...(settings['route-timeout'] !== undefined && { routeTimeoutMs: Math.round(settings['route-timeout'] * 1000) }) }
       : null,
+    ...(settings['amqp-url'] && { amqpUrl: settings['amqp-url'] }),
+    ...(settings['amqp-namespace'] && { amqpNamespace: settings['amqp-namespace'] }),
     runtime: {
       ownership: { leaseTtlMs: Math.round(settings['lease-ttl'] * 1000), ...(settings['owner-host'] && { host: settings['owner-host'] }) },
     },

@@ -14,6 +14,7 @@ import { inspectDataRoutes } from './routes/inspect-data.js';
 import { inspectPageRoutes, isInspectorPagePath } from './routes/inspect-page.js';
 import { sessionCommandRoutes } from './routes/session-commands.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { taskRoutes } from './routes/tasks.js';
 import { turnRoutes } from './routes/turns.js';
 import { uiChatRoutes } from './routes/ui-chat.js';
 
@@ -50,9 +51,10 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   uiChatRoutes(app, host);
   inspectPageRoutes(app, host);
   inspectDataRoutes(app, host);
+  if (host.tasks) taskRoutes(app, host.tasks);
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
-    info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE.' },
+    info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE; tasks run by workers over RabbitMQ.' },
     ...(security.token && { security: [{ bearer: [] }] }),
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });

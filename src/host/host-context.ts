@@ -10,6 +10,7 @@ import { ApiError, defaultMessage, viaStorage } from './errors.js';
 import { LocalSession } from './local-session.js';
 import type { SessionAccess } from './session-access.js';
 import type { SseOptions } from './sse-stream.js';
+import type { TaskClient } from '../tasks/task-client.js';
 
 /** How a host in a cluster reaches a session another host holds. */
 export interface SessionRouter {
@@ -27,6 +28,8 @@ export interface HostContext {
   defaultPermissionMode: PermissionMode;
   sse: SseOptions;
   warn: (message: string) => void;
+  /** Submitting and controlling tasks: null when the host runs without RabbitMQ. */
+  tasks: TaskClient | null;
   /** Whether the last storage check failed (read by `/healthz`). */
   storageDown: boolean;
   /** The inspector page: its watches, its session list, and where its built assets are. */
@@ -49,6 +52,16 @@ export async function sessionOf(host: HostContext, sessionId: string): Promise<S
     if (!(error instanceof SessionOwnedElsewhereError) || !host.router) throw error;
     return host.router.remote(sessionId, error.holder);
   }
+}
+
+/**
+ * The session if it is open somewhere — here, or (in a cluster) held by another live host — and
+ * null otherwise; nothing is opened to find that out. What is not open anywhere runs no turn.
+ */
+export async function openSessionOf(host: HostContext, sessionId: string): Promise<SessionAccess | null> {
+  const open = host.runtime.openHandle(sessionId);
+  if (open?.isOpen) return new LocalSession(open, host.runtime);
+  return heldElsewhere(host, sessionId);
 }
 
 /**

@@ -5,6 +5,11 @@ import type { Duplex } from 'node:stream';
 import type { PermissionMode, SessionStorage } from '../../storage/session-storage.js';
 import { postgresStorage } from '../../storage/postgres.js';
 import { sqliteStorage } from '../../storage/sqlite.js';
+import { postgresTaskStorage } from '../../storage/postgres.js';
+import { sqliteTaskStorage } from '../../storage/sqlite.js';
+import type { TaskStorage } from '../../storage/task-storage.js';
+import type { TaskClient } from '../tasks/task-client.js';
+import { AmqpLink } from '../transport/amqp-link.js';
 import type { ModelPort } from '../protocol/model.js';
 import { permissionModeSchema } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
@@ -43,6 +48,12 @@ export interface HostOptions {
   sse?: Partial<SseOptions>;
   /** Joins a cluster of hosts on one database and one RabbitMQ: sessions held by other hosts are routed to them. */
   cluster?: ClusterOptions | null;
+  /** RabbitMQ, for the task routes (`POST /tasks` …); without it they answer 503. */
+  amqpUrl?: string;
+  /** The broker names' namespace for tasks (`turnchart` by default). */
+  amqpNamespace?: string;
+  /** The task storage built by the embedder; by default the same database as the sessions. */
+  taskStorage?: TaskStorage;
   /** Passed to the runtime as they are (agents, lease length, …). */
   runtime?: Partial<Omit<RuntimeOptions, 'storage' | 'model'>>;
   warn?: (message: string) => void;
@@ -95,11 +106,18 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     list: new SessionListFeed(runtime, storage, 2_000, warn),
     assets: options.inspectorAssets ?? defaultInspectorAssets(),
   };
-  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector });
+  const tasks = options.amqpUrl ? await openTasks(options, options.amqpUrl, warn).catch(async (error: unknown) => {
+    await runtime.shutdown();
+    await forward?.close();
+    throw error;
+  }) : null;
+  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector, tasks });
   const cluster = options.cluster
     ? await joinCluster(context, options.cluster, options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS).catch(async (error: unknown) => {
         await runtime.shutdown();
         await forward?.close();
+        await tasks?.link.close();
+        await tasks?.tasks.close();
         throw error;
       })
     : null;
@@ -109,6 +127,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     cluster?.quiesce();
     await runtime.shutdown();
     await forward?.close();
+    await tasks?.link.close();
+    await tasks?.tasks.close();
     await cluster?.close();
     throw error;
   });
@@ -124,6 +144,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         cluster?.quiesce();
         await runtime.shutdown();
         await forward?.close();
+        await tasks?.link.close();
+        await tasks?.tasks.close();
         // After the runtime: the sessions it closed tell the streams following them on other hosts.
         await cluster?.close();
         // SSE streams ended with their sessions; what is left are idle keep-alive sockets and held `?wait` requests.
@@ -131,6 +153,23 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         await stopped;
       })()),
   };
+}
+
+/** The task side of the host: the task storage (migrated) and a link to RabbitMQ. */
+async function openTasks(options: HostOptions, amqpUrl: string, warn: (message: string) => void): Promise<TaskClient> {
+  const tasks =
+    options.taskStorage ??
+    (options.databaseUrl
+      ? postgresTaskStorage({ connectionString: options.databaseUrl })
+      : sqliteTaskStorage({ filename: options.db ?? resolve('.turnchart', 'turnchart.db') }));
+  try {
+    await tasks.migrate();
+    const link = await AmqpLink.open({ url: amqpUrl, name: `turnchart-host-${process.pid}`, warn });
+    return { tasks, link, ...(options.amqpNamespace && { namespace: options.amqpNamespace }) };
+  } catch (error) {
+    await tasks.close().catch(() => undefined);
+    throw error;
+  }
 }
 
 function openStorage(options: HostOptions, onConnectionError: (error: Error) => void): SessionStorage {

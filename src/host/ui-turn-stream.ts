@@ -1,30 +1,39 @@
 import type { UIMessageChunk } from 'ai';
-import type { Subscription } from 'rxjs';
 import type { SessionStorage } from '../../storage/session-storage.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
-import type { SessionHandle } from '../runtime/session-handle.js';
+import type { SessionSnapshot } from '../runtime/session-handle.js';
+import type { SessionAccess, UpdateFeed } from './session-access.js';
 import { TurnRecords } from './turn-records.js';
 import { UiMessageTranslator } from './ui-message-stream.js';
 
 /**
  * A session's updates, held from the moment the tap opens. It is opened before the command that
  * starts, answers or is resumed into a turn, so no update of that turn falls between the command
- * and its stream.
+ * and its stream. It reads the session's update feed, so on a host that does not own the session
+ * the updates come from the owner through the cluster broker.
  */
 export class UpdateTap {
   private readonly held: UpdateEnvelope[] = [];
   private wake: (() => void) | null = null;
   private done = false;
-  private readonly subscription: Subscription;
+  private stop: (() => void) | null = null;
 
-  constructor(readonly session: SessionHandle) {
-    this.subscription = session.updates$.subscribe({
-      next: (envelope) => {
+  private constructor(feed: UpdateFeed) {
+    const stop = feed.subscribe({
+      update: (envelope) => {
         this.held.push(envelope);
         this.wake?.();
       },
-      complete: () => this.close(),
+      end: () => this.close(),
     });
+    // A feed that had already ended closed the tap while subscribing, before its stop was known.
+    if (this.done) stop();
+    else this.stop = stop;
+  }
+
+  /** A tap on the session's live updates (its feed's start is not needed: every turn is replayed from storage). */
+  static async open(session: SessionAccess): Promise<UpdateTap> {
+    return new UpdateTap(await session.updateFeed(null));
   }
 
   /** The envelopes that arrived since the last take, waiting for one; null once the tap is closed. */
@@ -38,8 +47,9 @@ export class UpdateTap {
   }
 
   close(): void {
+    if (this.done) return;
     this.done = true;
-    this.subscription.unsubscribe();
+    this.stop?.();
     this.wake?.();
   }
 }
@@ -64,23 +74,16 @@ const CONSISTENT_READ_ATTEMPTS = 5;
  * between the two would be sent twice (stored, and as the draft); a read is taken as consistent
  * when the turn's stored messages did not change across the snapshot.
  */
-export async function replayTurn(session: SessionHandle, storage: SessionStorage, turnId: string, messageId: string): Promise<PreparedTurn> {
+export async function replayTurn(session: SessionAccess, storage: SessionStorage, turnId: string, messageId: string): Promise<PreparedTurn> {
   const records = new TurnRecords(storage, session.id, turnId);
   const translator = new UiMessageTranslator(turnId, records);
-  let snapshot = session.snapshot();
-  for (let attempt = 1; attempt <= CONSISTENT_READ_ATTEMPTS; attempt++) {
-    await records.refresh();
-    const before = records.size;
-    snapshot = session.snapshot();
-    await records.refresh();
-    if (records.size === before) break;
-  }
+  const snapshot = await consistentSnapshot(session, records);
   const opening = translator.start(messageId);
   const view = snapshot.runtime;
   if (view.kind === 'running' && view.turnId === turnId) opening.push(...translator.replay(view, null));
   else if (view.kind === 'terminal' && view.turnId === turnId) opening.push(...translator.replay(null, view.outcome));
   else {
-    const status = await session.turnStatus(turnId);
+    const status = await session.turnState(turnId, 0);
     if (status.ok && status.outcome) opening.push(...translator.replay(null, status.outcome));
     else if (!status.ok || (status.status !== 'queued' && status.status !== 'running')) {
       opening.push(...translator.interrupted(`the turn ended without an outcome (${status.ok ? status.status : 'unknown turn'})`));
@@ -88,6 +91,17 @@ export async function replayTurn(session: SessionHandle, storage: SessionStorage
     // Otherwise it waits in the queue, or started after the snapshot: its updates come live.
   }
   return { turnId, translator, records, opening, floor: snapshot.lastUpdateSequence };
+}
+
+/** The snapshot, with the records read up to the same moment (or as near as the attempts get). */
+async function consistentSnapshot(session: SessionAccess, records: TurnRecords): Promise<SessionSnapshot> {
+  for (let attempt = 1; ; attempt++) {
+    await records.refresh();
+    const before = records.size;
+    const snapshot = await session.snapshot();
+    await records.refresh();
+    if (records.size === before || attempt >= CONSISTENT_READ_ATTEMPTS) return snapshot;
+  }
 }
 
 export interface ChunkStreamOptions {

@@ -9,6 +9,8 @@ export type TurnPhase =
   | 'compacting'
   | 'running_tools'
   | 'waiting_permission'
+  /** Held at a checkpoint before a model call until the hold is released (a paused task). */
+  | 'paused'
   | 'completed'
   | 'failed'
   | 'cancelled'

@@ -8,8 +8,8 @@ import { effectPort, type AnyHandler } from './effect-port.js';
 import { compactionEffects } from './compaction-effects.js';
 import { delegationEffects, type SubagentDeps } from './delegation-effects.js';
 
-/** Effects whose signal a cancel or stop aborts: a model call, an authorize hook, a running tool, a summary, world-state reads, dispatch hooks, `onMistakeLimit`. */
-const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact', 'prepareRequest', 'beforeToolDispatch', 'afterToolDispatch', 'consultMistakeLimit', 'waitAgent']);
+/** Effects whose signal a cancel or stop aborts: a model call, an authorize hook, a running tool, a summary, world-state reads, dispatch hooks, `onMistakeLimit`, a held turn's wait, a `wait_agent`. */
+const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact', 'prepareRequest', 'beforeToolDispatch', 'afterToolDispatch', 'consultMistakeLimit', 'awaitRelease', 'waitAgent']);
 
 /**
  * The pure charts with this runtime's effects plugged in, built once per runtime and shared by

@@ -491,6 +491,7 @@ export class Runtime {
       startedReads: new Map(),
       cancelWrites: new Map(),
       audits: new CallAudits(),
+      hold: null,
     };
     for (const q of queued) {
       env.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true });

@@ -92,6 +92,20 @@ export interface SessionEnv {
   readonly cancelWrites: Map<string, Promise<void>>;
   /** What each tool call's audit row needs that its chart does not hold: how long it waited and ran (RL-4). */
   readonly audits: CallAudits;
+  /** A hold asked for: turns wait at their next checkpoint (before a model call) until it is released. */
+  hold: HoldGate | null;
+}
+
+/** A hold on the session's turns; `release` lets the turn waiting at it go on. */
+export interface HoldGate {
+  readonly released: Promise<void>;
+  release(): void;
+}
+
+export function holdGate(): HoldGate {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  return { released, release };
 }
 
 /**

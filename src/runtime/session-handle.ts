@@ -20,7 +20,7 @@ import type { QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
 import type { RuntimeView } from './live-view.js';
 import { limitsOf, type AgentDefinition } from './agents.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
-import type { RuntimeServices, SessionEnv } from './session-env.js';
+import { holdGate, type RuntimeServices, type SessionEnv } from './session-env.js';
 import type { ReplayResult } from './update-stream.js';
 import { AGENT_MESSAGE_TOKEN_LIMIT } from '../context/item-limits.js';
 import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS } from './input-limits.js';
@@ -129,6 +129,11 @@ export class SessionHandle {
 
   get agent(): string {
     return this.env.agentName;
+  }
+
+  /** The fencing token this runtime holds for the session: writes that belong with it (a task's events) carry it too. */
+  get fence(): number {
+    return this.env.fence;
   }
 
   /** A command is under way. */
@@ -313,6 +318,24 @@ export class SessionHandle {
     }
     this.env.mailbox.push(parsed.data);
     return { ok: true };
+  }
+
+  /**
+   * Holds the session's turns at their next checkpoint — before the next model call, everything so
+   * far stored — until `releaseHold()`; the running turn reports phase `paused` when it stops there.
+   * A cancel or stop still ends a held turn. Holding an already held session changes nothing.
+   */
+  holdAtCheckpoint(): { ok: true } | { ok: false; error: Stopped } {
+    if (this.stopped) return this.closedError();
+    this.env.hold ??= holdGate();
+    return { ok: true };
+  }
+
+  /** Lets a held turn go on from its checkpoint; later turns no longer hold. */
+  releaseHold(): void {
+    const hold = this.env.hold;
+    this.env.hold = null;
+    hold?.release();
   }
 
   /** RT-5: stored, then in force from the next tool call's authorization. */

@@ -187,7 +187,19 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     }
   };
 
+  /** Resolves when the hold is released, or at once when there is none any more; a cancel ends the wait. */
+  const awaitRelease = async (input: TurnEffectInput, cancellation: EffectCancellation): Promise<void> => {
+    const hold = envOf(input.sessionId).hold;
+    if (!hold || cancellation.aborted) return;
+    const { signal } = cancellation;
+    await new Promise<void>((resolve) => {
+      signal.addEventListener('abort', () => resolve(), { once: true });
+      void hold.released.then(resolve);
+    });
+  };
+
   const handlers: Omit<EffectHandlers<TurnEffects>, 'compact'> = {
+    awaitRelease,
     beginTurn,
     drainMailbox,
     prepareRequest,
@@ -200,6 +212,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     handlers,
     guards: {
       mailboxHasMessages: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).mailbox.length > 0,
+      holdRequested: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).hold !== null,
       callsReadInParallel: ({ context }: { context: TurnContext }) => parallel.beginsRun(envOf(context.sessionId), context, context.toolIndex),
       nextCallsReadInParallel: ({ context }: { context: TurnContext }) => parallel.beginsRun(envOf(context.sessionId), context, context.toolIndex + 1),
     },

@@ -81,8 +81,12 @@ export class AmqpLink {
   async close(): Promise<void> {
     this.closing = true;
     const model = this.model;
+    const channel = this.current;
     this.model = null;
     this.current = null;
+    // The channel first: its acknowledgements still buffered go out before it closes, while the
+    // connection's own close could overtake them (frames of different channels are interleaved).
+    await channel?.close().catch(() => undefined);
     await model?.close().catch(() => undefined);
   }
 

@@ -3,6 +3,7 @@ import { initial } from './001_initial.js';
 import { compactions } from './002_compactions.js';
 import { service } from './003_service.js';
 import { audit } from './004_audit.js';
+import { tasks } from './005_tasks.js';
 import { subagents } from './006_subagents.js';
 
 /**
@@ -15,7 +16,7 @@ export const migrations: Record<string, Migration> = {
   '002_compactions': compactions,
   '003_service': service,
   '004_audit': audit,
-  // 005 is taken by another branch's migration (tasks).
+  '005_tasks': tasks,
   '006_subagents': subagents,
 };
 

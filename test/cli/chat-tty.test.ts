@@ -21,10 +21,15 @@ class Pane {
     this.tmux('new-session', '-d', '-x', '120', '-y', '40', '-s', 'chat', '-c', ROOT, command, ';', 'set-option', '-t', 'chat', 'remain-on-exit', 'on');
   }
 
-  /** The program's exit status once it has exited, else null. */
+  /**
+   * The program's exit status once tmux has reaped it (128 + the signal if one ended it), else null.
+   * tmux can mark a pane dead when its terminal closes, before it has collected the exit status.
+   */
   exitStatus(): number | null {
-    const [dead, status] = this.tmux('display-message', '-p', '-t', 'chat', '#{pane_dead} #{pane_dead_status}').trim().split(' ');
-    return dead === '1' ? Number(status) : null;
+    const [dead, status = '', signal = ''] = this.tmux('display-message', '-p', '-t', 'chat', '#{pane_dead} #{pane_dead_status} #{pane_dead_signal}').trim().split(' ');
+    if (dead !== '1') return null;
+    if (/^\d+$/.test(status)) return Number(status);
+    return /^\d+$/.test(signal) ? 128 + Number(signal) : null;
   }
 
   /** Literal text, then Enter. */

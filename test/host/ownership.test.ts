@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { dropPostgresSchema, POSTGRES_URL, sqliteFile } from '../support/databases.js';
 import { call } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
+import { SseClient } from '../support/sse-client.js';
 import { useTempDirs } from '../support/workspace.js';
 
 const tempDir = useTempDirs('turnchart-owner-');
@@ -91,8 +92,14 @@ describe.each(targets)('one owner per session: two host processes on $name', { t
     const b = await start([...common, '--model', `scripted:${model.second}`]);
 
     const sessionId = (await call(a.url, 'POST', '/sessions', { permissionMode: 'auto' })).body.sessionId as string;
+    const updates = await SseClient.connect(`${a.url}/sessions/${sessionId}/events`);
     const running = await call(a.url, 'POST', `/sessions/${sessionId}/turns`, { clientRequestId: 'same', input: [{ type: 'text', text: 'long job' }] });
     expect(running).toMatchObject({ status: 202, body: { status: 'running' } });
+    // The 202 comes once the user message is stored; A goes on to write the world-state messages and its
+    // answer, and only then starts the tool call. From there A writes nothing until the command ends,
+    // which it never does: what A stored is then complete, to compare with what B finds after the takeover.
+    await updates.nextUpdate('tool_call_started');
+    updates.close();
 
     // B refuses every request for the session while A lives, and changes nothing.
     expect(await call(b.url, 'GET', `/sessions/${sessionId}`)).toMatchObject({ status: 409, body: { error: { code: 'SessionOwnedElsewhere' } } });
@@ -100,6 +107,7 @@ describe.each(targets)('one owner per session: two host processes on $name', { t
     expect(duplicate).toMatchObject({ status: 409, body: { error: { code: 'SessionOwnedElsewhere' } } });
     expect((await call(a.url, 'GET', `/sessions/${sessionId}/turns/${running.body.turnId as string}`)).body.status).toBe('running');
     const messagesBefore = (await call(a.url, 'GET', `/sessions/${sessionId}/messages`)).body.messages as unknown[];
+    expect(messagesBefore.at(-1)).toMatchObject({ message: { role: 'assistant', toolCalls: [{ name: 'run_command' }] } });
 
     a.kill('SIGKILL');
     await a.exited;

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { sessionMachine, stallWatchdogMachine, toolCallMachine, turnMachine } from '../../src/index.js';
+import { sessionMachine, stallWatchdogMachine, taskMachine, toolCallMachine, turnMachine } from '../../src/index.js';
+import { driveTaskPath } from './task-director.js';
+import { TASK_SCENARIOS, taskModel } from './task-model.js';
 import { SessionDirector } from './session-director.js';
 import { ToolCallDirector } from './tool-call-director.js';
 import { DOOM_THRESHOLD, loopRulesOf, TOOL_CALL_SCENARIOS, toolCallModel, type ToolCallScenario } from './tool-call-model.js';
@@ -149,8 +151,20 @@ describe('generated paths through the real runtime (XS-5)', () => {
     expect(failures.slice(0, 5).join('\n\n')).toBe('');
   }, 120_000);
 
-  it('takes every transition of the turn, tool-call and watchdog charts, and all but the documented one of the session chart', () => {
-    console.log(ledger.table([turnMachine, toolCallMachine, stallWatchdogMachine, sessionMachine]));
+  const taskPaths = TASK_SCENARIOS.flatMap((scenario) => edgeTour(taskModel(scenario)).map((path) => ({ scenario, path })));
+
+  it(`drives ${taskPaths.length} task-chart paths from ${TASK_SCENARIOS.length} starting states through a real task runner: every path ends where the chart does`, async () => {
+    const failures: string[] = [];
+    for (const [i, { scenario, path }] of taskPaths.entries()) {
+      const problems = await driveTaskPath(path, scenario, ledger.observe);
+      if (problems.length > 0) failures.push(`path ${i} (${scenario.startState}): ${describePath(path)}\n  ${problems.join('\n  ')}`);
+    }
+    expect(failures.slice(0, 5).join('\n\n')).toBe('');
+  }, 120_000);
+
+  it('takes every transition of the turn, tool-call, watchdog and task charts, and all but the documented one of the session chart', () => {
+    console.log(ledger.table([turnMachine, toolCallMachine, stallWatchdogMachine, taskMachine, sessionMachine]));
+    expect(ledger.missing(taskMachine).map((t) => t.key)).toEqual([]);
     expect(ledger.missing(turnMachine).map((t) => t.key)).toEqual([]);
     expect(ledger.missing(toolCallMachine).map((t) => t.key)).toEqual([]);
     expect(ledger.missing(stallWatchdogMachine).map((t) => t.key)).toEqual([]);

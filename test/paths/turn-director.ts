@@ -137,9 +137,13 @@ export class TurnDirector implements Script {
   }
 
   private apply(step: Step): void {
-    const event = step.event as EventObject & { mail?: boolean; decision?: string; error?: { reloadRequired?: boolean } };
+    const event = step.event as EventObject & { mail?: boolean; hold?: boolean; decision?: string; error?: { reloadRequired?: boolean } };
     if (event.mail) void this.stage.session.deliverAgentMessage({ from: 'worker-1', text: 'a note from a worker' });
+    if (event.hold) this.stage.session.holdAtCheckpoint();
     switch (event.type) {
+      case 'effect.done':
+        if (effectOf(step) === 'awaitRelease') this.stage.session.releaseHold();
+        return;
       case 'effect.failed':
         // An aborted effect fails by itself: the interrupt before it is arranged to abort it.
         if (isAborted(event)) return;

@@ -9,7 +9,8 @@ import type { ChartModel, ModelState } from './tour.js';
  * The turn chart for traversal, with its surroundings modelled. Effects are recorded by name in
  * `pendingEffect` (the runtime keeps a request id there), so a reply event names the effect it
  * answers. Whether agent mail waits is carried by the event (`mail: true`) that leads into the
- * chart's `checking` state, which is where the runtime's guard reads the mailbox. Whether a run of
+ * chart's `checking` state, which is where the runtime's guard reads the mailbox; whether the
+ * session is held there (a task pausing) likewise (`hold: true`). Whether a run of
  * reads starts ahead of its calls (RL-5) is decided from the response's tool names, as the runtime
  * decides it from its toolset; the traversal records which calls' reads were started.
  */
@@ -152,6 +153,7 @@ function traversalTurnMachine(scenario: TurnScenario) {
     },
     guards: {
       mailboxHasMessages: ({ event }: { event: EventObject }) => (event as { mail?: boolean }).mail === true,
+      holdRequested: ({ event }: { event: EventObject }) => (event as { hold?: boolean }).hold === true,
       callsReadInParallel: ({ context }: { context: WalkedContext }) => parallel && runFrom(context, context.toolIndex).length >= 2,
       nextCallsReadInParallel: ({ context }: { context: WalkedContext }) => parallel && runFrom(context, context.toolIndex + 1).length >= 2,
     },
@@ -263,8 +265,11 @@ function effectReplies(state: ModelState<TurnEnv>, scenario: TurnScenario): Even
   const aborted = abortedEffectOf(state.machine) === id;
   const parallel = scenario.name === 'parallel';
   switch (id) {
+    // A hold asked for while the turn starts stops it at its first checkpoint (a task pausing).
     case 'beginTurn':
-      return parallel ? [done()] : [done(), done({ mail: true }), failed()];
+      return parallel ? [done()] : [done(), done({ mail: true }), done({ hold: true }), failed()];
+    case 'awaitRelease':
+      return [done()];
     case 'drainMailbox':
       return [done(), failed()];
     case 'writeAssistant':

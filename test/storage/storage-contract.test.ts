@@ -591,7 +591,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await storage.migrate();
       expect(await storage.getSession('s1')).toEqual(session('s1'));
       expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
-      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '006_subagents']);
+      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents']);
     });
 
     it('migrate() upgrades a database made by 001_initial alone, keeping its data', async () => {
@@ -612,7 +612,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await expect(s.listCompactions('s1')).rejects.toThrow();
 
         await s.migrate();
-        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '006_subagents']);
+        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents']);
         expect(await s.getSession('s1')).toEqual(session('s1'));
         expect(await s.getTurn('t1')).toMatchObject({ status: 'completed', finalText: 'done' });
         expect(await s.listMessages('s1')).toEqual([stored('t1', 's1', 0, user('from before'))]);

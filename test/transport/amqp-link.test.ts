@@ -71,6 +71,32 @@ describe.skipIf(!url)('AmqpLink on a real RabbitMQ (TEST_AMQP_URL)', () => {
     expect(new Set(received.map((body) => JSON.stringify(body)))).toEqual(new Set(['{"before":true}', '{"during":true}']));
   });
 
+  it('sends the acknowledgements made just before close: nothing acknowledged is delivered again', async () => {
+    const queue = `tc-test-${randomUUID()}`;
+    const first = await AmqpLink.open({ url: url!, name: 'test', warn: () => undefined });
+    const received: number[] = [];
+    await first.onChannel(async (channel) => {
+      await channel.assertQueue(queue, { durable: true });
+      await channel.prefetch(100);
+      await channel.consume(queue, (message) => {
+        if (!message) return;
+        received.push(Number(message.content.toString()));
+        channel.ack(message);
+      });
+    });
+    cleanups.push(async () => {
+      const admin = await AmqpLink.open({ url: url!, name: 'cleanup', warn: () => undefined });
+      await admin.channel!.deleteQueue(queue);
+      await admin.close();
+    });
+    for (let n = 1; n <= 50; n++) await first.publish('', queue, n);
+    await until('all fifty', () => received.length === 50);
+    await first.close();
+    const admin = await AmqpLink.open({ url: url!, name: 'check', warn: () => undefined });
+    cleanups.push(() => admin.close());
+    expect((await admin.channel!.checkQueue(queue)).messageCount).toBe(0);
+  });
+
   it('answers an unreachable broker with a typed error that hides the password', async () => {
     const error = await AmqpLink.open({ url: 'amqp://guest:secret@127.0.0.1:1', name: 'test', warn: () => undefined }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TurnchartError);

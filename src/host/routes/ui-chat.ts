@@ -3,10 +3,11 @@ import { createUIMessageStreamResponse } from 'ai';
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { TurnchartError } from '../../protocol/errors.js';
-import type { SessionHandle } from '../../runtime/session-handle.js';
 import { parseApprovalId } from '../approval-id.js';
 import { ApiError, viaStorage } from '../errors.js';
-import { localHandle, unwrap, type HostContext } from '../host-context.js';
+import { openSessionOf, sessionOf, unwrap, type HostContext } from '../host-context.js';
+import type { SessionAccess } from '../session-access.js';
+import { LocalSession } from '../local-session.js';
 import { errors, UiApprovalAnswer, UiChatParams, UiChatRequest, UiTextPart } from '../schemas.js';
 import { TurnRecords } from '../turn-records.js';
 import { UiMessageTranslator } from '../ui-message-stream.js';
@@ -48,23 +49,24 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
     }
     const last = body.messages.at(-1)!;
     if (last.role === 'user') return startTurn(c, host, await sessions.get(body.id), last);
-    if (last.role === 'assistant') return answerApprovals(c, host, await localHandle(host, body.id), last);
+    if (last.role === 'assistant') return answerApprovals(c, host, await sessionOf(host, body.id), last);
     throw new ApiError('InvalidInput', 'the last message must be the user\'s new message or the assistant message whose approval was answered');
   });
 
   app.openapi(resume, async (c) => {
     const { id } = c.req.valid('param');
-    // A chat this host does not hold open has no turn running here; nothing is opened to find that out.
-    const session = host.runtime.openHandle(id);
-    const view = session?.isOpen ? session.snapshot().runtime : null;
+    // A chat whose session is open nowhere has no turn running; nothing is opened to find that out.
+    const session = await openSessionOf(host, id);
+    const view = session ? (await session.snapshot()).runtime : null;
     if (!session || view?.kind !== 'running') return c.body(null, 204);
-    const tap = new UpdateTap(session);
+    // Should the turn end before the tap opens, the replay finds its outcome in the snapshot it reads after.
+    const tap = await UpdateTap.open(session);
     return respond(c, host, tap, await prepared(tap, () => replayTurn(session, host.storage, view.turnId, view.turnId)));
   });
 }
 
 /** The turn the user's message starts, or the one it started before (the same message id): replayed from its start. */
-async function startTurn(c: Context, host: HostContext, session: SessionHandle, message: UiMessage): Promise<Response> {
+async function startTurn(c: Context, host: HostContext, session: SessionAccess, message: UiMessage): Promise<Response> {
   if (message.parts.some((part) => part.type === 'file')) throw new ApiError('InvalidInput', 'file parts are not supported; send text');
   const texts: string[] = [];
   for (const part of message.parts) {
@@ -73,7 +75,7 @@ async function startTurn(c: Context, host: HostContext, session: SessionHandle, 
     if (!text.success) throw new ApiError('InvalidInput', z.prettifyError(text.error));
     texts.push(text.data.text);
   }
-  const tap = new UpdateTap(session);
+  const tap = await UpdateTap.open(session);
   return respond(
     c,
     host,
@@ -90,12 +92,12 @@ async function startTurn(c: Context, host: HostContext, session: SessionHandle, 
  * and the response continues the same assistant message from there. The client holds everything
  * up to the approval already, so only what follows is sent.
  */
-async function answerApprovals(c: Context, host: HostContext, session: SessionHandle, message: UiMessage): Promise<Response> {
+async function answerApprovals(c: Context, host: HostContext, session: SessionAccess, message: UiMessage): Promise<Response> {
   const answers = message.parts.filter((part) => (part as { state?: unknown }).state === 'approval-responded').map((part) => approvalAnswer(part));
   if (answers.length === 0) throw new ApiError('InvalidInput', 'the last message is the assistant\'s but answers no approval');
   const turnId = answers[0]!.turnId;
   if (answers.some((answer) => answer.turnId !== turnId)) throw new ApiError('InvalidInput', 'the approvals answered belong to different turns');
-  const tap = new UpdateTap(session);
+  const tap = await UpdateTap.open(session);
   return respond(
     c,
     host,
@@ -144,33 +146,37 @@ function respond(c: Context, host: HostContext, tap: UpdateTap, turn: PreparedTu
 
 /**
  * The chat's session, created on first use under the chat's id in the host's default permission
- * mode. Creations of one id share one attempt, so two first requests of a chat make one session.
+ * mode. Creations of one id here share one attempt; one racing another host's fails on the id
+ * (`SessionExists`), and the chat goes on in the session the other host made, routed to it.
  */
 class ChatSessions {
-  private readonly creating = new Map<string, Promise<SessionHandle>>();
+  private readonly creating = new Map<string, Promise<SessionAccess>>();
 
   constructor(private readonly host: HostContext) {}
 
-  async get(id: string): Promise<SessionHandle> {
+  async get(id: string): Promise<SessionAccess> {
     const pending = this.creating.get(id);
     if (pending) return pending;
     try {
-      return await localHandle(this.host, id);
+      return await sessionOf(this.host, id);
     } catch (error) {
       if (!(error instanceof TurnchartError && error.code === 'UnknownSession')) throw error;
     }
     return this.create(id);
   }
 
-  private create(id: string): Promise<SessionHandle> {
+  private create(id: string): Promise<SessionAccess> {
     let creation = this.creating.get(id);
     if (creation) return creation;
     const { runtime, defaultPermissionMode, workspaceDir } = this.host;
-    creation = viaStorage(() => runtime.createSession({ id, permissionMode: defaultPermissionMode, workspaceDir })).catch((error: unknown) => {
-      // Another host (or a request before this one) created it meanwhile: it is the chat's session all the same.
-      if (error instanceof TurnchartError && error.code === 'SessionExists') return localHandle(this.host, id);
-      throw error;
-    });
+    creation = viaStorage(() => runtime.createSession({ id, permissionMode: defaultPermissionMode, workspaceDir })).then(
+      (handle) => new LocalSession(handle, runtime),
+      (error: unknown) => {
+        // Another host (or a request before this one) created it meanwhile: it is the chat's session all the same.
+        if (error instanceof TurnchartError && error.code === 'SessionExists') return sessionOf(this.host, id);
+        throw error;
+      },
+    );
     this.creating.set(id, creation);
     void creation.finally(() => this.creating.delete(id)).catch(() => undefined);
     return creation;

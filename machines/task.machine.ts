@@ -1,0 +1,379 @@
+import { assign, fromCallback, fromPromise, sendTo, setup } from 'xstate';
+import { notProvided } from './not-provided.js';
+
+/**
+ * A task (seed 002, LC-1…LC-4): one agent session driven through its turns under a lifecycle.
+ *
+ *   PENDING → RUNNING | REJECTED
+ *   RUNNING → PAUSED | ABORTING | COMPLETED | FAILED
+ *   PAUSED  → RUNNING | ABORTING
+ *   ABORTING → ABORTED
+ *
+ * Admission is a host-provided gate (`admit`); the session is a child actor the runtime provides
+ * (`session`), told to run a turn, hold at its next checkpoint (before a model call), release,
+ * or abort. Pause, resume and abort are commands: the chart decides and leaves the answer in
+ * `context.reply`; a transition LC-1 does not allow is refused with `InvalidTransition`, never thrown.
+ * A task recovered by another worker starts where its stored state says it was.
+ */
+
+export type TaskState = 'PENDING' | 'RUNNING' | 'PAUSED' | 'ABORTING' | 'ABORTED' | 'COMPLETED' | 'FAILED' | 'REJECTED';
+
+/** LC-1's valid transitions; everything else is refused. */
+export const TASK_TRANSITIONS: Readonly<Record<TaskState, readonly TaskState[]>> = {
+  PENDING: ['RUNNING', 'REJECTED'],
+  RUNNING: ['PAUSED', 'ABORTING', 'COMPLETED', 'FAILED'],
+  PAUSED: ['RUNNING', 'ABORTING'],
+  ABORTING: ['ABORTED'],
+  ABORTED: [],
+  COMPLETED: [],
+  FAILED: [],
+  REJECTED: [],
+};
+
+export const TERMINAL_TASK_STATES: ReadonlySet<TaskState> = new Set(['ABORTED', 'COMPLETED', 'FAILED', 'REJECTED']);
+
+/** Whether LC-1 allows `from → to`. */
+export function isTaskTransition(from: TaskState, to: TaskState): boolean {
+  return TASK_TRANSITIONS[from].includes(to);
+}
+
+/** The risk levels of the seed's admission (R1 lowest). */
+export type RiskLevel = 'R1' | 'R2' | 'R3' | 'R4' | 'R5';
+
+export type AdmissionDecision = { approve: true; risk: RiskLevel; token?: string } | { approve: false; reason: string };
+
+/** What a command asked for: the state it would lead to. */
+export type TaskCommand = 'pause' | 'resume' | 'abort';
+
+export const COMMAND_TARGET: Readonly<Record<TaskCommand, TaskState>> = { pause: 'PAUSED', resume: 'RUNNING', abort: 'ABORTING' };
+
+export type TaskReply = { ok: true } | { ok: false; error: { code: 'InvalidTransition'; from: TaskState; to: TaskState } };
+
+export interface TaskInput {
+  taskId: string;
+  /** Turns the task runs, one per prompt. */
+  turnCount: number;
+  /** Turns already completed (a recovered task continues after them). */
+  turnsDone: number;
+  /** Where the task starts: PENDING for a new one, the stored state for one recovered after its worker died. */
+  startState: 'PENDING' | 'RUNNING' | 'PAUSED' | 'ABORTING';
+  /** What is left of the task's max duration (LC-4). */
+  remainingMs: number;
+  /** How long an abort's cleanup may take before the task is ABORTED regardless (LC-4). */
+  abortCleanupMs: number;
+}
+
+/** How the task's turn ended, as the session reports it. */
+export type TurnEnd = { status: 'completed' } | { status: 'failed' | 'cancelled' | 'timed_out' | 'interrupted'; code: string; message: string };
+
+export interface TaskContext extends TaskInput {
+  state: TaskState;
+  /** Why the task is where it is (the last transition's reason). */
+  reason: string;
+  risk: RiskLevel | null;
+  /** A pause was asked for and takes effect at the next checkpoint. */
+  pauseRequested: boolean;
+  reply: { commandId: string; result: TaskReply } | null;
+}
+
+export type TaskEvent =
+  | { type: 'task.pause'; commandId: string }
+  | { type: 'task.resume'; commandId: string }
+  | { type: 'task.abort'; commandId: string }
+  /** From the session: the turn ended. */
+  | { type: 'session.turn_finished'; end: TurnEnd }
+  /** From the session: the turn is held at its checkpoint (before a model call). */
+  | { type: 'session.held' }
+  /** From the session: the aborted turn is over (or cleaning up failed: it is best effort). */
+  | { type: 'session.aborted' }
+  /** From the session: it could not go on (storage failed, it was lost to another owner). */
+  | { type: 'session.failed'; message: string };
+
+/** What the chart tells its session. */
+export type SessionOrder =
+  | { type: 'run_turn'; index: number }
+  | { type: 'hold' }
+  | { type: 'release' }
+  | { type: 'abort' };
+
+export interface SessionActorInput {
+  taskId: string;
+}
+
+export interface TaskOutput {
+  state: TaskState;
+  reason: string;
+}
+
+export interface Transition {
+  from: TaskState;
+  to: TaskState;
+  reason: string;
+}
+
+type Commanded = Extract<TaskEvent, { commandId: string }>;
+
+/** A state change: its target and its reason. */
+export interface Change {
+  to: TaskState;
+  reason: string;
+}
+
+/**
+ * The actions that move the task to `to`, for a reason fixed or read from the event: the durable
+ * record first (it reads the state being left from the context), then the context.
+ */
+function moveTo(to: TaskState, reason: string | ((event: never) => string)) {
+  const params = ({ event }: { event: unknown }): Change => ({ to, reason: typeof reason === 'string' ? reason : reason(event as never) });
+  return [
+    { type: 'recordTransition' as const, params },
+    { type: 'setState' as const, params },
+  ];
+}
+
+const ok = (event: TaskEvent): TaskContext['reply'] => ({ commandId: (event as Commanded).commandId, result: { ok: true } });
+
+export const taskMachine = setup({
+  types: {
+    input: {} as TaskInput,
+    context: {} as TaskContext,
+    events: {} as TaskEvent,
+    output: {} as TaskOutput,
+  },
+  actors: {
+    /** The host's admission gate (L3): approve with a risk level, or reject with a reason. */
+    admit: fromPromise<AdmissionDecision, { taskId: string }>(notProvided('task', 'admit')),
+    /** The agent session the task drives, supplied by the runtime. */
+    session: fromCallback<SessionOrder, SessionActorInput>(notProvided('task', 'session')),
+  },
+  delays: {
+    maxDuration: ({ context }) => context.remainingMs,
+    abortCleanup: ({ context }) => context.abortCleanupMs,
+  },
+  guards: {
+    approved: ({ event }) => (event as unknown as { output: AdmissionDecision }).output.approve,
+    allTurnsDone: ({ context }) => context.turnsDone >= context.turnCount,
+    pauseRequested: ({ context }) => context.pauseRequested,
+    turnCompleted: ({ event }) => event.type === 'session.turn_finished' && event.end.status === 'completed',
+    startsRunning: ({ context }) => context.startState === 'RUNNING',
+    startsPaused: ({ context }) => context.startState === 'PAUSED',
+    startsAborting: ({ context }) => context.startState === 'ABORTING',
+  },
+  actions: {
+    /** Durably records the transition and emits `state_changed` (supplied by the task runtime). */
+    recordTransition: notProvided('task', 'recordTransition') as (_: unknown, params: Change) => void,
+    /** Emits `session_created` with the admission's risk level. */
+    announceCreated: notProvided('task', 'announceCreated') as (_: unknown, params: { risk: RiskLevel; token: string | null }) => void,
+    /** Emits `state_changed` with reason `recovered_from_checkpoint` (LC-4). */
+    announceRecovered: notProvided('task', 'announceRecovered') as (_: unknown, params: { state: TaskState }) => void,
+    /** Emits `error` for the failure that ends the task. */
+    reportError: notProvided('task', 'reportError') as (_: unknown, params: { code: string; message: string }) => void,
+    /** Emits `session_closed` once the task is terminal. */
+    announceClosed: notProvided('task', 'announceClosed') as (_: unknown, params: { finalState: TaskState; reason: string }) => void,
+    /** The context's half of a state change; it runs after `recordTransition`, which reads the state being left. */
+    setState: assign((_, params: Change) => ({ state: params.to, reason: params.reason })),
+    refuse: assign({
+      reply: ({ context, event }, params: { to: TaskState }) => ({
+        commandId: (event as Commanded).commandId,
+        result: { ok: false, error: { code: 'InvalidTransition', from: context.state, to: params.to } },
+      }),
+    }),
+    replyOk: assign({ reply: ({ event }) => ok(event) }),
+    countTurn: assign({ turnsDone: ({ context }) => context.turnsDone + 1 }),
+    runTurn: sendTo('session', ({ context }) => ({ type: 'run_turn', index: context.turnsDone }) satisfies SessionOrder),
+  },
+}).createMachine({
+  id: 'task',
+  context: ({ input }) => ({
+    taskId: input.taskId,
+    turnCount: input.turnCount,
+    turnsDone: input.turnsDone,
+    startState: input.startState,
+    remainingMs: input.remainingMs,
+    abortCleanupMs: input.abortCleanupMs,
+    state: input.startState,
+    reason: 'submitted',
+    risk: null,
+    pauseRequested: false,
+    reply: null,
+  }),
+  // A command in a state that does not take it: LC-1 does not allow that transition.
+  on: {
+    'task.pause': { actions: { type: 'refuse', params: { to: 'PAUSED' } } },
+    'task.resume': { actions: { type: 'refuse', params: { to: 'RUNNING' } } },
+    'task.abort': { actions: { type: 'refuse', params: { to: 'ABORTING' } } },
+  },
+  initial: 'starting',
+  states: {
+    /** A new task waits for admission; a recovered one goes back where its worker left it. */
+    starting: {
+      always: [
+        { guard: 'startsRunning', target: '#task.active.live.running', actions: { type: 'announceRecovered', params: { state: 'RUNNING' } } },
+        { guard: 'startsPaused', target: '#task.active.live.paused.between', actions: { type: 'announceRecovered', params: { state: 'PAUSED' } } },
+        { guard: 'startsAborting', target: '#task.active.aborting', actions: { type: 'announceRecovered', params: { state: 'ABORTING' } } },
+        { target: 'pending' },
+      ],
+    },
+    pending: {
+      invoke: {
+        id: 'admit',
+        src: 'admit',
+        input: ({ context }) => ({ taskId: context.taskId }),
+        onDone: [
+          {
+            guard: 'approved',
+            target: 'active',
+            actions: [
+              assign({ risk: ({ event }) => (event.output as Extract<AdmissionDecision, { approve: true }>).risk }),
+              {
+                type: 'announceCreated',
+                params: ({ event }) => {
+                  const decision = event.output as Extract<AdmissionDecision, { approve: true }>;
+                  return { risk: decision.risk, token: decision.token ?? null };
+                },
+              },
+              ...moveTo('RUNNING', 'approved'),
+            ],
+          },
+          {
+            target: 'rejected',
+            actions: moveTo('REJECTED', (event: { output: Extract<AdmissionDecision, { approve: false }> }) => event.output.reason),
+          },
+        ],
+        // A gate that fails is no approval.
+        onError: {
+          target: 'rejected',
+          actions: moveTo('REJECTED', (event: { error: unknown }) => `admission failed: ${messageOf(event.error)}`),
+        },
+      },
+    },
+    /** The session lives as long as the task is RUNNING, PAUSED or ABORTING. */
+    active: {
+      invoke: { id: 'session', src: 'session', input: ({ context }) => ({ taskId: context.taskId }) },
+      initial: 'live',
+      states: {
+        /** RUNNING or PAUSED: the max duration runs (LC-4), paused or not. */
+        live: {
+          after: { maxDuration: { target: '#task.failed', actions: moveTo('FAILED', 'timeout') } },
+          on: {
+            'session.failed': {
+              target: '#task.failed',
+              actions: [
+                { type: 'reportError', params: ({ event }) => ({ code: 'session_error', message: event.message }) },
+                ...moveTo('FAILED', (event: { message: string }) => `session_error: ${event.message}`),
+              ],
+            },
+            'task.abort': {
+              target: '#task.active.aborting',
+              actions: ['replyOk', ...moveTo('ABORTING', 'abort_requested')],
+            },
+          },
+          initial: 'running',
+          states: {
+            running: {
+              initial: 'next_turn',
+              states: {
+                next_turn: {
+                  always: [
+                    { guard: 'allTurnsDone', target: '#task.completed', actions: moveTo('COMPLETED', 'all_turns_completed') },
+                    // A turn boundary is a checkpoint: a pause asked for during the last turn takes effect here.
+                    {
+                      guard: 'pauseRequested',
+                      target: '#task.active.live.paused.between',
+                      actions: moveTo('PAUSED', 'paused_at_checkpoint'),
+                    },
+                    { target: 'turn', actions: 'runTurn' },
+                  ],
+                },
+                turn: {
+                  on: {
+                    'session.turn_finished': [
+                      { guard: 'turnCompleted', target: 'next_turn', actions: 'countTurn' },
+                      {
+                        target: '#task.failed',
+                        actions: [
+                          {
+                            type: 'reportError',
+                            params: ({ event }) => {
+                              const end = event.end as Exclude<TurnEnd, { status: 'completed' }>;
+                              return { code: end.code, message: end.message };
+                            },
+                          },
+                          ...moveTo('FAILED', (event: { end: TurnEnd }) => `turn_${event.end.status}`),
+                        ],
+                      },
+                    ],
+                    // A hold the task has since withdrawn (resumed before it took effect) is released already.
+                    'session.held': {
+                      guard: 'pauseRequested',
+                      target: '#task.active.live.paused.holding',
+                      actions: moveTo('PAUSED', 'paused_at_checkpoint'),
+                    },
+                  },
+                },
+              },
+              on: {
+                'task.pause': { actions: [assign({ pauseRequested: true }), sendTo('session', { type: 'hold' } satisfies SessionOrder), 'replyOk'] },
+                // Resuming before the pause took effect withdraws it.
+                'task.resume': [
+                  { guard: 'pauseRequested', actions: [assign({ pauseRequested: false }), sendTo('session', { type: 'release' } satisfies SessionOrder), 'replyOk'] },
+                  { actions: { type: 'refuse', params: { to: 'RUNNING' } } },
+                ],
+              },
+            },
+            paused: {
+              initial: 'between',
+              states: {
+                /** Paused between turns: resuming starts the next one. */
+                between: {
+                  on: {
+                    'task.resume': {
+                      target: '#task.active.live.running.next_turn',
+                      actions: [assign({ pauseRequested: false }), 'replyOk', ...moveTo('RUNNING', 'resumed')],
+                    },
+                  },
+                },
+                /** Paused inside a turn, before its next model call: resuming lets that call go. */
+                holding: {
+                  on: {
+                    'task.resume': {
+                      target: '#task.active.live.running.turn',
+                      actions: [
+                        assign({ pauseRequested: false }),
+                        sendTo('session', { type: 'release' } satisfies SessionOrder),
+                        'replyOk',
+                        ...moveTo('RUNNING', 'resumed'),
+                      ],
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        /** LC-4: the model stream and the running tool are cancelled, then ABORTED within the cleanup bound. */
+        aborting: {
+          entry: sendTo('session', { type: 'abort' } satisfies SessionOrder),
+          after: { abortCleanup: { target: '#task.aborted', actions: moveTo('ABORTED', 'cleanup_timed_out') } },
+          on: {
+            // Cleanup is best effort (seed 002): a session that fails while cleaning up still reports aborted.
+            'session.aborted': { target: '#task.aborted', actions: moveTo('ABORTED', 'aborted') },
+          },
+        },
+      },
+    },
+    rejected: { type: 'final', entry: { type: 'announceClosed', params: closing } },
+    completed: { type: 'final', entry: { type: 'announceClosed', params: closing } },
+    failed: { type: 'final', entry: { type: 'announceClosed', params: closing } },
+    aborted: { type: 'final', entry: { type: 'announceClosed', params: closing } },
+  },
+  output: ({ context }) => ({ state: context.state, reason: context.reason }),
+});
+
+function closing({ context }: { context: TaskContext }) {
+  return { finalState: context.state, reason: context.reason };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,224 @@
+import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyActorRef } from 'xstate';
+import { describe, expect, it } from 'vitest';
+import {
+  isTaskTransition,
+  TASK_TRANSITIONS,
+  taskMachine,
+  type AdmissionDecision,
+  type Change,
+  type SessionActorInput,
+  type SessionOrder,
+  type TaskInput,
+  type TaskState,
+  type TurnEnd,
+} from '../../machines/task.machine.js';
+
+const ALL_STATES = Object.keys(TASK_TRANSITIONS) as TaskState[];
+
+/** The task chart with a stub gate and a stub session the test drives by hand. */
+function task(options: { decision?: AdmissionDecision | Error; input?: Partial<TaskInput> } = {}) {
+  const orders: SessionOrder[] = [];
+  const log: string[] = [];
+  const clock = new SimulatedClock();
+  let session: AnyActorRef | null = null;
+  const machine = taskMachine.provide({
+    actors: {
+      admit: fromPromise(async () => {
+        const decision = options.decision ?? { approve: true, risk: 'R2' };
+        if (decision instanceof Error) throw decision;
+        return decision;
+      }),
+      session: fromCallback<SessionOrder, SessionActorInput>(({ receive, sendBack }) => {
+        session = { send: sendBack } as unknown as AnyActorRef;
+        receive((order) => orders.push(order));
+        return () => log.push('session stopped');
+      }),
+    },
+    actions: {
+      recordTransition: ({ context }, params: Change) => log.push(`${context.state}→${params.to} (${params.reason})`),
+      announceCreated: (_, params) => log.push(`session_created ${params.risk}`),
+      announceRecovered: (_, params) => log.push(`recovered ${params.state}`),
+      reportError: (_, params) => log.push(`error ${params.code}`),
+      announceClosed: (_, params) => log.push(`closed ${params.finalState} (${params.reason})`),
+    },
+  });
+  const input: TaskInput = { taskId: 'task-1', turnCount: 2, turnsDone: 0, startState: 'PENDING', remainingMs: 60_000, abortCleanupMs: 5_000, ...options.input };
+  const actor = createActor(machine, { input, clock });
+  actor.start();
+  let commands = 0;
+  return {
+    actor,
+    orders,
+    log,
+    clock,
+    /** An event from the session, as the runtime's session actor would send it. */
+    fromSession: (event: Parameters<typeof actor.send>[0]) => session!.send(event),
+    finishTurn: (end: TurnEnd = { status: 'completed' }) => session!.send({ type: 'session.turn_finished', end }),
+    command(type: 'task.pause' | 'task.resume' | 'task.abort') {
+      const commandId = `c${++commands}`;
+      actor.send({ type, commandId });
+      const reply = actor.getSnapshot().context.reply;
+      return reply?.commandId === commandId ? reply.result : undefined;
+    },
+    state: () => actor.getSnapshot().context.state,
+  };
+}
+
+/** Resolves once the admission gate's promise has settled and the chart moved on. */
+const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('task chart (LC-1)', () => {
+  it('allows exactly the transitions of LC-1', () => {
+    const allowed = ALL_STATES.flatMap((from) => ALL_STATES.filter((to) => isTaskTransition(from, to)).map((to) => `${from}→${to}`));
+    expect(allowed.sort()).toEqual(
+      [
+        'PENDING→RUNNING',
+        'PENDING→REJECTED',
+        'RUNNING→PAUSED',
+        'RUNNING→ABORTING',
+        'RUNNING→COMPLETED',
+        'RUNNING→FAILED',
+        'PAUSED→RUNNING',
+        'PAUSED→ABORTING',
+        'ABORTING→ABORTED',
+      ].sort(),
+    );
+  });
+
+  it('admits, runs each turn in order and completes, announcing the session and closing it', async () => {
+    const t = task();
+    await settled();
+    expect(t.state()).toBe('RUNNING');
+    expect(t.orders).toEqual([{ type: 'run_turn', index: 0 }]);
+    t.finishTurn();
+    expect(t.orders.at(-1)).toEqual({ type: 'run_turn', index: 1 });
+    t.finishTurn();
+    expect(t.actor.getSnapshot().status).toBe('done');
+    expect(t.actor.getSnapshot().output).toEqual({ state: 'COMPLETED', reason: 'all_turns_completed' });
+    expect(t.log).toEqual(['session_created R2', 'PENDING→RUNNING (approved)', 'RUNNING→COMPLETED (all_turns_completed)', 'closed COMPLETED (all_turns_completed)', 'session stopped']);
+  });
+
+  it('rejects with the gate’s reason, and a failing gate is no approval', async () => {
+    const rejected = task({ decision: { approve: false, reason: 'risk R5 over the limit' } });
+    await settled();
+    expect(rejected.actor.getSnapshot().output).toEqual({ state: 'REJECTED', reason: 'risk R5 over the limit' });
+    expect(rejected.orders).toEqual([]);
+    const failing = task({ decision: new Error('gate down') });
+    await settled();
+    expect(failing.actor.getSnapshot().output).toEqual({ state: 'REJECTED', reason: 'admission failed: gate down' });
+  });
+
+  it('pauses inside a turn only once the session holds at its checkpoint, and resumes there', async () => {
+    const t = task();
+    await settled();
+    expect(t.command('task.pause')).toEqual({ ok: true });
+    expect(t.orders.at(-1)).toEqual({ type: 'hold' });
+    expect(t.state()).toBe('RUNNING');
+    t.fromSession({ type: 'session.held' });
+    expect(t.state()).toBe('PAUSED');
+    expect(t.command('task.pause')).toEqual({ ok: false, error: { code: 'InvalidTransition', from: 'PAUSED', to: 'PAUSED' } });
+    expect(t.command('task.resume')).toEqual({ ok: true });
+    expect(t.orders.at(-1)).toEqual({ type: 'release' });
+    expect(t.state()).toBe('RUNNING');
+    // The held turn goes on: no second run of it.
+    expect(t.orders.filter((o) => o.type === 'run_turn')).toHaveLength(1);
+    t.finishTurn();
+    t.finishTurn();
+    expect(t.actor.getSnapshot().output?.state).toBe('COMPLETED');
+  });
+
+  it('pauses at the turn boundary when the turn ends before it reaches a checkpoint, and resuming starts the next turn', async () => {
+    const t = task();
+    await settled();
+    t.command('task.pause');
+    t.finishTurn();
+    expect(t.state()).toBe('PAUSED');
+    expect(t.orders.filter((o) => o.type === 'run_turn')).toHaveLength(1);
+    t.command('task.resume');
+    expect(t.orders.at(-1)).toEqual({ type: 'run_turn', index: 1 });
+  });
+
+  it('withdraws a pause resumed before it took effect; a hold reported after that is ignored', async () => {
+    const t = task();
+    await settled();
+    t.command('task.pause');
+    expect(t.command('task.resume')).toEqual({ ok: true });
+    expect(t.orders.slice(-2)).toEqual([{ type: 'hold' }, { type: 'release' }]);
+    t.fromSession({ type: 'session.held' });
+    expect(t.state()).toBe('RUNNING');
+    expect(t.command('task.resume')).toEqual({ ok: false, error: { code: 'InvalidTransition', from: 'RUNNING', to: 'RUNNING' } });
+  });
+
+  it('aborts from RUNNING and from PAUSED: the session is told, then ABORTED and closed', async () => {
+    for (const paused of [false, true]) {
+      const t = task();
+      await settled();
+      if (paused) {
+        t.command('task.pause');
+        t.fromSession({ type: 'session.held' });
+      }
+      expect(t.command('task.abort')).toEqual({ ok: true });
+      expect(t.state()).toBe('ABORTING');
+      expect(t.orders.at(-1)).toEqual({ type: 'abort' });
+      expect(t.command('task.abort')).toEqual({ ok: false, error: { code: 'InvalidTransition', from: 'ABORTING', to: 'ABORTING' } });
+      expect(t.command('task.resume')).toEqual({ ok: false, error: { code: 'InvalidTransition', from: 'ABORTING', to: 'RUNNING' } });
+      t.fromSession({ type: 'session.aborted' });
+      expect(t.actor.getSnapshot().output).toEqual({ state: 'ABORTED', reason: 'aborted' });
+      expect(t.log.slice(-2)).toEqual(['closed ABORTED (aborted)', 'session stopped']);
+    }
+  });
+
+  it('bounds the abort’s cleanup: ABORTED when the session does not answer in time', async () => {
+    const t = task();
+    await settled();
+    t.command('task.abort');
+    t.clock.increment(5_000);
+    expect(t.actor.getSnapshot().output).toEqual({ state: 'ABORTED', reason: 'cleanup_timed_out' });
+  });
+
+  it('fails with reason timeout at the max duration, running or paused (LC-4)', async () => {
+    for (const paused of [false, true]) {
+      const t = task();
+      await settled();
+      if (paused) {
+        t.command('task.pause');
+        t.fromSession({ type: 'session.held' });
+      }
+      t.clock.increment(59_999);
+      expect(t.actor.getSnapshot().status).toBe('active');
+      t.clock.increment(1);
+      expect(t.actor.getSnapshot().output).toEqual({ state: 'FAILED', reason: 'timeout' });
+    }
+  });
+
+  it('fails when a turn fails or the session gives out, reporting the error first', async () => {
+    const t = task();
+    await settled();
+    t.finishTurn({ status: 'failed', code: 'model_error', message: 'provider down' });
+    expect(t.actor.getSnapshot().output).toEqual({ state: 'FAILED', reason: 'turn_failed' });
+    expect(t.log).toContain('error model_error');
+    const s = task();
+    await settled();
+    s.fromSession({ type: 'session.failed', message: 'storage gone' });
+    expect(s.actor.getSnapshot().output).toEqual({ state: 'FAILED', reason: 'session_error: storage gone' });
+  });
+
+  it('refuses every command LC-1 does not allow while PENDING, with a typed result', () => {
+    const t = task();
+    expect(t.state()).toBe('PENDING');
+    expect(t.command('task.pause')).toEqual({ ok: false, error: { code: 'InvalidTransition', from: 'PENDING', to: 'PAUSED' } });
+    expect(t.command('task.resume')).toEqual({ ok: false, error: { code: 'InvalidTransition', from: 'PENDING', to: 'RUNNING' } });
+    expect(t.command('task.abort')).toEqual({ ok: false, error: { code: 'InvalidTransition', from: 'PENDING', to: 'ABORTING' } });
+  });
+
+  it('starts a recovered task where it was, announcing the recovery (LC-4)', () => {
+    const running = task({ input: { startState: 'RUNNING', turnsDone: 1 } });
+    expect(running.log).toEqual(['recovered RUNNING']);
+    expect(running.orders).toEqual([{ type: 'run_turn', index: 1 }]);
+    const paused = task({ input: { startState: 'PAUSED', turnsDone: 1 } });
+    expect(paused.state()).toBe('PAUSED');
+    expect(paused.orders).toEqual([]);
+    const aborting = task({ input: { startState: 'ABORTING' } });
+    expect(aborting.orders).toEqual([{ type: 'abort' }]);
+  });
+});
