@@ -154,6 +154,10 @@ export class NullStorage implements SessionStorage {
     return [];
   }
   async setPermissionMode(): Promise<void> {}
+  async listChildSessions(): Promise<never[]> {
+    return [];
+  }
+  async switchAgent(): Promise<void> {}
   async acquireSession(): Promise<{ ok: false; reason: 'unknown' }> {
     return { ok: false, reason: 'unknown' };
   }

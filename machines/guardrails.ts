@@ -28,6 +28,8 @@ export interface LoopTracker {
   count: number;
   /** Hashes of the latest signatures, oldest first; empty unless cycle detection is on. */
   recent: string[];
+  /** RT-14: `wait_agent` calls in a row that timed out (waits are not counted as repeats, their timeouts are). */
+  waitTimeouts: number;
 }
 
 export type LoopVerdict = {
@@ -39,7 +41,7 @@ export type LoopVerdict = {
   period: number;
 } | null;
 
-export const FRESH_TRACKER: LoopTracker = { signature: null, count: 0, recent: [] };
+export const FRESH_TRACKER: LoopTracker = { signature: null, count: 0, recent: [], waitTimeouts: 0 };
 
 /** The rules of the default profile (seed 000): the turn ends at the third identical call, nothing else. */
 export function defaultLoopRules(hard: number): LoopRules {
@@ -51,7 +53,21 @@ const MAX_PERIOD = 4;
 
 /** A call that was not counted (unknown tool, arguments not an object or failing the schema) breaks any run. */
 export function breakRun(tracker: LoopTracker): LoopTracker {
-  return tracker.signature === null && tracker.recent.length === 0 ? tracker : FRESH_TRACKER;
+  return tracker.signature === null && tracker.recent.length === 0 && tracker.waitTimeouts === 0 ? tracker : FRESH_TRACKER;
+}
+
+/**
+ * RT-14: a `wait_agent` call is not one of a run of identical calls — waiting again for a child is
+ * no loop — but it is a different call from the ones before it, so it ends their run. What it keeps
+ * is the count of waits in a row that timed out, which its own result then moves.
+ */
+export function passWait(tracker: LoopTracker): LoopTracker {
+  return tracker.signature === null && tracker.recent.length === 0 ? tracker : { signature: null, count: 0, recent: [], waitTimeouts: tracker.waitTimeouts };
+}
+
+/** A wait that timed out is one more in a row; a wait that got its answer ends the row. */
+export function afterWait(tracker: LoopTracker, timedOut: boolean): LoopTracker {
+  return { signature: tracker.signature, count: tracker.count, recent: tracker.recent, waitTimeouts: timedOut ? tracker.waitTimeouts + 1 : 0 };
 }
 
 /** Counts one valid call and says whether it reached a threshold. */
@@ -59,7 +75,8 @@ export function observeCall(tracker: LoopTracker, name: string, args: Record<str
   const signature = `${name}:${stableStringify(rules.nearDuplicates ? normalizeArguments(args) : args)}`;
   const count = signature === tracker.signature ? tracker.count + 1 : 1;
   const recent = rules.cycles ? remember(tracker.recent, signatureHash(signature), MAX_PERIOD * rules.cycles.hard) : tracker.recent;
-  const next: LoopTracker = { signature, count, recent };
+  // Any counted call between two waits ends their row of timeouts.
+  const next: LoopTracker = { signature, count, recent, waitTimeouts: 0 };
   return { tracker: next, verdict: verdictOf(next, rules) };
 }
 

@@ -42,8 +42,8 @@ export interface SessionContext extends SessionInput {
   lastOutcome: { turnId: string; outcome: TurnOutcome } | null;
   /** The answer to the last command, tagged with the command's id. */
   reply: { commandId: string; result: CommandReply } | null;
-  /** A compaction, rewind or reload in progress, and the command waiting for its answer. */
-  maintenance: { commandId: string; effect: EffectCall<SessionEffects> } | null;
+  /** A compaction, rewind, reload or agent switch in progress, and the command waiting for its answer; a switch brings its agent's limits. */
+  maintenance: { commandId: string; effect: EffectCall<SessionEffects>; limits?: TurnLimits } | null;
   /** The session is being stopped: nothing more starts. */
   stopping: boolean;
 }
@@ -55,6 +55,8 @@ export type SessionEvent =
   | { type: 'session.compact'; commandId: string }
   | { type: 'session.rewind'; commandId: string; compactionId: string }
   | { type: 'session.reload'; commandId: string }
+  /** agent.switch: the session's agent (already checked against the allow-list) from the next turn on. */
+  | { type: 'session.switch_agent'; commandId: string; agent: string; limits: TurnLimits }
   | { type: 'session.stop'; commandId: string }
   | { type: 'session.require_reload' }
   | { type: 'turn.permission_requested'; turnId: string; toolCallId: string; name: string; paths: string[] }
@@ -82,11 +84,14 @@ export type SessionEffects = {
   rewindConversation: { input: { sessionId: string; compactionId: string }; output: void };
   /** Loads the conversation from storage again, the way out of `reloadRequired` (CP-4). */
   reloadConversation: { input: { sessionId: string }; output: void };
+  /** agent.switch: stores the new agent with a note in the conversation, and installs it for the next turn. */
+  switchAgent: { input: { sessionId: string; agent: string }; output: void };
 };
 
-type Maintenance = Extract<SessionEvent, { type: 'session.compact' | 'session.rewind' | 'session.reload' }>;
+type Maintenance = Extract<SessionEvent, { type: 'session.compact' | 'session.rewind' | 'session.reload' | 'session.switch_agent' }>;
 
 function maintenanceEffect(sessionId: string, event: Maintenance): EffectCall<SessionEffects> {
+  if (event.type === 'session.switch_agent') return { name: 'switchAgent', input: { sessionId, agent: event.agent } };
   if (event.type === 'session.rewind') return { name: 'rewindConversation', input: { sessionId, compactionId: event.compactionId } };
   return event.type === 'session.compact' ? { name: 'compact', input: { sessionId } } : { name: 'reloadConversation', input: { sessionId } };
 }
@@ -215,6 +220,7 @@ export const sessionMachine = setup({
       maintenance: ({ context, event }) => ({
         commandId: (event as Maintenance).commandId,
         effect: maintenanceEffect(context.sessionId, event as Maintenance),
+        ...(event.type === 'session.switch_agent' && { limits: event.limits }),
       }),
     }),
     replySessionActive: assign({
@@ -225,6 +231,8 @@ export const sessionMachine = setup({
         commandId: context.maintenance?.commandId ?? '',
         result: { ok: true, ...((event as Extract<EffectReply, { type: 'effect.done' }>).output as { compactionId?: string } | undefined) },
       }),
+      // A switched agent's limits apply from the next turn on: no turn runs while maintaining.
+      limits: ({ context }) => context.maintenance?.limits ?? context.limits,
       reloadRequired: false,
       maintenance: null,
     }),
@@ -275,6 +283,8 @@ export const sessionMachine = setup({
     'session.compact': { actions: 'replySessionActive' },
     'session.rewind': { actions: 'replySessionActive' },
     'session.reload': { actions: 'replySessionActive' },
+    // agent.switch waits for the running turn to end, like compaction: the turn keeps the agent it started with.
+    'session.switch_agent': { actions: 'replySessionActive' },
   },
   states: {
     idle: {
@@ -302,6 +312,7 @@ export const sessionMachine = setup({
         ],
         'session.rewind': { target: 'maintaining', actions: 'beginMaintenance' },
         'session.reload': { target: 'maintaining', actions: 'beginMaintenance' },
+        'session.switch_agent': { target: 'maintaining', actions: 'beginMaintenance' },
       },
     },
     running: {

@@ -1,11 +1,12 @@
-import { assign, not, or, sendParent, setup } from 'xstate';
+import { and, assign, not, or, sendParent, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import type { AuditDecision } from '../src/protocol/audit.js';
 import type { AuthorizationDecision, ToolCallOutput, ToolResult, TurnTermination } from '../src/protocol/tool-result.js';
 import type { GuardrailRule } from '../src/protocol/updates.js';
 import { MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
-import { breakRun, observeCall, recoveryHint, stopReason, type LoopRules, type LoopTracker, type LoopVerdict } from './guardrails.js';
+import { afterWait, breakRun, observeCall, passWait, recoveryHint, stopReason, type LoopRules, type LoopTracker, type LoopVerdict } from './guardrails.js';
+import { isDelegationTool, SPAWN_AGENT, WAIT_AGENT, type WaitAgentOutput } from './delegation.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
@@ -111,6 +112,10 @@ export type ToolCallEffects = {
   executeTool: { input: ExecuteInput; output: ToolResult };
   /** Runs a control tool such as `update_plan` (RT-22). */
   runControlTool: { input: ToolEffectInput; output: ToolResult };
+  /** `spawn_agent` (a child session and its first turn) or `send_agent_message`: answers at once. */
+  delegate: { input: ToolEffectInput; output: ToolResult };
+  /** `wait_agent`: the child's answer, or a timeout on the runtime's chart clock; a cancel aborts the wait. */
+  waitAgent: { input: ToolEffectInput; output: WaitAgentOutput };
   /** Writes the result and its audit row, appends it to the conversation (RT-12, RL-4). */
   writeResult: { input: WriteResultInput; output: void };
   /** The runtime's then the agent's `beforeToolDispatch` hooks (RL-4). */
@@ -133,6 +138,8 @@ const ALLOWED_BY_USER: AuditDecision = { verdict: 'allowed', by: 'user' };
 const CANCELLED_BY_TIMEOUT = 'tool call cancelled: the run passed its time limit';
 const CANCELLED_BY_STALL = 'tool call cancelled: the turn made no progress for too long';
 const STOPPED = 'the session stopped before the tool call finished';
+const waitOf = (event: ToolCallEvent) => outputOf<WaitAgentOutput>(event);
+const isWaitTimeout = (event: ToolCallEvent) => event.type === 'effect.done' && waitOf(event)?.timedOut === true;
 
 export const toolCallMachine = setup({
   types: {
@@ -161,6 +168,20 @@ export const toolCallMachine = setup({
     loopStopReached: ({ context }) => context.verdict?.level === 'hard',
     loopHintDue: ({ context }) => context.verdict?.level === 'soft' && !context.hintAnnounced,
     resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
+    /** Supplied by the runtime: the session's agent allows no delegation, so its control tools are refused. */
+    delegationForbidden: notProvided('tool-call', 'delegationForbidden') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: the agent `spawn_agent` names is not one this agent may delegate to. */
+    childAgentForbidden: notProvided('tool-call', 'childAgentForbidden') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: this turn already has as many live children as the agent allows. */
+    childLimitReached: notProvided('tool-call', 'childLimitReached') as (_: { context: ToolCallContext }) => boolean,
+    /** Supplied by the runtime: nobody can answer an approval in this session (a sub-agent's): what would ask is denied. */
+    approvalNonInteractive: notProvided('tool-call', 'approvalNonInteractive') as (_: { context: ToolCallContext }) => boolean,
+    isDelegationTool: ({ context }) => isDelegationTool(context.call.name),
+    isSpawnAgent: ({ context }) => context.call.name === SPAWN_AGENT,
+    isWaitAgent: ({ context }) => context.call.name === WAIT_AGENT,
+    /** RT-14: this wait timed out, and the waits in a row that timed out reach the loop's stop. */
+    waitTimeoutsReachStop: ({ context, event }) => isWaitTimeout(event) && context.loop.waitTimeouts + 1 >= context.loopRules.hard,
+    waitTimedOut: ({ event }) => isWaitTimeout(event),
   },
   actions: {
     requestEffect: requestEffectAction<ToolCallContext, ToolCallEvent, ToolCallEffects>(),
@@ -201,6 +222,14 @@ export const toolCallMachine = setup({
         content: `${errorMessage(errorOf(event))} (the tool's result, ${context.result?.status ?? 'none'}, is withheld)`,
       }),
       hookError: ({ event }) => hookCodeOf(errorOf(event)),
+    }),
+    /** Non-interactive approval: a call that would ask is a rule denial, with the reason; the turn goes on. */
+    assignNonInteractiveDenial: assign({
+      result: ({ context }) => ({
+        status: 'denied',
+        content: `denied by rule: '${context.call.name}' needs an approval, and this session cannot ask for one (a sub-agent's session is non-interactive)`,
+      }),
+      decision: DENIED_BY_RULE,
     }),
     assignCancelled: assign({
       result: ({ event }) => ({ status: 'cancelled', content: cancelledText(event) }),
@@ -301,6 +330,33 @@ export const toolCallMachine = setup({
               guard: 'loopHintDue',
               actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, assign({ hintAnnounced: true })],
             },
+            // Delegation: only an agent that allows it, only to the agents it names, only so many live children per turn.
+            {
+              guard: and(['isDelegationTool', 'delegationForbidden']),
+              target: '#toolCall.writing_result',
+              actions: assign({
+                result: ({ context }) => ({ status: 'denied', content: `denied by rule: this agent may not delegate ('${context.call.name}')` }),
+                decision: DENIED_BY_RULE,
+              }),
+            },
+            {
+              guard: and(['isSpawnAgent', 'childAgentForbidden']),
+              target: '#toolCall.writing_result',
+              actions: assign({
+                result: ({ context }) => ({ status: 'denied', content: `denied by rule: UnknownAgent: '${String(context.args.agent)}' is not an agent this agent may delegate to` }),
+                decision: DENIED_BY_RULE,
+              }),
+            },
+            {
+              guard: and(['isSpawnAgent', 'childLimitReached']),
+              target: '#toolCall.writing_result',
+              actions: assign({
+                result: { status: 'denied', content: 'denied by rule: ChildLimitReached: this turn already runs as many sub-agents as its agent allows; wait for one first' },
+                decision: DENIED_BY_RULE,
+              }),
+            },
+            { guard: 'isWaitAgent', target: 'waiting_agent' },
+            { guard: 'isDelegationTool', target: 'delegating' },
             // Control tools (e.g. `update_plan`) run without authorization.
             { guard: 'isControlTool', target: '#toolCall.running_control' },
             // RL-4: dispatch hooks first — they may deny or rewrite, and a rewritten call is what the user is asked about.
@@ -309,7 +365,8 @@ export const toolCallMachine = setup({
             { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
             // The session's mode rule-denies the call (e.g. a write when read-only).
             { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-            // The session's mode wants the user's approval.
+            // The session's mode wants the user's approval — unless nobody can give it (non-interactive).
+            { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
             { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
             // Nothing stands in the way.
             { target: 'executing' },
@@ -350,6 +407,7 @@ export const toolCallMachine = setup({
           always: [
             { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
             { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+            { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
             { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
             { target: 'executing' },
           ],
@@ -378,12 +436,14 @@ export const toolCallMachine = setup({
         tool_asked: {
           always: [
             { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+            { guard: 'approvalNonInteractive', target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
             { target: 'waiting_permission' },
           ],
         },
         tool_allowed: {
           always: [
             { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+            { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
             { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
             { target: 'executing' },
           ],
@@ -430,6 +490,49 @@ export const toolCallMachine = setup({
               target: '#toolCall.writing_result',
               actions: [{ type: 'emitPermissionResolved', params: { decision: 'actor_stopped' } }, 'assignStopped'],
             },
+          },
+        },
+        /** `spawn_agent` / `send_agent_message`: the child is started or written to; the call answers at once. */
+        delegating: {
+          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'delegate', input: effectInput(context) }) },
+          on: {
+            'effect.done': { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+          },
+        },
+        /** `wait_agent`: inside `active`, so a cancel or stop of the parent reaches the wait at once. */
+        waiting_agent: {
+          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'waitAgent', input: effectInput(context) }) },
+          on: {
+            'effect.done': [
+              // RT-14: waits are not repeats, but waits in a row that time out end the turn like a loop.
+              {
+                guard: 'waitTimeoutsReachStop',
+                target: '#toolCall.writing_result',
+                actions: [
+                  { type: 'emitGuardrailTriggered', params: ({ context }) => ({ rule: 'loop', level: 'hard', toolName: WAIT_AGENT, count: context.loop.waitTimeouts + 1 }) },
+                  assign({
+                    result: { status: 'failed', content: `doom loop detected for tool '${WAIT_AGENT}'` },
+                    termination: ({ context }) => ({
+                      kind: 'failed',
+                      code: 'doom_loop',
+                      message: `'${WAIT_AGENT}' timed out ${context.loop.waitTimeouts + 1} times in a row`,
+                    }),
+                    loop: ({ context }) => afterWait(context.loop, true),
+                  }),
+                ],
+              },
+              {
+                guard: 'waitTimedOut',
+                target: '#toolCall.writing_result',
+                actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, true) }),
+              },
+              {
+                target: '#toolCall.writing_result',
+                actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, false) }),
+              },
+            ],
+            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
           },
         },
         executing: {
@@ -541,6 +644,8 @@ export function validationAction(validate: (context: ToolCallContext) => Validat
     if (!context.argumentsParsed) return { loop: breakRun(context.loop) };
     const validation = validate(context);
     if (!validation.ok) return { validation, loop: breakRun(context.loop) };
+    // RT-14: a wait is not counted as a repeat; only its timeouts are (in `waiting_agent`).
+    if (context.call.name === WAIT_AGENT) return { validation, args: validation.args, loop: passWait(context.loop) };
     const { tracker, verdict } = observeCall(context.loop, context.call.name, validation.args, context.loopRules);
     return { validation, args: validation.args, loop: tracker, verdict };
   });

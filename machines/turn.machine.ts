@@ -253,6 +253,12 @@ export const turnMachine = setup({
     discardDraft: notProvided('turn', 'discardDraft'),
     /** Supplied by the runtime: the `guardrail_triggered` update. */
     emitGuardrailTriggered: notProvided('turn', 'emitGuardrailTriggered') as (_: unknown, params: GuardrailTriggered) => void,
+    /**
+     * Supplied by the runtime: cancels the sub-agents this turn started that still run. Taken with
+     * every interrupt, so a cancel or stop reaches them at once, and again as the turn ends any way
+     * but completed (a completed turn's children go on; their answers wait in the mailbox).
+     */
+    cancelChildren: notProvided('turn', 'cancelChildren'),
     assignPersistenceFailure: assign({
       outcome: ({ event }) => failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'persistence_error'),
     }),
@@ -325,9 +331,9 @@ export const turnMachine = setup({
       on: {
         'effect.done': { target: 'running_model' },
         'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
-        'turn.cancel': { actions: 'assignInterrupt' },
-        'turn.timeout': { actions: 'assignInterrupt' },
-        'turn.stop': { actions: 'assignInterrupt' },
+        'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren'] },
+        'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren'] },
+        'turn.stop': { actions: ['assignInterrupt', 'cancelChildren'] },
       },
     },
     running_model: {
@@ -389,9 +395,9 @@ export const turnMachine = setup({
               { target: '#turn.failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
             ],
             // The callback's signal aborts and its answer is no longer awaited; a write already under way finishes first.
-            'turn.cancel': { actions: ['assignInterrupt', 'abortEffect'] },
-            'turn.timeout': { actions: ['assignInterrupt', 'abortEffect'] },
-            'turn.stop': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
           },
         },
         holding: {
@@ -414,9 +420,9 @@ export const turnMachine = setup({
               { target: 'preparing' },
             ],
             'effect.failed': { target: '#turn.failed', actions: 'assignPersistenceFailure' },
-            'turn.cancel': { actions: 'assignInterrupt' },
-            'turn.timeout': { actions: 'assignInterrupt' },
-            'turn.stop': { actions: 'assignInterrupt' },
+            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren'] },
+            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren'] },
+            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren'] },
           },
         },
         /** RT-10: sample world state (CW-2), then build this call's request once (CW-1), pruning at the line. */
@@ -465,9 +471,9 @@ export const turnMachine = setup({
               { target: '#turn.failed', actions: 'assignAssemblyFailure' },
             ],
             // Abort the sampling's reads, and wait for its reply: a world-state write under way finishes first.
-            'turn.cancel': { actions: ['assignInterrupt', 'abortEffect'] },
-            'turn.timeout': { actions: ['assignInterrupt', 'abortEffect'] },
-            'turn.stop': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
           },
         },
         compacting: {
@@ -493,9 +499,9 @@ export const turnMachine = setup({
               { target: '#turn.failed', actions: 'assignCompactionFailure' },
             ],
             // Abort the summary call, and wait for the reply: a checkpoint being stored is stored or not, never half.
-            'turn.cancel': { actions: ['assignInterrupt', 'abortEffect'] },
-            'turn.timeout': { actions: ['assignInterrupt', 'abortEffect'] },
-            'turn.stop': { actions: ['assignInterrupt', 'abortEffect'] },
+            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
           },
         },
         calling: {
@@ -572,9 +578,9 @@ export const turnMachine = setup({
               { target: '#turn.running_tools' },
             ],
             'effect.failed': { target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
-            'turn.cancel': { actions: 'assignInterrupt' },
-            'turn.timeout': { actions: 'assignInterrupt' },
-            'turn.stop': { actions: 'assignInterrupt' },
+            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren'] },
+            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren'] },
+            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren'] },
           },
         },
       },
@@ -660,11 +666,11 @@ export const turnMachine = setup({
             },
           },
           on: {
-            'turn.cancel': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.cancel' })] },
+            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', sendTo('toolCall', { type: 'tool.cancel' })] },
             'turn.timeout': {
-              actions: ['assignInterrupt', sendTo('toolCall', ({ event }) => ({ type: 'tool.cancel', reason: event.limit === 'stall' ? 'stall' : 'timeout' }))],
+              actions: ['assignInterrupt', 'cancelChildren', sendTo('toolCall', ({ event }) => ({ type: 'tool.cancel', reason: event.limit === 'stall' ? 'stall' : 'timeout' }))],
             },
-            'turn.stop': { actions: ['assignInterrupt', sendTo('toolCall', { type: 'tool.stop' })] },
+            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', sendTo('toolCall', { type: 'tool.stop' })] },
           },
         },
       },
@@ -700,14 +706,15 @@ export const turnMachine = setup({
       ],
     },
     completed: { type: 'final', entry: { type: 'emitPhase', params: { phase: 'completed' } } },
-    failed: { type: 'final', entry: { type: 'emitPhase', params: { phase: 'failed' } } },
+    failed: { type: 'final', entry: ['cancelChildren', { type: 'emitPhase', params: { phase: 'failed' } }] },
     cancelled: {
       type: 'final',
-      entry: [assign({ outcome: { status: 'cancelled' } }), { type: 'emitPhase', params: { phase: 'cancelled' } }],
+      entry: ['cancelChildren', assign({ outcome: { status: 'cancelled' } }), { type: 'emitPhase', params: { phase: 'cancelled' } }],
     },
     timed_out: {
       type: 'final',
       entry: [
+        'cancelChildren',
         assign({
           outcome: ({ context }) => ({ status: 'timed_out', message: `the run passed its time limit of ${context.limits.runTimeoutMs ?? 0} ms` }),
         }),

@@ -9,6 +9,7 @@ export {
   type ResolvePermissionResult,
   type DeliverResult,
   type SetModeResult,
+  type SwitchAgentResult,
   type WaitResult,
   type CompactResult,
   type RewindResult,

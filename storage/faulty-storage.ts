@@ -38,6 +38,8 @@ export const STORAGE_METHODS = [
   'getSession',
   'listSessions',
   'setPermissionMode',
+  'listChildSessions',
+  'switchAgent',
   'acquireSession',
   'renewLeases',
   'releaseSession',

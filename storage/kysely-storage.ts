@@ -107,6 +107,8 @@ export class KyselySessionStorage implements SessionStorage {
         busy_policy: row.busyPolicy ?? 'reject',
         update_sequence: row.updateSequence ?? 0,
         fencing_token: fence,
+        ...(row.nonInteractive && { non_interactive: 1 }),
+        ...(row.parent && { parent_session_id: row.parent.sessionId, parent_turn_id: row.parent.turnId, parent_tool_call_id: row.parent.toolCallId }),
         ...(owner && {
           owner_id: owner.ownerId,
           owner_host: owner.host,
@@ -142,6 +144,20 @@ export class KyselySessionStorage implements SessionStorage {
     await throwIfFenced(this.db, sessionId, fence);
     // A silent no-op would let the runtime believe a mode change was persisted.
     throw new Error(`setPermissionMode: no session ${sessionId}`);
+  }
+
+  async listChildSessions(parentSessionId: string): Promise<SessionRow[]> {
+    const rows = await this.db.selectFrom('sessions').selectAll().where('parent_session_id', '=', parentSessionId).orderBy('created_at_ms').orderBy('id').execute();
+    return rows.map(rowToSession);
+  }
+
+  async switchAgent(sessionId: string, agent: string, note: StoredMessage | null, fence?: number): Promise<void> {
+    await inTransaction(this.db, async (trx) => {
+      await assertFence(trx, this.dialect, sessionId, fence);
+      const result = await trx.updateTable('sessions').set({ agent }).where('id', '=', sessionId).executeTakeFirst();
+      if (result.numUpdatedRows === 0n) throw new Error(`switchAgent: no session ${sessionId}`);
+      if (note) await trx.insertInto('messages').values(messageToRow(note)).execute();
+    });
   }
 
   acquireSession(sessionId: string, lease: LeaseRequest, reserveSequences = 0): Promise<AcquireResult> {

@@ -17,6 +17,11 @@ export function rowToSession(row: Selectable<SessionsTable>): SessionRow {
     createdAtMs: toMs(row.created_at_ms),
     busyPolicy: row.busy_policy as BusyPolicy,
     updateSequence: Number(row.update_sequence),
+    ...(Number(row.non_interactive) === 1 && { nonInteractive: true }),
+    ...(row.parent_session_id !== null &&
+      row.parent_session_id !== undefined && {
+        parent: { sessionId: row.parent_session_id, turnId: row.parent_turn_id ?? '', toolCallId: row.parent_tool_call_id ?? '' },
+      }),
   };
 }
 

@@ -21,6 +21,12 @@ export interface SessionsTable {
   owner_pid: number | null;
   lease_expires_at_ms: NullableEpochMs;
   fencing_token: ColumnType<number | string, number | undefined, number>;
+  /** Sub-agents (006): the session, turn and tool call that started this one; null for a root session. */
+  parent_session_id: ColumnType<string | null, string | null | undefined, string | null>;
+  parent_turn_id: ColumnType<string | null, string | null | undefined, string | null>;
+  parent_tool_call_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 1: nobody can answer an approval in this session, so what would ask is denied (006). */
+  non_interactive: ColumnType<number, number | undefined, number>;
 }
 
 export interface TurnsTable {

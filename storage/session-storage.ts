@@ -22,6 +22,17 @@ export interface SessionRow {
   busyPolicy?: BusyPolicy;
   /** Read back only: every update sequence up to this one may have been issued (a new owner starts above it). */
   updateSequence?: number;
+  /** A sub-agent's session: what started it. */
+  parent?: AgentLink;
+  /** Nobody can answer an approval: a call that would ask is a rule denial (every sub-agent's session). */
+  nonInteractive?: boolean;
+}
+
+/** Where a child session came from: the parent session, its turn, and the `spawn_agent` call. */
+export interface AgentLink {
+  sessionId: string;
+  turnId: string;
+  toolCallId: string;
 }
 
 /** Who holds a session: one runtime, in one process on one host. */
@@ -174,6 +185,10 @@ export interface SessionStorage {
   /** Newest first. */
   listSessions(page: SessionPage): Promise<SessionRow[]>;
   setPermissionMode(sessionId: string, mode: PermissionMode, fence?: number): Promise<void>;
+  /** The sessions `spawn_agent` started from this one, oldest first. */
+  listChildSessions(parentSessionId: string): Promise<SessionRow[]>;
+  /** agent.switch: the session's agent and the note that records the switch in the conversation, in one transaction. */
+  switchAgent(sessionId: string, agent: string, note: StoredMessage | null, fence?: number): Promise<void>;
 
   /**
    * Takes the session for `lease` when nobody else holds a live lease on it, in one transaction:

@@ -15,6 +15,7 @@ export const commandRequestSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('cancelTurn'), sessionId, turnId: ref }),
   z.object({ op: z.literal('resolvePermission'), sessionId, command: z.unknown() }),
   z.object({ op: z.literal('setPermissionMode'), sessionId, mode: z.unknown() }),
+  z.object({ op: z.literal('switchAgent'), sessionId, agent: z.unknown() }),
   z.object({ op: z.literal('deliverAgentMessage'), sessionId, message: z.unknown() }),
   z.object({ op: z.literal('compact'), sessionId }),
   z.object({ op: z.literal('rewind'), sessionId, compactionId: z.unknown() }),

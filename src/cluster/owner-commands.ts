@@ -40,6 +40,8 @@ async function run(host: HostContext, request: CommandRequest): Promise<unknown>
       return session.resolvePermission(request.command);
     case 'setPermissionMode':
       return session.setPermissionMode(request.mode);
+    case 'switchAgent':
+      return session.switchAgent(request.agent);
     case 'deliverAgentMessage':
       return session.deliverAgentMessage(request.message);
     case 'compact':

@@ -10,6 +10,7 @@ import type {
   RewindResult,
   SessionSnapshot,
   SetModeResult,
+  SwitchAgentResult,
   SubmitTurnResult,
   TurnStatusResult,
 } from '../runtime/session-handle.js';
@@ -61,6 +62,10 @@ export class RemoteSession implements SessionAccess {
 
   setPermissionMode(mode: unknown): Promise<SetModeResult> {
     return this.call({ op: 'setPermissionMode', mode });
+  }
+
+  switchAgent(agent: unknown): Promise<SwitchAgentResult> {
+    return this.call({ op: 'switchAgent', agent });
   }
 
   deliverAgentMessage(message: unknown): Promise<DeliverResult> {

@@ -28,6 +28,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   SkillTooLarge: 400,
   MessageTooLarge: 400,
   UnknownAgent: 400,
+  AgentSwitchNotAllowed: 409,
   InvalidCursor: 400,
   Unauthorized: 401,
   UnknownSession: 404,

@@ -43,6 +43,10 @@ export class LocalSession implements SessionAccess {
     return this.handle.setPermissionMode(mode);
   }
 
+  switchAgent(agent: unknown) {
+    return this.handle.switchAgent(agent);
+  }
+
   deliverAgentMessage(message: unknown) {
     return this.handle.deliverAgentMessage(message);
   }

@@ -19,6 +19,8 @@ export const CreateSessionBody = z
     agent: idSchema.optional(),
     permissionMode: permissionModeSchema.optional(),
     busyPolicy: busyPolicySchema.optional(),
+    /** No approvals will be answered: a call that would ask is a rule denial. */
+    nonInteractive: z.boolean().optional(),
   })
   .strict()
   .openapi('CreateSession');
@@ -77,6 +79,8 @@ export const WaitQuery = z.object({ wait: z.coerce.number().min(0).max(60).optio
 export const DecisionBody = z.object({ decision: z.enum(['allow_once', 'deny']) }).strict().openapi('PermissionDecision');
 export const ModeBody = z.object({ mode: permissionModeSchema }).strict().openapi('PermissionMode');
 export const AgentMessageBody = z.object({ from: idSchema, text: z.string().min(1).max(1_000_000) }).strict().openapi('AgentMessage');
+export const AgentBody = z.object({ agent: idSchema }).strict().openapi('AgentSwitch');
+export const AgentSwitched = z.object({ ok: z.literal(true), agent: z.string() }).openapi('AgentSwitched');
 export const RewindBody = z.object({ compactionId: idSchema }).strict().openapi('Rewind');
 
 export const Ok = z.object({ ok: z.literal(true) }).openapi('Ok');

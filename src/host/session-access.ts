@@ -8,6 +8,7 @@ import type {
   RewindResult,
   SessionSnapshot,
   SetModeResult,
+  SwitchAgentResult,
   SubmitTurnResult,
   TurnStatusResult,
 } from '../runtime/session-handle.js';
@@ -44,6 +45,8 @@ export interface SessionAccess {
   cancelTurn(turnId: string): Promise<CancelTurnResult>;
   resolvePermission(command: unknown): Promise<ResolvePermissionResult>;
   setPermissionMode(mode: unknown): Promise<SetModeResult>;
+  /** agent.switch: from the next turn on, to an agent the current one allows. */
+  switchAgent(agent: unknown): Promise<SwitchAgentResult>;
   deliverAgentMessage(message: unknown): Promise<DeliverResult>;
   compactConversation(): Promise<CompactResult>;
   rewindConversation(compactionId: unknown): Promise<RewindResult>;

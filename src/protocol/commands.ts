@@ -78,6 +78,9 @@ export const resolvePermissionSchema = readSafely(
 
 export const permissionModeSchema = z.enum(['ask', 'auto', 'read_only']);
 
+/** agent.switch: the name of the agent a session switches to. */
+export const agentNameSchema = readSafely(idSchema.clone());
+
 export const agentMessageSchema = readSafely(z.object({ from: idSchema, text: z.string().min(1) }));
 
 export const afterSequenceSchema = readSafely(z.number().int().min(0));
@@ -89,6 +92,8 @@ const createSessionShape = {
   permissionMode: permissionModeSchema.default('ask'),
   workspaceDir: z.string().min(1).max(4_096).refine(storable, STORABLE).optional(),
   busyPolicy: busyPolicySchema.default('reject'),
+  /** Nobody will answer approvals (a headless run): a call that would ask is a rule denial. Sub-agents' sessions always are. */
+  nonInteractive: z.boolean().default(false),
 };
 
 export const createSessionSchema = readSafely(

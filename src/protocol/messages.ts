@@ -2,8 +2,8 @@
 
 import type { AssistantProviderData, ProviderMetadata } from './provider-data.js';
 
-/** `guardrail_note`: guidance the host's `onMistakeLimit` gave (GR-2), written before the next model call. */
-export type MessageKind = 'normal' | 'skill_instruction' | 'agent_message' | 'world_state' | 'guardrail_note';
+/** `guardrail_note`: guidance the host's `onMistakeLimit` gave (GR-2), written before the next model call; `agent_note`: the session's agent was switched (agent.switch). */
+export type MessageKind = 'normal' | 'skill_instruction' | 'agent_message' | 'world_state' | 'guardrail_note' | 'agent_note';
 
 /** A tool call as the provider completed it; `argumentsText` is the raw JSON the model produced. */
 export interface ToolCallPart {

@@ -31,7 +31,14 @@ export interface AgentDefinition {
   guardrails: GuardrailLimits;
   /** GR-2: decides what happens when the mistake breaker trips; without it the turn fails `mistake_limit`. */
   onMistakeLimit?: OnMistakeLimit;
+  /** Sub-agents: the agents this one may start with `spawn_agent`, and how many may run per turn; null: no delegation. */
+  delegation: { agents: readonly string[]; maxChildren: number } | null;
+  /** agent.switch: the agents a session of this one may switch to. */
+  switchTo: readonly string[];
 }
+
+/** Live children one turn may have when the agent does not say. */
+export const DEFAULT_MAX_CHILDREN = 4;
 
 export const agentConfigSchema = z.object({
   systemPrompt: z.string().min(1).optional(),
@@ -46,6 +53,10 @@ export const agentConfigSchema = z.object({
   /** `'default'`, `'cline'`, or `{ profile?, loop?, cycles?, nearDuplicates?, mistakeLimit?, stallTimeoutMs?, maxTurnTokens? }`. */
   guardrails: guardrailsSchema.optional(),
   onMistakeLimit: onMistakeLimitSchema.optional(),
+  /** Sub-agents: `spawn_agent` may start these agents, at most `maxChildren` live per turn (default 4). */
+  delegation: z.strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional() }).optional(),
+  /** agent.switch: the agents a session of this agent may switch to. */
+  switchTo: z.array(z.string().min(1).max(200)).max(64).optional(),
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */
@@ -66,6 +77,8 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     toolTimeoutMs: null,
     parallelToolCalls: 1,
     guardrails: DEFAULT_RESOLVED.limits,
+    delegation: null,
+    switchTo: [],
   },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
@@ -75,6 +88,8 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     toolTimeoutMs: null,
     parallelToolCalls: 1,
     guardrails: DEFAULT_RESOLVED.limits,
+    delegation: null,
+    switchTo: [],
   },
 };
 
@@ -100,9 +115,21 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       ...(given.hooks ? { hooks: given.hooks } : base.hooks && { hooks: base.hooks }),
       guardrails: guardrails.limits,
       ...(onMistakeLimit && { onMistakeLimit }),
+      delegation: parsed.delegation ? { agents: parsed.delegation.agents, maxChildren: parsed.delegation.maxChildren ?? DEFAULT_MAX_CHILDREN } : base.delegation,
+      switchTo: parsed.switchTo ?? base.switchTo,
     };
   }
+  checkAgentNames(agents);
   return agents;
+}
+
+/** Every agent named for delegation or a switch must exist: a typo is refused when the runtime is made, not when the model calls. */
+function checkAgentNames(agents: Record<string, AgentDefinition>): void {
+  for (const [name, agent] of Object.entries(agents)) {
+    for (const other of [...(agent.delegation?.agents ?? []), ...agent.switchTo]) {
+      if (!agentNamed(agents, other)) throw new Error(`agent '${name}' names an unknown agent '${other}'`);
+    }
+  }
 }
 
 /**
@@ -110,9 +137,9 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
  * this runtime advertises — must fit its limit, or the runtime is refused now rather than every
  * turn failing at its first model call.
  */
-export function checkSystemContexts(agents: Record<string, AgentDefinition>, tools: readonly ToolDefinition[]): void {
+export function checkSystemContexts(agents: Record<string, AgentDefinition>, toolsOf: (agent: AgentDefinition) => readonly ToolDefinition[]): void {
   for (const [name, agent] of Object.entries(agents)) {
-    for (const part of systemContext(agent.systemPrompt, tools)) {
+    for (const part of systemContext(agent.systemPrompt, toolsOf(agent))) {
       const tokens = estimateTokens(part.content);
       if (tokens >= SYSTEM_PART_TOKEN_LIMIT) {
         throw new Error(`the system context of agent '${name}' (its prompt and the tool rules) estimates ${tokens} tokens (limit ${SYSTEM_PART_TOKEN_LIMIT})`);

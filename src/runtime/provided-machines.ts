@@ -6,25 +6,28 @@ import { toolCallEffects } from './tool-call-effects.js';
 import { turnEffects, type TurnEffectDeps } from './turn-effects.js';
 import { effectPort, type AnyHandler } from './effect-port.js';
 import { compactionEffects } from './compaction-effects.js';
+import { delegationEffects, type SubagentDeps } from './delegation-effects.js';
 
-/** Effects whose signal a cancel or stop aborts: a model call, an authorize hook, a running tool, a summary, world-state reads, dispatch hooks, `onMistakeLimit`, a held turn's wait. */
-const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact', 'prepareRequest', 'beforeToolDispatch', 'afterToolDispatch', 'consultMistakeLimit', 'awaitRelease']);
+/** Effects whose signal a cancel or stop aborts: a model call, an authorize hook, a running tool, a summary, world-state reads, dispatch hooks, `onMistakeLimit`, a held turn's wait, a `wait_agent`. */
+const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact', 'prepareRequest', 'beforeToolDispatch', 'afterToolDispatch', 'consultMistakeLimit', 'awaitRelease', 'waitAgent']);
 
 /**
  * The pure charts with this runtime's effects plugged in, built once per runtime and shared by
  * all of its sessions (effects find their session by id).
  */
-export function provideMachines(deps: TurnEffectDeps) {
+export function provideMachines(deps: TurnEffectDeps & SubagentDeps) {
   const tool = toolCallEffects(deps);
   const turn = turnEffects(deps, tool.runRead);
   const session = sessionEffects(deps);
-  const toolCall = toolCallMachine.provide({ guards: tool.guards, actions: tool.actions });
-  const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: turn.actions });
+  const delegation = delegationEffects(deps);
+  const toolCall = toolCallMachine.provide({ guards: { ...tool.guards, ...delegation.guards }, actions: tool.actions });
+  const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: { ...turn.actions, ...delegation.actions } });
   const handlers = {
     ...turn.handlers,
     ...tool.handlers,
     ...session.handlers,
     ...compactionEffects(deps).handlers,
+    ...delegation.handlers,
   } as Record<string, AnyHandler>;
   return sessionMachine.provide({
     actors: { turn: providedTurn, effectPort: effectPort(handlers, CANCELLABLE) },

@@ -4,7 +4,7 @@ import { Subject, type Observable } from 'rxjs';
 import { createActor, type AnyActorRef, type InspectionEvent } from 'xstate';
 import { REAL_CLOCK, type ChartClock } from './chart-clock.js';
 import { z } from 'zod';
-import type { CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
+import type { AgentLink, CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
 import { auditPageSchema, createSessionSchema, embedSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, SessionOwnedElsewhereError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
@@ -29,6 +29,7 @@ import { SessionHandle, type SessionLifecycle } from './session-handle.js';
 import { createSessionLogic, type SessionLogic } from './session-logic.js';
 import { DurableSignals, type RuntimeServices, type SessionEnv } from './session-env.js';
 import { TraceRecorder } from './trace-recorder.js';
+import { Delegation } from './delegation.js';
 import { SEQUENCE_BLOCK, UpdateStream } from './update-stream.js';
 
 export type { ContextWindowPreview };
@@ -136,10 +137,15 @@ export class Runtime {
   readonly sessionLogic: SessionLogic;
   /** Each agent's hooks, the runtime's first (RL-4), resolved once per agent. */
   private readonly hooksByAgent = new Map<string, ResolvedHooks>();
+  /** Sub-agents: which session started which, and the work behind the delegation tools. */
+  private readonly delegation: Delegation;
+  /** Whether any agent has a no-progress watchdog: only then does every update report progress. */
+  private readonly watchesProgress: boolean;
   private readonly lifecycle: SessionLifecycle = {
     closed: (handle) => this.release(handle),
     stopping: () => this.stopping !== null,
     changed: (handle) => this.checkIdle(handle.id),
+    agent: (name) => agentNamed(this.agents, name),
   };
 
   constructor(
@@ -158,7 +164,18 @@ export class Runtime {
     this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${randomUUID()}` };
     this.updates$ = isolated(this.runtimeSubject, { onError: (error) => this.warn(`an update subscriber threw: ${describe(error)}`) });
     this.reaper = new IdleReaper(options.idleTtlMs ?? null, (id) => void this.evict(id));
+    this.watchesProgress = Object.values(agents).some((agent) => agent.guardrails.stallTimeoutMs !== null);
+    this.delegation = new Delegation({
+      storage: options.storage,
+      createChild: (parentId, agent, link) => this.createChildSession(parentId, agent, link),
+      open: (id) => this.openSession(id),
+      openHandle: (id) => this.openHandle(id),
+      clock: options.clock ?? REAL_CLOCK,
+      warn: this.warn,
+    });
     this.machine = provideMachines({
+      delegation: this.delegation,
+      installAgent: (env, name) => this.installAgent(env, name),
       ...this.services,
       env: (id) => this.envOf(id),
       model: options.model,
@@ -210,7 +227,7 @@ export class Runtime {
    */
   async inspectContextWindow(sessionId: string): Promise<ContextWindowPreview> {
     const { env } = this.sessions.get(sessionId) ?? (await this.openSession(sessionId), this.sessions.get(sessionId)!);
-    return previewContextWindow(env, this.toolset.definitions, this.options.model.capabilities);
+    return previewContextWindow(env, env.tools, this.options.model.capabilities);
   }
 
   /**
@@ -238,11 +255,47 @@ export class Runtime {
     return this.trace.flush();
   }
 
+  /**
+   * Sub-agents: the session that started this one (`parent`, with the turn and the `spawn_agent`
+   * call) and the sessions this one started (`children`, oldest first), read from storage.
+   */
+  async agentLinks(sessionId: string): Promise<{ parent: AgentLink | null; children: { sessionId: string; agent: string; link: AgentLink }[] }> {
+    const id = sessionIdSchema.safeParse(sessionId);
+    if (!id.success) throw new TurnchartError('InvalidInput', z.prettifyError(id.error));
+    const storage = this.options.storage;
+    const [row, children] = await Promise.all([storage.getSession(id.data), storage.listChildSessions(id.data)]).catch((error: unknown) => {
+      throw persistenceError(error);
+    });
+    if (!row) throw new TurnchartError('UnknownSession', `no session '${id.data}'`);
+    return {
+      parent: row.parent ?? null,
+      children: children.map((child) => ({ sessionId: child.id, agent: child.agent, link: child.parent! })),
+    };
+  }
+
   /** A new session, held by this runtime; with an `id`, under that id (`SessionExists` when it is taken). */
   async createSession(options: CreateSessionOptions = {}): Promise<SessionHandle> {
     this.assertRunning();
     const parsed = createSessionSchema.safeParse(options);
     if (!parsed.success) throw new TurnchartError('InvalidInput', z.prettifyError(parsed.error));
+    return this.createParsed(parsed.data);
+  }
+
+  /** A sub-agent's session: the parent's mode and workspace, linked to the `spawn_agent` call in the same insert. */
+  private async createChildSession(parentId: string, agent: string, link: AgentLink): Promise<SessionHandle> {
+    this.assertRunning();
+    const parent = this.envOf(parentId);
+    const parsed = createSessionSchema.parse({
+      agent,
+      permissionMode: parent.permissionMode,
+      nonInteractive: true,
+      ...(parent.workspaceDir !== null && { workspaceDir: parent.workspaceDir }),
+    });
+    return this.createParsed(parsed, link);
+  }
+
+  private async createParsed(data: ReturnType<typeof createSessionSchema.parse>, parentLink?: AgentLink): Promise<SessionHandle> {
+    const parsed = { data };
     if (!agentNamed(this.agents, parsed.data.agent)) throw new TurnchartError('UnknownAgent', `no agent named '${parsed.data.agent}'`);
     if (parsed.data.id !== undefined && (await this.sessionExists(parsed.data.id))) throw sessionTaken(parsed.data.id);
     const row: SessionRow = {
@@ -253,6 +306,8 @@ export class Runtime {
       createdAtMs: this.services.now(),
       busyPolicy: parsed.data.busyPolicy,
       updateSequence: this.sequenceBlock,
+      ...(parentLink && { parent: parentLink }),
+      ...(parsed.data.nonInteractive && { nonInteractive: true }),
     };
     const fence = await this.options.storage.createSession(row, this.ownership.lease).catch(async (error: unknown) => {
       // Named by the caller, the id may have been taken since the check: the insert's key violation says so.
@@ -398,6 +453,9 @@ export class Runtime {
       agentName: row.agent,
       agent,
       hooks: this.hooksOf(row.agent, agent),
+      tools: this.toolset.surfaceFor(agent),
+      parent: row.parent ?? null,
+      nonInteractive: row.nonInteractive === true,
       permissionMode: row.permissionMode,
       workspaceDir: row.workspaceDir,
       busyPolicy: row.busyPolicy ?? 'reject',
@@ -413,7 +471,8 @@ export class Runtime {
         },
         onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${describe(error)}`),
         onSubscribers: () => this.checkIdle(row.id),
-        ...(agent.guardrails.stallTimeoutMs !== null && { onEmit: () => reportProgress(sessionActor.ref) }),
+        // The agent may change (agent.switch), so the check is per update, and only when some agent watches.
+        ...(this.watchesProgress && { onEmit: () => env.agent.guardrails.stallTimeoutMs !== null && reportProgress(sessionActor.ref) }),
       }),
       mailbox: [],
       preparedInputs: new Map(),
@@ -461,6 +520,16 @@ export class Runtime {
     return handle;
   }
 
+  /** agent.switch, once stored: the next turn runs `name`'s prompt, limits, hooks, guardrails and tools. */
+  private installAgent(env: SessionEnv, name: string): void {
+    const agent = agentNamed(this.agents, name);
+    if (!agent) throw new TurnchartError('UnknownAgent', `no agent named '${name}'`);
+    env.agentName = name;
+    env.agent = agent;
+    env.hooks = this.hooksOf(name, agent);
+    env.tools = this.toolset.surfaceFor(agent);
+  }
+
   private hooksOf(name: string, agent: AgentDefinition): ResolvedHooks {
     let hooks = this.hooksByAgent.get(name);
     if (!hooks) {
@@ -505,6 +574,7 @@ export class Runtime {
     this.reaper.forget(handle.id);
     if (open?.handle !== handle) return this.closedSubject.next(handle.id);
     this.sessions.delete(handle.id);
+    this.delegation.forget(handle.id);
     try {
       await this.options.storage.releaseSession(handle.id, this.ownership.identity.ownerId, open.env.updates.lastSequence, open.env.fence);
     } catch (error) {
@@ -540,7 +610,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   let agents: Record<string, AgentDefinition>;
   try {
     agents = resolveAgents(options.agents);
-    checkSystemContexts(agents, toolset.definitions);
+    checkSystemContexts(agents, (agent) => toolset.surfaceFor(agent));
   } catch (error) {
     throw new TurnchartError('InvalidOptions', error instanceof z.ZodError ? z.prettifyError(error) : error instanceof Error ? error.message : String(error));
   }

@@ -1,6 +1,6 @@
-import type { BusyPolicy, PermissionMode, SessionStorage, TriggerType, TurnEnd } from '../../storage/session-storage.js';
+import type { AgentLink, BusyPolicy, PermissionMode, SessionStorage, TriggerType, TurnEnd } from '../../storage/session-storage.js';
 import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
-import type { SystemPart } from '../protocol/model.js';
+import type { SystemPart, ToolDefinition } from '../protocol/model.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { SessionUpdate } from '../protocol/updates.js';
 import type { TurnMeter } from './turn-meter.js';
@@ -40,10 +40,17 @@ export interface AgentMessage {
  */
 export interface SessionEnv {
   readonly id: string;
-  readonly agentName: string;
-  readonly agent: AgentDefinition;
+  /** The session's agent; agent.switch replaces these four while no turn runs (a turn keeps the agent it started with). */
+  agentName: string;
+  agent: AgentDefinition;
   /** RL-4: the runtime's hooks, then the agent's, per stage. */
-  readonly hooks: ResolvedHooks;
+  hooks: ResolvedHooks;
+  /** The tool surface the agent's model sees (the delegation tools only when the agent may delegate). */
+  tools: readonly ToolDefinition[];
+  /** A sub-agent's session: what started it. */
+  readonly parent: AgentLink | null;
+  /** Nobody can answer an approval here (every sub-agent's session): a call that would ask is a rule denial. */
+  readonly nonInteractive: boolean;
   permissionMode: PermissionMode;
   readonly workspaceDir: string | null;
   readonly busyPolicy: BusyPolicy;

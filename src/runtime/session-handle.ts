@@ -8,6 +8,7 @@ import {
   estimateTokens,
   invalidInput,
   permissionModeSchema,
+  agentNameSchema,
   resolvePermissionSchema,
   startTurnSchema,
   turnIdSchema,
@@ -17,6 +18,7 @@ import type { ChatMessage } from '../protocol/messages.js';
 import type { StoppedBy, TurnOutcome } from '../protocol/outcome.js';
 import type { QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
 import type { RuntimeView } from './live-view.js';
+import { limitsOf, type AgentDefinition } from './agents.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
 import { holdGate, type RuntimeServices, type SessionEnv } from './session-env.js';
 import type { ReplayResult } from './update-stream.js';
@@ -67,6 +69,9 @@ export type ResolvePermissionResult =
 export type DeliverResult =
   | { ok: true }
   | { ok: false; error: { code: 'MessageTooLarge'; tokens: number } | { code: 'MailboxFull'; messages: number; tokens: number } | InvalidInput | Stopped };
+export type SwitchAgentResult =
+  | { ok: true; agent: string }
+  | { ok: false; error: { code: 'UnknownAgent'; message: string } | { code: 'AgentSwitchNotAllowed'; message: string } | { code: 'SessionActive' } | { code: string; message: string } | InvalidInput | Stopped };
 export type SetModeResult = { ok: true } | { ok: false; error: { code: 'PersistenceError'; message: string } | InvalidInput | Stopped };
 export type WaitResult = TurnOutcome | { status: 'unknown_turn' };
 export type CompactResult =
@@ -97,6 +102,8 @@ export interface SessionLifecycle {
   stopping(): boolean;
   /** A command started or finished: the session may have become idle or stopped being so. */
   changed(handle: SessionHandle): void;
+  /** The runtime's agent of that name (agent.switch checks it). */
+  agent?(name: string): AgentDefinition | undefined;
 }
 
 /** The host's handle on one session: every command is validated and answers with a value. */
@@ -343,6 +350,25 @@ export class SessionHandle {
     }
     this.env.permissionMode = parsed.data;
     return { ok: true };
+  }
+
+  /**
+   * agent.switch: the session runs `name` from its next turn on — its prompt, limits, hooks,
+   * guardrails and tools. Only to an agent the current one lists in `switchTo`; only while no turn
+   * runs (`SessionActive`), like compaction. Stored with a note in the conversation.
+   */
+  async switchAgent(name: unknown): Promise<SwitchAgentResult> {
+    if (this.stopped) return this.closedError();
+    const parsed = agentNameSchema.safeParse(name);
+    if (!parsed.success) return invalidInput(parsed.error);
+    const target = this.lifecycle?.agent?.(parsed.data);
+    if (!target) return { ok: false, error: { code: 'UnknownAgent', message: `no agent named '${parsed.data}'` } };
+    if (parsed.data === this.env.agentName) return { ok: true, agent: parsed.data };
+    if (!this.env.agent.switchTo.includes(parsed.data)) {
+      return { ok: false, error: { code: 'AgentSwitchNotAllowed', message: `agent '${this.env.agentName}' may not switch to '${parsed.data}'` } };
+    }
+    const reply = await this.using(() => this.command({ type: 'session.switch_agent', commandId: '', agent: parsed.data, limits: limitsOf(target) }));
+    return reply.ok ? { ok: true, agent: parsed.data } : (reply as SwitchAgentResult);
   }
 
   snapshot(): SessionSnapshot {

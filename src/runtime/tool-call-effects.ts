@@ -26,6 +26,7 @@ import { emitGuardrailTriggered } from './guardrail-updates.js';
 import type { ToolCallPart } from '../protocol/messages.js';
 import { dispatchHookEffects } from './dispatch-hooks.js';
 import { toolCallAudit } from './tool-audit.js';
+import { DELEGATION_SCHEMAS } from '../tools/delegation-tools.js';
 
 type Ctx = { context: ToolCallContext };
 
@@ -114,7 +115,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   };
 
   function validate(name: string, args: Record<string, unknown>): ValidationOutput {
-    const schema = toolset.isControlTool(name) ? planSchema : toolset.registryTool(name)?.input;
+    const schema = name === UPDATE_PLAN ? planSchema : (Object.hasOwn(DELEGATION_SCHEMAS, name) ? DELEGATION_SCHEMAS[name] : toolset.registryTool(name)?.input);
     if (!schema) return { ok: false, message: `no schema for '${name}'` };
     const parsed = schema.safeParse(args);
     return parsed.success ? { ok: true, args: parsed.data as Record<string, unknown> } : { ok: false, message: z.prettifyError(parsed.error) };
@@ -132,7 +133,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   const hooks = dispatchHookEffects(deps, validate);
 
   return {
-    handlers: { authorize, executeTool, runControlTool, writeResult, ...hooks } satisfies EffectHandlers<ToolCallEffects>,
+    handlers: { authorize, executeTool, runControlTool, writeResult, ...hooks } satisfies Omit<EffectHandlers<ToolCallEffects>, 'delegate' | 'waitAgent'>,
     /** Runs a read ahead of its call (RL-5): the same tool run, limits and signal, without progress updates. */
     runRead: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
       runWithinLimit({ sessionId, turnId, toolCallId: call.id, name: call.name, args, approvedPaths: [] }, cancellation, false),

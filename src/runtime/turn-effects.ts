@@ -55,7 +55,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     prepare({
       system,
       conversation: env.chat.view(),
-      tools: deps.toolset.definitions,
+      tools: env.tools,
       capabilities: deps.model.capabilities,
       watermark: env.chat.watermark,
     });
@@ -102,7 +102,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     env.turnStartSequence = messages[0]?.sequence ?? env.chat.nextSequence;
     for (const message of messages) env.chat.append(message);
     trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now()));
-    env.turnSystem = systemContext(env.agent.systemPrompt, deps.toolset.definitions);
+    env.turnSystem = systemContext(env.agent.systemPrompt, env.tools);
   };
 
   const sampleWorldState = worldStateSampler(deps);

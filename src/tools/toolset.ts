@@ -3,6 +3,8 @@ import type { ToolDefinition } from '../protocol/model.js';
 import { planSchema } from '../protocol/plan.js';
 import type { AnyTool } from './define-tool.js';
 import { TurnchartError } from '../protocol/errors.js';
+import { isDelegationTool } from '../../machines/delegation.js';
+import { delegationDefinitions } from './delegation-tools.js';
 
 export const UPDATE_PLAN = 'update_plan';
 
@@ -26,7 +28,7 @@ export class Toolset {
 
   constructor(tools: AnyTool[]) {
     for (const tool of tools) {
-      if (CONTROL_TOOLS.some((c) => c.name === tool.name)) {
+      if (CONTROL_TOOLS.some((c) => c.name === tool.name) || isDelegationTool(tool.name)) {
         throw new TurnchartError('ToolNameConflict', `'${tool.name}' is a control tool name and cannot be registered`);
       }
       if (this.byName.has(tool.name)) throw new TurnchartError('ToolNameConflict', `two tools are named '${tool.name}'`);
@@ -45,11 +47,24 @@ export class Toolset {
     ];
   }
 
+  /** What an agent's model sees: every tool, plus the delegation tools when the agent may delegate. */
+  surfaceFor(agent: { delegation: { agents: readonly string[] } | null }): ToolDefinition[] {
+    if (!agent.delegation) return this.definitions;
+    let surface = this.surfaces.get(agent.delegation.agents);
+    if (!surface) {
+      surface = [...this.definitions, ...delegationDefinitions(agent.delegation.agents)];
+      this.surfaces.set(agent.delegation.agents, surface);
+    }
+    return surface;
+  }
+
+  private readonly surfaces = new WeakMap<readonly string[], ToolDefinition[]>();
+
   registryTool(name: string): AnyTool | undefined {
     return this.byName.get(name);
   }
 
   isControlTool(name: string): boolean {
-    return CONTROL_TOOLS.some((c) => c.name === name);
+    return CONTROL_TOOLS.some((c) => c.name === name) || isDelegationTool(name);
   }
 }

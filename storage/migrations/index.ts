@@ -4,6 +4,7 @@ import { compactions } from './002_compactions.js';
 import { service } from './003_service.js';
 import { audit } from './004_audit.js';
 import { tasks } from './005_tasks.js';
+import { subagents } from './006_subagents.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -16,6 +17,7 @@ export const migrations: Record<string, Migration> = {
   '003_service': service,
   '004_audit': audit,
   '005_tasks': tasks,
+  '006_subagents': subagents,
 };
 
 export const migrationProvider: MigrationProvider = {

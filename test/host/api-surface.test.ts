@@ -38,6 +38,7 @@ describe('the HTTP surface: validation, errors, OpenAPI, security defaults', () 
         'POST /sessions/{sessionId}/turns/{turnId}/cancel',
         'POST /sessions/{sessionId}/turns/{turnId}/permissions/{toolCallId}',
         'PUT /sessions/{sessionId}/permission-mode',
+        'PUT /sessions/{sessionId}/agent',
         'POST /sessions/{sessionId}/agent-messages',
         'POST /sessions/{sessionId}/compact',
         'POST /sessions/{sessionId}/rewind',

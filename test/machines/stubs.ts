@@ -55,6 +55,8 @@ export function toolCallStubs(
     beforeDispatch?: DispatchOutcome | Error;
     /** RL-4: the `afterToolDispatch` hooks run (and fail with this error when it is one). */
     afterDispatch?: true | Error;
+    /** Nobody can answer an approval (a sub-agent's session). */
+    nonInteractive?: boolean;
   } = {},
 ) {
   const written: WriteResultInput[] = [];
@@ -68,6 +70,10 @@ export function toolCallStubs(
       hasAfterDispatchHooks: () => options.afterDispatch !== undefined,
       modeForbidsCall: () => options.mode === 'deny',
       modeRequiresApproval: () => options.mode === 'ask',
+      approvalNonInteractive: () => options.nonInteractive === true,
+      delegationForbidden: () => true,
+      childAgentForbidden: () => true,
+      childLimitReached: () => false,
     },
     actions: {
       // As the runtime's: a name with no tool has no schema to pass.

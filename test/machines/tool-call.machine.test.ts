@@ -32,7 +32,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
       toolCallId: 'call-1',
       result: { status: 'succeeded', content: 'ran read_file' },
       termination: null,
-      loop: { signature: 'read_file:{"path":"a"}', count: 1, recent: [] },
+      loop: { signature: 'read_file:{"path":"a"}', count: 1, recent: [], waitTimeouts: 0 },
     });
     expect(stubs.emitted).toEqual(['span', 'started', 'live:running', 'finished']);
     expect(stubs.written).toHaveLength(1);
@@ -61,7 +61,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
 
   it('stops at the doom-loop threshold without authorizing or executing', async () => {
     const stubs = toolCallStubs();
-    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2, recent: [] })).done;
+    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2, recent: [], waitTimeouts: 0 })).done;
     expect(output.termination).toMatchObject({ kind: 'failed', code: 'doom_loop' });
     expect(output.result.content).toBe("doom loop detected for tool 'read_file'");
     expect(stubs.emitted).not.toContain('live:running');
@@ -71,7 +71,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
   it('runs a call that reaches the soft threshold, announces it once and appends the hint to its result (GR-1)', async () => {
     const stubs = toolCallStubs();
     const rules = { ...defaultLoopRules(5), soft: 3 };
-    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2, recent: [] }, rules)).done;
+    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2, recent: [], waitTimeouts: 0 }, rules)).done;
     expect(output.termination).toBeNull();
     expect(output.result.status).toBe('succeeded');
     expect(output.result.content).toMatch(/^ran read_file\n\n\[guardrail\] This is call 3 in a row of 'read_file'/);
@@ -94,7 +94,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
   });
 
   it('counts only calls whose arguments pass the schema; one that fails breaks the run (GR-1)', async () => {
-    const run = { signature: 'read_file:{"path":"a"}', count: 2, recent: [] };
+    const run = { signature: 'read_file:{"path":"a"}', count: 2, recent: [], waitTimeouts: 0 };
     expect((await start(toolCallStubs(), input('read_file', '{"path":1}', run)).done).loop).toEqual(FRESH_TRACKER);
     expect((await start(toolCallStubs(), input('nope', '{"path":"a"}', run)).done).loop).toEqual(FRESH_TRACKER);
     expect((await start(toolCallStubs(), input('read_file', 'not json', run)).done).loop).toEqual(FRESH_TRACKER);

@@ -16,6 +16,7 @@ function turnWithStubs() {
     actions: {
       emitPhase: (_, params) => phases.push(params.phase),
       discardDraft: () => undefined,
+      cancelChildren: () => undefined,
     },
   });
   const handlers = {
@@ -48,7 +49,7 @@ describe('turn chart through .provide() (RT-8, RT-10)', () => {
 describe('session chart guards (XS-3, RT-1)', () => {
   const stubTurn = turnMachine.provide({
     guards: { mailboxHasMessages: () => false, holdRequested: () => false, callsReadInParallel: () => false, nextCallsReadInParallel: () => false },
-    actions: { emitPhase: () => undefined, discardDraft: () => undefined },
+    actions: { emitPhase: () => undefined, discardDraft: () => undefined, cancelChildren: () => undefined },
   });
   // The turn's first write never finishes, so the session stays `running` while the guards are probed.
   const machine = sessionMachine.provide({

@@ -90,7 +90,14 @@ async function driveToolCallPath(path: PathStep<null>[], scenario: ToolCallScena
   const director = new ToolCallDirector(path, scenario);
   const limits = { maxModelCalls: 5, doomLoopThreshold: loopRulesOf(scenario).hard, runTimeoutMs: null };
   const guardrails = scenario.hint ? { loop: { soft: DOOM_THRESHOLD } } : undefined;
-  const stage = await Stage.open(director, [ledger.observe], { limits, permissionMode: scenario.mode, dispatchHooks: scenario.hooks === true, guardrails });
+  const stage = await Stage.open(director, [ledger.observe], {
+    limits,
+    permissionMode: scenario.mode,
+    dispatchHooks: scenario.hooks === true,
+    guardrails,
+    nonInteractive: scenario.nonInteractive === true,
+    ...(scenario.delegation === 'allowed' && { delegation: { maxChildren: 1 } }),
+  });
   director.stage = stage;
   try {
     const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });

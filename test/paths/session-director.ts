@@ -162,6 +162,8 @@ export class SessionDirector implements Script {
       }
       case 'session.reload':
         return this.answer(session.reload());
+      case 'session.switch_agent':
+        return this.answer(session.switchAgent(session.agent === 'default' ? 'other' : 'default'));
       case 'session.stop':
         return this.answer(session.stop());
     }
@@ -226,6 +228,7 @@ export class SessionDirector implements Script {
         return this.reply({ text: 'SUMMARY' });
       case 'effect.failed':
         if (effect === 'finishTurn') return storage.failNext('endTurn');
+        if (effect === 'switchAgent') return storage.failNext('switchAgent');
         if (effect === 'reloadConversation') {
           storage.failWhen('listMessages', () => true);
           undo(() => storage.heal('listMessages'));

@@ -86,6 +86,8 @@ function commands({ machine, env }: ModelState<SessionEnv>, maxTurns: number): E
     { type: 'session.compact', commandId: '' },
     { type: 'session.rewind', commandId: '', compactionId: 'k' },
     { type: 'session.reload', commandId: '' },
+    // agent.switch: the director names the agent the session is not running, so the switch is real.
+    { type: 'session.switch_agent', commandId: '', agent: 'other', limits: c.limits },
   ];
   if (c.activeTurn) events.push({ type: 'session.resolve_permission', commandId: '', turnId: active, toolCallId: 'nope', decision: 'deny' });
   if (live) events.push({ type: 'session.cancel_turn', commandId: '', turnId: active });
@@ -122,6 +124,7 @@ function effectReplies({ machine, env }: ModelState<SessionEnv>): EventObject[] 
   switch (id) {
     case 'finishTurn':
     case 'reloadConversation':
+    case 'switchAgent':
       return [done, failed];
     // A compaction needs something new to summarize, a rewind a checkpoint; without them they can only fail.
     case 'compact':

@@ -13,6 +13,7 @@ import {
   type GuardrailsConfig,
   type MistakeLimitDecision,
   type ModelCallOptions,
+  type ModelRequest,
   type PermissionMode,
   type Runtime,
   type ScriptedReply,
@@ -54,11 +55,20 @@ export interface StageOptions {
   dispatchHooks?: boolean;
   /** The agent's guardrail profile (issue 12); the default profile when not given. */
   guardrails?: GuardrailsConfig;
+  /** The session cannot ask for approvals (a sub-agent's, or a host's headless one). */
+  nonInteractive?: boolean;
+  /** Sub-agents: the agent may start `helper` sessions, this many live per turn; no delegation when not given. */
+  delegation?: { maxChildren: number };
 }
+
+/** The system prompt of the sub-agent a path's agent may start: its model calls go to `helperReply`. */
+export const HELPER_PROMPT = 'path helper';
 
 /** What a path's script decides when the runtime asks: the model's reply, a tool's result. */
 export interface Script {
-  modelReply(signal: AbortSignal): ScriptedReply | Promise<ScriptedReply>;
+  modelReply(signal: AbortSignal, request: ModelRequest): ScriptedReply | Promise<ScriptedReply>;
+  /** A sub-agent's model call; by default it waits until its turn is cancelled or stopped. */
+  helperReply?(signal: AbortSignal): Promise<ScriptedReply>;
   toolResult(name: string, signal: AbortSignal, toolCallId: string): ToolExecutionResult | Promise<ToolExecutionResult>;
   /** The write tool's `authorize` hook; by default it asks for approval of the path. */
   authorize?(toolCallId: string): AuthorizationDecision;
@@ -113,11 +123,16 @@ export class Stage {
   }
 
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
-    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails } = options;
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails, nonInteractive = false, delegation } = options;
     const watched = new WatchedStorage(await migratedMemoryStorage());
     const storage = withFaults(watched.storage);
     const model = scriptedModel(
-      Array.from({ length: 12 }, () => (_request: unknown, options: ModelCallOptions) => script.modelReply(options.signal)),
+      Array.from({ length: 12 }, () => (request: ModelRequest, options: ModelCallOptions) => {
+        if (request.system.some((part) => part.content.includes(HELPER_PROMPT))) {
+          return script.helperReply?.(options.signal) ?? untilAborted<ScriptedReply>(options.signal, { text: 'stopped' });
+        }
+        return script.modelReply(options.signal, request);
+      }),
       { capabilities: SMALL_WINDOW },
     );
     const opened: { stage?: Stage } = {};
@@ -125,19 +140,24 @@ export class Stage {
     const tools = pathTools(script, runs, (toolCallId) => opened.stage?.checkAssistantStored(toolCallId) ?? Promise.resolve());
     const clock = new DeadlineClock();
     const { runTimeoutMs, ...counts } = limits;
+    const agent = {
+      systemPrompt: 'path agent',
+      ...counts,
+      ...(runTimeoutMs !== null && { runTimeoutMs }),
+      ...(parallelToolCalls !== undefined && { parallelToolCalls }),
+      ...(guardrails !== undefined && { guardrails }),
+      ...(script.mistakeDecision && { onMistakeLimit: ({ signal }: { signal: AbortSignal }) => script.mistakeDecision!(signal) }),
+      ...(delegation && { delegation: { agents: ['helper'], maxChildren: delegation.maxChildren } }),
+    };
     const runtime = await createRuntime({
       storage,
       model,
       tools,
       agents: {
-        default: {
-          systemPrompt: 'path agent',
-          ...counts,
-          ...(runTimeoutMs !== null && { runTimeoutMs }),
-          ...(parallelToolCalls !== undefined && { parallelToolCalls }),
-          ...(guardrails !== undefined && { guardrails }),
-          ...(script.mistakeDecision && { onMistakeLimit: ({ signal }: { signal: AbortSignal }) => script.mistakeDecision!(signal) }),
-        },
+        default: { ...agent, switchTo: ['other'] },
+        // agent.switch goes back and forth between two agents alike, so a switch changes nothing a path depends on.
+        other: { ...agent, switchTo: ['default'] },
+        helper: { systemPrompt: HELPER_PROMPT },
       },
       clock,
       ...(dispatchHooks && {
@@ -153,7 +173,7 @@ export class Stage {
       warn: () => undefined,
     });
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'turnchart-paths-'));
-    const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace, busyPolicy });
+    const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace, busyPolicy, nonInteractive });
     opened.stage = new Stage(runtime, session, storage, watched, workspace, clock, runs);
     return opened.stage;
   }

@@ -1,8 +1,8 @@
 import type { AnyMachineSnapshot, EventObject, InspectionEvent } from 'xstate';
 import type { DispatchOutcome, ToolCallContext } from '../../machines/tool-call.machine.js';
-import type { AuthorizationDecision, DispatchDecision, ScriptedReply, ToolExecutionResult } from '../../src/index.js';
+import type { AuthorizationDecision, DispatchDecision, ModelRequest, ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { untilAborted, type Script, type Stage } from './stage.js';
-import type { ToolCallScenario } from './tool-call-model.js';
+import { CHILD_ID, SPAWN, SPAWN_FIRST, type ToolCallScenario } from './tool-call-model.js';
 import { pendingEffectOf } from './recorded-effects.js';
 import { RestLog } from './rest-log.js';
 import { StepCursor } from './step-cursor.js';
@@ -10,10 +10,17 @@ import type { PathStep } from './tour.js';
 
 type Step = PathStep<null>;
 const value = (s: { value: unknown }) => JSON.stringify(s.value);
-const targetOf = (s: unknown) => {
+const callOf = (s: unknown, id: string) => {
   const snapshot = s as AnyMachineSnapshot | undefined;
-  return snapshot?.machine?.id === 'toolCall' && (snapshot.context as ToolCallContext).call.id === 'target' ? snapshot : null;
+  return snapshot?.machine?.id === 'toolCall' && (snapshot.context as ToolCallContext).call.id === id ? snapshot : null;
 };
+const targetOf = (s: unknown) => callOf(s, 'target');
+
+/** The child's id, from the `spawn_agent` result the model was just sent. */
+function spawnedId(request: ModelRequest): string {
+  const result = request.messages.find((m) => m.role === 'tool' && m.toolName === 'spawn_agent');
+  return result?.role === 'tool' ? (JSON.parse(result.content) as { agentId: string }).agentId : 'none';
+}
 const pendingEffect = (step: Step) => pendingEffectOf(step.state.machine);
 const COMMANDS = new Set(['tool.cancel', 'tool.stop', 'permission.resolve']);
 
@@ -29,6 +36,10 @@ export class ToolCallDirector implements Script {
   private turnId = '';
   readonly rests: RestLog;
   private modelCalls = 0;
+  /** The sub-agent answers once a step says the target's wait gets its answer. */
+  private releaseHelper: () => void = () => undefined;
+  private readonly helperAnswers = new Promise<void>((resolve) => (this.releaseHelper = resolve));
+  private firstWaitTimedOut = false;
   stage!: Stage;
 
   constructor(
@@ -50,6 +61,12 @@ export class ToolCallDirector implements Script {
       if (snapshot) this.stage.checkStep(`at ${value(snapshot)}`);
     }
     if (event.type !== '@xstate.microstep') return;
+    // RT-14's stop: the wait before the target times out, so the target's timeout is the second in a row.
+    const before = callOf(event.snapshot, 'before2');
+    if (before?.matches({ active: 'waiting_agent' }) && !this.firstWaitTimedOut) {
+      this.firstWaitTimedOut = true;
+      void this.stage.clock.expire();
+    }
     const snapshot = targetOf(event.snapshot);
     const moved = (event._transitions as unknown as Array<{ target?: unknown }>).some((t) => t.target !== undefined);
     if (snapshot && moved) this.land(snapshot);
@@ -80,8 +97,21 @@ export class ToolCallDirector implements Script {
       case 'effect.failed':
         if (pendingEffect(step) === 'writeResult') storage.failNext('appendMessage');
         if (pendingEffect(step) === 'runControlTool') storage.failNext('savePlan');
+        // A spawn whose session cannot be stored; a message or wait whose child cannot be looked up.
+        if (pendingEffect(step) === 'delegate') storage.failNext(this.scenario.name === 'spawn_agent' ? 'createSession' : 'getSession');
+        if (pendingEffect(step) === 'waitAgent') storage.failNext('getSession');
         return;
+      case 'effect.done':
+        if (pendingEffect(step) !== 'waitAgent' || !this.scenario.child) return;
+        // The wait's time runs out on the chart clock, or the child answers first.
+        if ((event as { output?: { timedOut?: boolean } }).output?.timedOut) return void this.stage.clock.expire();
+        return this.releaseHelper();
     }
+  }
+
+  /** The sub-agent's model: it answers when the path lets it, else waits for its turn to be cancelled or stopped. */
+  helperReply(signal: AbortSignal): Promise<ScriptedReply> {
+    return Promise.race([this.helperAnswers.then(() => ({ text: 'helper answer' })), untilAborted<ScriptedReply>(signal, { text: 'stopped' })]);
   }
 
   /** The user's message. */
@@ -89,10 +119,21 @@ export class ToolCallDirector implements Script {
     return 'use the tool';
   }
 
-  modelReply(): ScriptedReply {
-    if (this.modelCalls++ > 0) return { text: 'all done' };
+  modelReply(_signal: AbortSignal, request: ModelRequest): ScriptedReply {
+    const call = this.modelCalls++;
+    if (this.scenario.child) return this.childWaitReply(call, request);
+    if (call > 0) return { text: 'all done' };
     const target = { id: 'target', name: this.scenario.name, argumentsText: this.scenario.argumentsText };
+    if (this.scenario.limit) return { text: 'calling', toolCalls: [{ id: 'before', name: 'spawn_agent', argumentsText: SPAWN_FIRST }, target] };
     return { text: 'calling', toolCalls: this.scenario.repeated ? [{ ...target, id: 'before' }, target] : [target] };
+  }
+
+  /** Spawn the child first; then wait on it (after a wait that times out, when the scenario repeats). */
+  private childWaitReply(call: number, request: ModelRequest): ScriptedReply {
+    if (call === 0) return { text: 'spawning', toolCalls: [{ id: 'before', name: 'spawn_agent', argumentsText: SPAWN }] };
+    if (call > 1) return { text: 'all done' };
+    const target = { id: 'target', name: 'wait_agent', argumentsText: this.scenario.argumentsText.replace(CHILD_ID, spawnedId(request)) };
+    return { text: 'waiting', toolCalls: this.scenario.repeated ? [{ ...target, id: 'before2' }, target] : [target] };
   }
 
   /** The `authorize` hook of the write tool answers what the current step says it answered. */

@@ -1,5 +1,6 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
-import { defaultLoopRules, FRESH_TRACKER, observeCall, type LoopRules } from '../../machines/guardrails.js';
+import { afterWait, defaultLoopRules, FRESH_TRACKER, observeCall, passWait, type LoopRules, type LoopTracker } from '../../machines/guardrails.js';
+import { isDelegationTool } from '../../machines/delegation.js';
 import { toolCallMachine, validationAction, type ToolCallContext } from '../../machines/tool-call.machine.js';
 import type { PermissionMode } from '../../src/index.js';
 import { modeForbids, modeRequiresApproval } from '../../src/tools/permission-policy.js';
@@ -39,10 +40,27 @@ export interface ToolCallScenario {
   hooks?: boolean;
   /** The agent hints one call before it stops (GR-1): the repeated call reaches the hint instead, and runs. */
   hint?: boolean;
+  /** The session cannot ask for approvals (a sub-agent's): what would ask is denied. */
+  nonInteractive?: boolean;
+  /** Sub-agents: whether the agent may delegate (to `helper`, one live child per turn). */
+  delegation?: 'allowed' | 'forbidden';
+  /** A `spawn_agent` of another task comes first in the same response: the target spawn is one child too many. */
+  limit?: boolean;
+  /**
+   * `wait_agent` on a real child (a `helper` spawned in the response before, which answers only when
+   * the path says): the wait times out or gets the answer. With `repeated`, a wait that timed out
+   * comes first, so the target's timeout is the one that reaches the stop (RT-14).
+   */
+  child?: boolean;
 }
 
 const PATH = '{"path":"a.txt"}';
 const PLAN = JSON.stringify({ plan: [{ step: 'read', status: 'in_progress' }] });
+export const SPAWN = JSON.stringify({ agent: 'helper', task: 'help' });
+export const SPAWN_FIRST = JSON.stringify({ agent: 'helper', task: 'help first' });
+/** The child's id is known only once it is spawned: the director puts it in place of this. */
+export const CHILD_ID = 'CHILD';
+export const WAIT_MS = 1_000;
 
 export const TOOL_CALL_SCENARIOS: ToolCallScenario[] = [
   { name: 'read_file', argumentsText: 'not json', mode: 'ask', repeated: false },
@@ -61,7 +79,32 @@ export const TOOL_CALL_SCENARIOS: ToolCallScenario[] = [
     ['run_cmd', 'ask'],
     ['read_file', 'auto'],
   ] as const).map(([name, mode]) => ({ name, argumentsText: PATH, mode, repeated: false, hooks: true })),
+  // Non-interactive approval: each place the chart would wait for an approval (the mode asks; after the hooks; the tool's `authorize` asks or allows).
+  { name: 'run_cmd', argumentsText: PATH, mode: 'ask', repeated: false, nonInteractive: true },
+  { name: 'write_file', argumentsText: PATH, mode: 'ask', repeated: false, nonInteractive: true },
+  { name: 'run_cmd', argumentsText: PATH, mode: 'ask', repeated: false, nonInteractive: true, hooks: true },
+  // Sub-agents: the delegation rules, `delegating` (spawn, send) and `waiting_agent` (unknown child, real child, the RT-14 stop).
+  { name: 'spawn_agent', argumentsText: SPAWN, mode: 'ask', repeated: false, delegation: 'forbidden' },
+  { name: 'spawn_agent', argumentsText: JSON.stringify({ agent: 'explorer', task: 'x' }), mode: 'ask', repeated: false, delegation: 'allowed' },
+  { name: 'spawn_agent', argumentsText: SPAWN, mode: 'ask', repeated: false, delegation: 'allowed', limit: true },
+  { name: 'spawn_agent', argumentsText: SPAWN, mode: 'ask', repeated: false, delegation: 'allowed' },
+  { name: 'send_agent_message', argumentsText: JSON.stringify({ agentId: 'ses_nobody', text: 'hi' }), mode: 'ask', repeated: false, delegation: 'allowed' },
+  { name: 'wait_agent', argumentsText: JSON.stringify({ agentId: 'ses_nobody', timeoutMs: WAIT_MS }), mode: 'ask', repeated: false, delegation: 'allowed' },
+  { name: 'wait_agent', argumentsText: JSON.stringify({ agentId: CHILD_ID, timeoutMs: WAIT_MS }), mode: 'ask', repeated: false, delegation: 'allowed', child: true },
+  { name: 'wait_agent', argumentsText: JSON.stringify({ agentId: CHILD_ID, timeoutMs: WAIT_MS }), mode: 'ask', repeated: true, delegation: 'allowed', child: true },
 ];
+
+/** The run of calls before the target, as the turn carries it to the target's chart. */
+function incomingLoop(scenario: ToolCallScenario, args: Record<string, unknown>): LoopTracker {
+  const rules = loopRulesOf(scenario);
+  if (scenario.child) {
+    const afterSpawn = passWait(observeCall(FRESH_TRACKER, 'spawn_agent', JSON.parse(SPAWN) as Record<string, unknown>, rules).tracker);
+    return scenario.repeated ? afterWait(afterSpawn, true) : afterSpawn;
+  }
+  if (scenario.limit) return observeCall(FRESH_TRACKER, 'spawn_agent', JSON.parse(SPAWN_FIRST) as Record<string, unknown>, rules).tracker;
+  // The identical call before: counted once.
+  return scenario.repeated ? observeCall(FRESH_TRACKER, scenario.name, args, rules).tracker : FRESH_TRACKER;
+}
 
 /** In traversal the turn id says whether the runtime has dispatch hooks; the runtime reads the session's. */
 const HOOKED_TURN = 'hooked';
@@ -75,9 +118,9 @@ const effectOf = (context: ToolCallContext): ToolEffect => {
 /** In traversal the session id carries the scenario's mode; the runtime reads the session's. */
 const modeOf = (context: ToolCallContext) => context.sessionId as PermissionMode;
 
-export const traversalToolCallMachine = toolCallMachine.provide({
+const traversalToolCallMachine = toolCallMachine.provide({
   guards: {
-    isControlTool: ({ context }: Ctx) => tool(context) === 'control',
+    isControlTool: ({ context }: Ctx) => tool(context) === 'control' || isDelegationTool(context.call.name),
     isRegistryTool: ({ context }: Ctx) => typeof tool(context) === 'object',
     hasAuthorizeHook: ({ context }: Ctx) => (tool(context) as { hook?: boolean } | undefined)?.hook === true,
     modeForbidsCall: ({ context }: Ctx) => modeForbids(modeOf(context), effectOf(context)),
@@ -89,7 +132,9 @@ export const traversalToolCallMachine = toolCallMachine.provide({
     requestEffect: recordEffect,
     cancelEffect: forgetEffect,
     validateArguments: validationAction((context) =>
-      tool(context) === 'control' || typeof context.args.path === 'string' ? { ok: true, args: context.args } : { ok: false, message: 'path: expected string' },
+      tool(context) === 'control' || isDelegationTool(context.call.name) || typeof context.args.path === 'string'
+        ? { ok: true, args: context.args }
+        : { ok: false, message: 'path: expected string' },
     ),
     startSpan: () => undefined,
     emitToolCallStarted: () => undefined,
@@ -102,7 +147,19 @@ export const traversalToolCallMachine = toolCallMachine.provide({
 
 const commands: EventObject[] = [{ type: 'tool.cancel' }, { type: 'tool.stop' }];
 
-function events(machine: AnyMachineSnapshot): EventObject[] {
+/** What the runtime reads from the session and the agent, here from the scenario. */
+function scenarioMachine(scenario: ToolCallScenario) {
+  return traversalToolCallMachine.provide({
+    guards: {
+      approvalNonInteractive: () => scenario.nonInteractive === true,
+      delegationForbidden: () => scenario.delegation !== 'allowed',
+      childAgentForbidden: ({ context }: Ctx) => context.args.agent !== 'helper',
+      childLimitReached: () => scenario.limit === true,
+    },
+  });
+}
+
+function events(machine: AnyMachineSnapshot, scenario: ToolCallScenario): EventObject[] {
   const id = pendingEffectOf(machine);
   const done = (output: unknown) => ({ type: 'effect.done', id, output }) as EventObject;
   const failed = { type: 'effect.failed', id, error: new Error('it broke') } as EventObject;
@@ -125,6 +182,16 @@ function events(machine: AnyMachineSnapshot): EventObject[] {
       ];
     case 'afterToolDispatch':
       return [done(undefined), failed, ...commands];
+    case 'delegate':
+      // A spawn succeeds; a message to a child this session does not have is a failed result.
+      return [done({ status: scenario.name === 'spawn_agent' ? 'succeeded' : 'failed', content: 'delegated' }), failed, ...commands];
+    case 'waitAgent':
+      if (!scenario.child) return [done({ timedOut: false, result: { status: 'failed', content: 'UnknownAgentId' } }), failed, ...commands];
+      return [
+        done({ timedOut: true, result: { status: 'failed', content: 'timed out' } }),
+        done({ timedOut: false, result: { status: 'succeeded', content: 'answered' } }),
+        ...commands,
+      ];
     case 'runControlTool':
     case 'writeResult':
       return [done(undefined), failed];
@@ -136,17 +203,16 @@ function events(machine: AnyMachineSnapshot): EventObject[] {
 export function toolCallModel(scenario: ToolCallScenario): ChartModel<null> {
   const args = JSON.parse(scenario.argumentsText === 'not json' ? '{}' : scenario.argumentsText) as Record<string, unknown>;
   return {
-    machine: traversalToolCallMachine,
+    machine: scenarioMachine(scenario),
     input: {
       sessionId: scenario.mode,
       turnId: scenario.hooks ? HOOKED_TURN : 't',
       call: { id: 'target', name: scenario.name, argumentsText: scenario.argumentsText },
-      // The identical call before, as the turn carries it: counted once.
-      loop: scenario.repeated ? observeCall(FRESH_TRACKER, scenario.name, args, loopRulesOf(scenario)).tracker : FRESH_TRACKER,
+      loop: incomingLoop(scenario, args),
       loopRules: loopRulesOf(scenario),
     },
     env: null,
-    events: ({ machine }) => events(machine),
+    events: ({ machine }) => events(machine, scenario),
     nextEnv: () => null,
     key: ({ machine }) => {
       const c = machine.context as ToolCallContext;

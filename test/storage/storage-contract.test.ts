@@ -127,6 +127,46 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await expect(storage.createSession(row)).rejects.toThrow();
     });
 
+    it('stores a child session with its link in the same row, and lists the children of a session oldest first', async () => {
+      await sessionWithTurns('p1', 'pt1');
+      const link = { sessionId: 'p1', turnId: 'pt1', toolCallId: 'call-1' };
+      const second = session('c2', { createdAtMs: T0 + 2, parent: { ...link, toolCallId: 'call-2' } });
+      await storage.createSession(second);
+      await storage.createSession(session('c1', { createdAtMs: T0 + 1, parent: link }));
+      await storage.createSession(session('other'));
+
+      expect(await storage.getSession('c1')).toEqual(session('c1', { createdAtMs: T0 + 1, parent: link }));
+      expect(await storage.getSession('p1')).toEqual(session('p1'));
+      expect((await storage.listChildSessions('p1')).map((r) => [r.id, r.parent?.toolCallId])).toEqual([
+        ['c1', 'call-1'],
+        ['c2', 'call-2'],
+      ]);
+      expect(await storage.listChildSessions('c1')).toEqual([]);
+      // Leasing a child reads the same row, link included.
+      const acquired = await storage.acquireSession('c2', { ownerId: 'o1', host: 'h', pid: 1, ttlMs: 10_000 });
+      expect(acquired.ok && acquired.session.parent).toEqual({ ...link, toolCallId: 'call-2' });
+    });
+
+    it('switchAgent changes the agent and stores its note in one fenced transaction', async () => {
+      await sessionWithTurns('s1', 't1');
+      const fence = await storage.acquireSession('s1', { ownerId: 'o1', host: 'h', pid: 1, ttlMs: 10_000 }).then((r) => (r.ok ? r.fence : -1));
+      const note = stored('t1', 's1', 5, { role: 'user', kind: 'agent_note', text: 'now explorer' });
+      await storage.switchAgent('s1', 'explorer', note, fence);
+      expect((await storage.getSession('s1'))?.agent).toBe('explorer');
+      expect(await storage.listMessages('s1')).toEqual([note]);
+
+      // A stale token changes nothing, neither the agent nor the conversation.
+      const later = stored('t1', 's1', 6, { role: 'user', kind: 'agent_note', text: 'back' });
+      await expect(storage.switchAgent('s1', 'coder', later, fence - 1)).rejects.toBeInstanceOf(FencedWriteError);
+      expect((await storage.getSession('s1'))?.agent).toBe('explorer');
+      // A note on a taken sequence rolls the agent back with it.
+      await expect(storage.switchAgent('s1', 'coder', stored('t1', 's1', 5, user('dup'), 'dup'), fence)).rejects.toThrow();
+      expect((await storage.getSession('s1'))?.agent).toBe('explorer');
+      await storage.switchAgent('s1', 'coder', null, fence);
+      expect((await storage.getSession('s1'))?.agent).toBe('coder');
+      await expect(storage.switchAgent('missing', 'coder', null)).rejects.toThrow();
+    });
+
     it('beginTurn writes the running turn and its messages', async () => {
       await storage.createSession(session('s1'));
       await storage.beginTurn(turn('t1', 's1'), [stored('t1', 's1', 0, user('hi')), stored('t1', 's1', 1, user('there'))]);
@@ -551,7 +591,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await storage.migrate();
       expect(await storage.getSession('s1')).toEqual(session('s1'));
       expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
-      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks']);
+      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents']);
     });
 
     it('migrate() upgrades a database made by 001_initial alone, keeping its data', async () => {
@@ -572,7 +612,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await expect(s.listCompactions('s1')).rejects.toThrow();
 
         await s.migrate();
-        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks']);
+        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents']);
         expect(await s.getSession('s1')).toEqual(session('s1'));
         expect(await s.getTurn('t1')).toMatchObject({ status: 'completed', finalText: 'done' });
         expect(await s.listMessages('s1')).toEqual([stored('t1', 's1', 0, user('from before'))]);

@@ -1,6 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { sessionOf, unwrap, type HostContext } from '../host-context.js';
-import { AgentMessageBody, Compacted, errors, ModeBody, Ok, RewindBody, SessionParams } from '../schemas.js';
+import { AgentBody, AgentMessageBody, AgentSwitched, Compacted, errors, ModeBody, Ok, RewindBody, SessionParams } from '../schemas.js';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 
@@ -10,6 +10,14 @@ const mode = createRoute({
   summary: 'Set the permission mode (from the next tool call on)',
   request: { params: SessionParams, body: { content: json(ModeBody), required: true } },
   responses: { 200: { description: 'stored', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+});
+
+const agent = createRoute({
+  method: 'put',
+  path: '/sessions/{sessionId}/agent',
+  summary: "Switch the session's agent from the next turn on (only to an agent the current one allows, only while no turn runs)",
+  request: { params: SessionParams, body: { content: json(AgentBody), required: true } },
+  responses: { 200: { description: 'switched', content: json(AgentSwitched) }, ...errors(400, 401, 404, 409, 413, 503) },
 });
 
 const agentMessage = createRoute({
@@ -41,6 +49,12 @@ export function sessionCommandRoutes(app: OpenAPIHono, host: HostContext): void 
     const session = await sessionOf(host, c.req.valid('param').sessionId);
     unwrap(await session.setPermissionMode(c.req.valid('json').mode));
     return c.json({ ok: true as const }, 200);
+  });
+
+  app.openapi(agent, async (c) => {
+    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const switched = unwrap(await session.switchAgent(c.req.valid('json').agent));
+    return c.json({ ok: true as const, agent: switched.agent }, 200);
   });
 
   app.openapi(agentMessage, async (c) => {

@@ -1,0 +1,82 @@
+import type { ToolCallContext, ToolEffectInput } from '../../machines/tool-call.machine.js';
+import type { TurnEffectInput } from '../../machines/turn.machine.js';
+import type { WaitAgentOutput } from '../../machines/delegation.js';
+import type { StoredMessage } from '../protocol/messages.js';
+import type { ToolResult } from '../protocol/tool-result.js';
+import type { EffectCancellation } from './effect-port.js';
+import type { Delegation } from './delegation.js';
+import type { RuntimeDeps, SessionEnv } from './session-env.js';
+
+type Ctx = { context: ToolCallContext };
+
+/** What the runtime lends these effects: the registry of children, and how a session takes another agent. */
+export interface SubagentDeps extends RuntimeDeps {
+  delegation: Delegation;
+  /** agent.switch: the session's agent, hooks and tool surface become those of `agent`. */
+  installAgent: (env: SessionEnv, agent: string) => void;
+}
+
+/**
+ * The charts' side of sub-agents and agent.switch: the tool-call chart's delegation guards and
+ * effects, the turn's `cancelChildren`, and the session's `switchAgent` maintenance effect.
+ */
+export function delegationEffects(deps: SubagentDeps) {
+  const { env: envOf, delegation } = deps;
+
+  const delegate = (input: ToolEffectInput): Promise<ToolResult> =>
+    input.name === 'spawn_agent' ? delegation.spawn(input) : delegation.send(input);
+
+  const waitAgent = (input: ToolEffectInput, cancellation: EffectCancellation): Promise<WaitAgentOutput> => delegation.wait(input, cancellation);
+
+  /** Stores the new agent and a note in the conversation, in one transaction; the next turn runs the new agent. */
+  const switchAgent = async (input: { sessionId: string; agent: string }): Promise<void> => {
+    const env = envOf(input.sessionId);
+    const previous = env.agentName;
+    const lastTurn = (await deps.storage.listTurns(env.id)).filter((t) => t.status !== 'queued').at(-1);
+    const note = lastTurn ? noteMessage(env, deps, lastTurn.id, previous, input.agent) : null;
+    if (note) env.chat.check(note.message);
+    try {
+      await deps.storage.switchAgent(env.id, input.agent, note, env.fence);
+    } catch (error) {
+      // The session chart answers the command with this code; nothing changed.
+      throw Object.assign(new Error(`the agent switch could not be stored: ${error instanceof Error ? error.message : String(error)}`), { commandCode: 'PersistenceError' });
+    }
+    if (note) env.chat.append(note, true);
+    deps.installAgent(env, input.agent);
+  };
+
+  return {
+    handlers: { delegate, waitAgent, switchAgent },
+    guards: {
+      delegationForbidden: ({ context }: Ctx) => envOf(context.sessionId).agent.delegation === null,
+      childAgentForbidden: ({ context }: Ctx) => {
+        const allowed = envOf(context.sessionId).agent.delegation?.agents ?? [];
+        return !allowed.includes(String(context.args.agent));
+      },
+      childLimitReached: ({ context }: Ctx) => {
+        const max = envOf(context.sessionId).agent.delegation?.maxChildren ?? 0;
+        return delegation.liveChildren(context.sessionId, context.turnId) >= max;
+      },
+      approvalNonInteractive: ({ context }: Ctx) => envOf(context.sessionId).nonInteractive,
+    },
+    actions: {
+      cancelChildren: ({ context }: { context: TurnEffectInput }) => delegation.cancelChildren(context.sessionId, context.turnId),
+    },
+  };
+}
+
+/**
+ * The note that records a switch. Stored messages belong to a turn, so it joins the conversation
+ * under the last turn's id, after everything that turn wrote; a session with no turn yet has no
+ * conversation to note it in, and simply starts with the new agent.
+ */
+function noteMessage(env: SessionEnv, deps: RuntimeDeps, turnId: string, from: string, to: string): StoredMessage {
+  return {
+    id: deps.newId('msg'),
+    sessionId: env.id,
+    turnId,
+    sequence: env.chat.nextSequence,
+    createdAtMs: deps.now(),
+    message: { role: 'user', kind: 'agent_note', text: `The session's agent changed from '${from}' to '${to}': from here on you act as '${to}'.` },
+  };
+}

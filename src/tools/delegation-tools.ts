@@ -1,0 +1,53 @@
+import { z } from 'zod';
+import { SEND_AGENT_MESSAGE, SPAWN_AGENT, WAIT_AGENT } from '../../machines/delegation.js';
+import type { ToolDefinition } from '../protocol/model.js';
+
+/** The arguments of the delegation control tools, checked like any tool's. */
+export const spawnAgentSchema = z.strictObject({
+  agent: z.string().min(1).max(200),
+  task: z.string().min(1).max(200_000),
+});
+
+export const sendAgentMessageSchema = z.strictObject({
+  agentId: z.string().min(1).max(200),
+  text: z.string().min(1).max(200_000),
+});
+
+/** The longest a single wait may take: an hour. */
+export const MAX_WAIT_MS = 3_600_000;
+
+export const waitAgentSchema = z.strictObject({
+  agentId: z.string().min(1).max(200),
+  timeoutMs: z.number().int().min(1).max(MAX_WAIT_MS),
+});
+
+export const DELEGATION_SCHEMAS: Readonly<Record<string, z.ZodType<Record<string, unknown>>>> = {
+  [SPAWN_AGENT]: spawnAgentSchema,
+  [SEND_AGENT_MESSAGE]: sendAgentMessageSchema,
+  [WAIT_AGENT]: waitAgentSchema,
+};
+
+const schemaOf = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
+
+/** Advertised only to agents that may delegate; the names they may start are in the description. */
+export function delegationDefinitions(agents: readonly string[]): ToolDefinition[] {
+  return [
+    {
+      name: SPAWN_AGENT,
+      description:
+        `Start a sub-agent on a task; it works on its own and answers once. Returns its agentId at once. ` +
+        `Agents you may start: ${agents.join(', ')}. It cannot ask the user for approvals.`,
+      inputSchema: schemaOf(spawnAgentSchema),
+    },
+    {
+      name: SEND_AGENT_MESSAGE,
+      description: 'Send a sub-agent a message: it reads it before its next model call, or starts working on it when it is idle.',
+      inputSchema: schemaOf(sendAgentMessageSchema),
+    },
+    {
+      name: WAIT_AGENT,
+      description: `Wait up to timeoutMs (at most ${MAX_WAIT_MS}) for a sub-agent's answer. Its answer also arrives as an agent message.`,
+      inputSchema: schemaOf(waitAgentSchema),
+    },
+  ];
+}
