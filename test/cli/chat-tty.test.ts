@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -15,21 +17,26 @@ const tempDir = useTempDirs('turnchart-chat-tty-');
 class Pane {
   private readonly socket = `turnchart-chat-${randomUUID()}`;
 
-  /** Runs `argv` in a new 120×40 pane; the pane stays (dead) after the program exits, to be read. */
+  /** Where the wrapping shell writes the program's exit status. */
+  private readonly statusFile = path.join(os.tmpdir(), `${this.socket}.status`);
+
+  /**
+   * Runs `argv` in a new 120×40 pane; the pane stays (dead) after the program exits, to be read. A
+   * shell around the program writes its exit status to a file: after the chat's Ctrl+D, tmux 3.3a
+   * was seen to report its pane dead with `pane_dead_status` empty (read as 0 by `Number('')`, which
+   * hid it until the field went missing altogether).
+   */
   start(argv: string[]): void {
-    const command = argv.map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(' ');
+    const quote = (arg: string) => `'${arg.replaceAll("'", "'\\''")}'`;
+    const command = ['sh', '-c', `"$@"; echo $? > ${quote(this.statusFile)}`, 'sh', ...argv].map(quote).join(' ');
     this.tmux('new-session', '-d', '-x', '120', '-y', '40', '-s', 'chat', '-c', ROOT, command, ';', 'set-option', '-t', 'chat', 'remain-on-exit', 'on');
   }
 
-  /**
-   * The program's exit status once tmux has reaped it (128 + the signal if one ended it), else null.
-   * tmux can mark a pane dead when its terminal closes, before it has collected the exit status.
-   */
+  /** The program's exit status once it has exited, else null. */
   exitStatus(): number | null {
-    const [dead, status = '', signal = ''] = this.tmux('display-message', '-p', '-t', 'chat', '#{pane_dead} #{pane_dead_status} #{pane_dead_signal}').trim().split(' ');
-    if (dead !== '1') return null;
-    if (/^\d+$/.test(status)) return Number(status);
-    return /^\d+$/.test(signal) ? 128 + Number(signal) : null;
+    if (!existsSync(this.statusFile)) return null;
+    const written = readFileSync(this.statusFile, 'utf8').trim();
+    return /^\d+$/.test(written) ? Number(written) : null;
   }
 
   /** Literal text, then Enter. */
@@ -56,6 +63,7 @@ class Pane {
 
   kill(): void {
     spawnSync('tmux', ['-L', this.socket, 'kill-server']);
+    rmSync(this.statusFile, { force: true });
   }
 
   private tmux(...args: string[]): string {
