@@ -10,6 +10,8 @@ import { defineTool, scriptedModel, sqliteStorage, type ScriptedStep } from '../
 import type { SessionHandle } from '../../src/runtime/session-handle.js';
 import { ARTIFACTS, buildInspectorPage, launchBrowser, type Browser } from '../support/browser.js';
 import { call } from '../support/host.js';
+import { routedModel } from '../support/routed-model.js';
+import { CRASH_AGENTS, LEAD_PROMPT, WORKER_PROMPT } from '../support/subagent-agents.js';
 import { until } from '../support/poll.js';
 import { withHook } from '../support/storage-hook.js';
 
@@ -201,4 +203,31 @@ describe('the inspector page in headless Chromium', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'inspect-many.png') });
     await page.close();
   }, 180_000);
+
+  it('lists a session\'s sub-agent under its actors, and opens the child, which links back to its parent', async (ctx) => {
+    if ('unavailable' in browser) return ctx.skip();
+    const { port } = routedModel({
+      lead: { prompt: LEAD_PROMPT, steps: [{ text: 'delegating', toolCalls: [{ id: 'spawn-1', name: 'spawn_agent', args: { agent: 'worker', task: 'say hi' } }] }, { text: 'done' }] },
+      worker: { prompt: WORKER_PROMPT, steps: [{ text: 'hi' }] },
+    });
+    dir = await mkdtemp(path.join(os.tmpdir(), 'turnchart-page-'));
+    host = await startHost({ host: '127.0.0.1', port: 0, db: path.join(dir, 'db.sqlite'), workspace: dir, model: port, idleTtlSeconds: 300, token: 'page-token', inspectorAssets: assets, runtime: { agents: CRASH_AGENTS }, warn: () => undefined });
+    const parent = await host.runtime.createSession({ agent: 'lead', permissionMode: 'ask' });
+    const page = await (browser as Browser).context.newPage();
+    await page.goto(`${host.url}/inspect?token=page-token&session=${parent.id}`);
+    await page.waitForSelector('[data-state="session.idle"][data-active="true"]', { state: 'attached' });
+    expect(await page.$('[data-child-session]')).toBeNull();
+    const started = await parent.startTurn({ clientRequestId: 'links-1', input: [{ type: 'text', text: 'delegate' }] });
+    expect(started.ok).toBe(true);
+    let childId = '';
+    await until('the child is stored', async () => ((childId = (await host!.runtime.agentLinks(parent.id)).children[0]?.sessionId ?? ''), childId !== ''));
+    const entry = await page.waitForSelector(`[data-child-session="${childId}"]`, { timeout: 15_000 });
+    expect(await entry.textContent()).toContain(`sub-agent worker · ${childId}`);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspect-sub-agent.png') });
+    await page.click(`[data-child-session="${childId}"] a`);
+    await page.waitForSelector(`[data-parent-session="${parent.id}"]`, { timeout: 15_000 });
+    expect(new URL(page.url()).searchParams.get('session')).toBe(childId);
+    expect(await page.$('[data-child-session]')).toBeNull();
+    await page.close();
+  }, 60_000);
 });

@@ -6,6 +6,8 @@ import type { StreamHello, StreamItem, SessionListEntry } from '../../src/inspec
 import { sqliteFile } from '../support/databases.js';
 import { testHost, type TestHost } from '../support/host.js';
 import { SseClient } from '../support/sse-client.js';
+import { routedModel } from '../support/routed-model.js';
+import { CRASH_AGENTS, LEAD_PROMPT, WORKER_PROMPT } from '../support/subagent-agents.js';
 
 const TOKEN = 'inspector-secret';
 const auth = { authorization: `Bearer ${TOKEN}` };
@@ -98,5 +100,32 @@ describe('inspector routes', () => {
     expect((await host.call('GET', '/inspect/api/sessions/ses_nope/stream')).body).toMatchObject({ error: { code: 'UnknownSession' } });
     expect((await host.call('GET', '/inspect/api/sessions/x/stream?after=-1')).status).toBe(400);
     expect((await host.call('GET', '/inspect/api/sessions/x/stream?junk=1')).status).toBe(400);
+  });
+
+  it('lists a session\'s sub-agent children and a child\'s parent, behind the token', async () => {
+    const { port } = routedModel({
+      lead: { prompt: LEAD_PROMPT, steps: [{ text: 'delegating', toolCalls: [{ id: 'spawn-1', name: 'spawn_agent', args: { agent: 'worker', task: 'say hi' } }] }, { text: 'done' }] },
+      worker: { prompt: WORKER_PROMPT, steps: [{ text: 'hi' }] },
+    });
+    host = await testHost(sqliteFile(), port, { token: TOKEN, inspectorAssets: assets, runtime: { agents: CRASH_AGENTS } });
+    const parent = await host.runtime.createSession({ agent: 'lead', permissionMode: 'ask' });
+    expect((await host.call('GET', `/inspect/api/sessions/${parent.id}/links`)).status).toBe(401);
+    const empty = await host.call('GET', `/inspect/api/sessions/${parent.id}/links`, undefined, auth);
+    expect(empty.status).toBe(200);
+    expect(empty.body).toEqual({ parent: null, children: [] });
+
+    const started = await parent.startTurn({ clientRequestId: 'links-1', input: [{ type: 'text', text: 'delegate' }] });
+    expect(started.ok).toBe(true);
+    let links = empty.body as { parent: unknown; children: { sessionId: string; agent: string }[] };
+    for (let i = 0; i < 200 && links.children.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      links = (await host.call('GET', `/inspect/api/sessions/${parent.id}/links`, undefined, auth)).body as typeof links;
+    }
+    expect(links).toEqual({ parent: null, children: [{ sessionId: expect.any(String), agent: 'worker' }] });
+    const childId = links.children[0]!.sessionId;
+    expect((await host.call('GET', `/inspect/api/sessions/${childId}/links`, undefined, auth)).body).toEqual({ parent: { sessionId: parent.id }, children: [] });
+
+    expect((await host.call('GET', `/inspect/api/sessions/${'x'.repeat(201)}/links`, undefined, auth)).status).toBe(400);
+    expect((await host.call('GET', '/inspect/api/sessions/ses_nope/links', undefined, auth)).body).toMatchObject({ error: { code: 'UnknownSession' } });
   });
 });

@@ -16,6 +16,8 @@ const connection = h('span', { class: 'connection', 'data-connected': 'false' },
 const list = new SessionListView((id) => select(id), () => schedule());
 const controls = new ControlsView();
 const tree = h('ul', { class: 'actor-tree' });
+/** Sub-agents: the session that spawned the selected one, and the sessions it spawned. */
+const linksList = h('ul', { class: 'actor-tree session-links' });
 const charts = h('div', { class: 'charts' });
 const tabs = h('div', { class: 'chart-tabs', role: 'tablist' });
 const followBox = h('input', { type: 'checkbox', checked: true, class: 'follow', onchange: () => schedule() });
@@ -30,7 +32,7 @@ app.append(
     'main',
     { class: 'layout' },
     list.el,
-    h('div', { class: 'center' }, controls.el, h('section', { class: 'actors' }, h('header', {}, h('strong', {}, 'Actors')), tree), h('div', { class: 'chart-bar' }, tabs, h('label', { class: 'muted' }, followBox, ' follow the deepest live actor')), charts),
+    h('div', { class: 'center' }, controls.el, h('section', { class: 'actors' }, h('header', {}, h('strong', {}, 'Actors')), tree, linksList), h('div', { class: 'chart-bar' }, tabs, h('label', { class: 'muted' }, followBox, ' follow the deepest live actor')), charts),
     h('div', { class: 'right' }, timeline.el, h('section', { class: 'detail-pane' }, h('header', {}, h('strong', {}, 'At this point')), detail)),
   ),
 );
@@ -132,6 +134,58 @@ function renderActors(m: SessionModel): void {
   fill(tree, ...(children.get(null) ?? []).map(node));
 }
 
+interface SessionLinks {
+  parent: { sessionId: string } | null;
+  children: { sessionId: string; agent: string }[];
+}
+
+const LINKS_EVERY_MS = 1000;
+const linksFetch = { last: 0, timer: 0 as ReturnType<typeof setTimeout> | 0 };
+
+/** Fetches the selected session's links at most once a second; a call inside the second runs at its end. */
+function refreshLinks(): void {
+  if (linksFetch.timer) return;
+  const wait = linksFetch.last + LINKS_EVERY_MS - Date.now();
+  if (wait > 0) {
+    linksFetch.timer = setTimeout(() => ((linksFetch.timer = 0), refreshLinks()), wait);
+    return;
+  }
+  linksFetch.last = Date.now();
+  const sessionId = model?.sessionId;
+  if (!sessionId) return;
+  api<SessionLinks>('GET', `/inspect/api/sessions/${encodeURIComponent(sessionId)}/links`).then(
+    (links) => {
+      if (model?.sessionId === sessionId) renderLinks(links);
+    },
+    () => undefined,
+  );
+}
+
+/** A link that opens another session the way the session list does (`?session=<id>`). */
+function sessionLink(sessionId: string, ...content: (string | HTMLElement)[]): HTMLElement {
+  return h(
+    'a',
+    {
+      href: `?session=${encodeURIComponent(sessionId)}`,
+      onclick: (e) => {
+        e.preventDefault();
+        select(sessionId);
+      },
+    },
+    ...content,
+  );
+}
+
+function renderLinks(links: SessionLinks): void {
+  fill(
+    linksList,
+    links.parent ? h('li', { 'data-parent-session': links.parent.sessionId }, sessionLink(links.parent.sessionId, h('strong', {}, 'parent session'), h('span', { class: 'muted' }, ` ${links.parent.sessionId}`))) : null,
+    ...links.children.map((child) =>
+      h('li', { 'data-child-session': child.sessionId }, sessionLink(child.sessionId, h('strong', {}, `sub-agent ${child.agent}`), h('span', { class: 'muted' }, ` · ${child.sessionId}`))),
+    ),
+  );
+}
+
 function showDetail(index: number): void {
   if (!model) return;
   const item = model.items[index];
@@ -159,6 +213,10 @@ function select(sessionId: string): void {
   Object.assign(drawn, { actors: -1, session: -1, items: -1 });
   list.select(sessionId);
   timeline.setModel(current);
+  fill(linksList);
+  clearTimeout(linksFetch.timer || undefined);
+  Object.assign(linksFetch, { last: 0, timer: 0 });
+  refreshLinks();
   detail.textContent = 'Select a timeline entry to see the snapshot and context at that point.';
   const url = new URL(location.href);
   url.searchParams.set('session', sessionId);
@@ -171,6 +229,7 @@ function select(sessionId: string): void {
         const item = JSON.parse(message.data) as StreamItem;
         current.add(item);
         if (item.kind === 'update' && item.envelope.update.type === 'turn_finished') void controls.refreshContext(sessionId);
+        if (item.kind === 'update' && (item.envelope.update.type === 'turn_finished' || item.envelope.update.type === 'tool_call_finished')) refreshLinks();
       }
       schedule();
     },

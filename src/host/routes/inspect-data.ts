@@ -33,6 +33,21 @@ export function inspectDataRoutes(app: OpenAPIHono, host: HostContext): void {
     return new Response(body, { status: 200, headers: SSE_HEADERS });
   });
 
+  // Sub-agents: the session that spawned this one and the ones it spawned, so the page can link them.
+  app.get('/inspect/api/sessions/:sessionId/links', async (c) => {
+    const params = SessionParams.safeParse(c.req.param());
+    if (!params.success) return commandError(c, { code: 'InvalidInput', message: 'expected a session id' });
+    const links = await viaStorage(() => host.runtime.agentLinks(params.data.sessionId));
+    return c.json(
+      {
+        parent: links.parent ? { sessionId: links.parent.sessionId } : null,
+        children: links.children.map((child) => ({ sessionId: child.sessionId, agent: child.agent })),
+      },
+      200,
+      { 'cache-control': 'no-cache' },
+    );
+  });
+
   app.get('/inspect/api/sessions/:sessionId/stream', async (c) => {
     const params = SessionParams.safeParse(c.req.param());
     const query = AfterQuery.safeParse(c.req.query());
