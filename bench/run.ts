@@ -3,6 +3,7 @@
  * figure's bar, then one machine-readable line per figure:
  *
  *   step_overhead_ratio: X          runtime ÷ bare-loop µs/step, median of per-round ratios   bar ≤ 2.0
+ *   orchestration_ratio: X          the same with null storage on both sides (orchestration alone); issue 14's bar ≤ 8
  *   inspect_overhead_ratio: X       µs/step with an inspector page's watch ÷ without, median of per-round ratios   bar ≤ 1.5
  *   idle_session_bytes: X           JS heap per idle open session                    bar ≤ 51200
  *   concurrent_sessions_completed: X  of 1 000 concurrent 3-step turns               expect 1000
@@ -238,6 +239,7 @@ async function main(): Promise<void> {
   log();
 
   log(`step_overhead_ratio: ${ratio}`);
+  log(`orchestration_ratio: ${step.orchestration ? round(step.orchestration.ratio, 1) : 'skipped'}`);
   log(`inspect_overhead_ratio: ${inspectRatio}`);
   log(`idle_session_bytes: ${idleBytes}`);
   log(`concurrent_sessions_completed: ${conc.completed}`);
