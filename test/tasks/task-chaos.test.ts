@@ -4,7 +4,8 @@ import { TASK_SUITE_SKIP } from '../support/task-stack.js';
 
 if (TASK_SUITE_SKIP) console.log(`Task chaos suite skipped: ${TASK_SUITE_SKIP}`);
 
-const SEED = Number(process.env.TURNCHART_CHAOS_SEED ?? Date.now() % 1_000_000);
+// Fixed, as every property of `npm test` is; the reliability run draws a new one each time.
+const SEED = Number(process.env.TURNCHART_CHAOS_SEED ?? 96_093);
 
 /** The small chaos run of `npm test`; test/reliability/task-chaos.test.ts is the full one. */
 describe.skipIf(TASK_SUITE_SKIP !== null)('workers SIGKILLed while they run tasks (small)', () => {
@@ -13,6 +14,8 @@ describe.skipIf(TASK_SUITE_SKIP !== null)('workers SIGKILLed while they run task
     const report = await runChaos({ workers: 2, tasks: 10, kills: 2, seed: SEED, concurrency: 4, deadlineMs: 90_000 });
     console.log(`task chaos: ${JSON.stringify({ ...report, problems: report.problems.length })}`);
     expect(report.problems).toEqual([]);
-    expect(report.recovered).toBeGreaterThan(0);
+    expect(report.kills).toBe(2);
+    // At this size whether a kill leaves anything to recover depends on timing (a CI run with 2 kills
+    // and seed 594012 recovered none, with no problem found); the full run asserts recoveries.
   }, 180_000);
 });
