@@ -4,7 +4,7 @@ import { turnMachine } from '../../machines/turn.machine.js';
 import { sessionEffects } from './session-effects.js';
 import { toolCallEffects } from './tool-call-effects.js';
 import { turnEffects, type TurnEffectDeps } from './turn-effects.js';
-import { effectPort, type AnyHandler } from './effect-port.js';
+import { directEffectActions, effectPort, type AnyHandler } from './effect-port.js';
 import { compactionEffects } from './compaction-effects.js';
 import { delegationEffects, type SubagentDeps } from './delegation-effects.js';
 
@@ -20,8 +20,9 @@ export function provideMachines(deps: TurnEffectDeps & SubagentDeps) {
   const turn = turnEffects(deps, tool.runRead);
   const session = sessionEffects(deps);
   const delegation = delegationEffects(deps);
-  const toolCall = toolCallMachine.provide({ guards: { ...tool.guards, ...delegation.guards }, actions: tool.actions });
-  const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: { ...turn.actions, ...delegation.actions } });
+  const effects = directEffectActions();
+  const toolCall = toolCallMachine.provide({ guards: { ...tool.guards, ...delegation.guards }, actions: { ...tool.actions, ...effects } });
+  const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: { ...turn.actions, ...delegation.actions, ...effects } });
   const handlers = {
     ...turn.handlers,
     ...tool.handlers,
@@ -31,7 +32,7 @@ export function provideMachines(deps: TurnEffectDeps & SubagentDeps) {
   } as Record<string, AnyHandler>;
   return sessionMachine.provide({
     actors: { turn: providedTurn, effectPort: effectPort(handlers, CANCELLABLE) },
-    actions: session.actions,
+    actions: { ...session.actions, requestEffect: effects.requestEffect },
   });
 }
 

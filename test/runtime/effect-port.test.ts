@@ -1,6 +1,6 @@
 import { createActor, type AnyActorRef } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { effectPort, type EffectCancellation } from '../../src/runtime/effect-port.js';
+import { EffectDispatcher, effectPort, type EffectCancellation } from '../../src/runtime/effect-port.js';
 
 /** A stand-in for a chart: records what the port replies to it. */
 function requester() {
@@ -65,5 +65,48 @@ describe('effect port (one request in flight per actor)', () => {
     port.send({ type: 'effect.request', name: 'work', input: 1, replyTo: requester().ref });
     port.stop();
     expect(work.calls[0]!.cancellation.aborted).toBe(true);
+  });
+});
+
+describe('effect dispatcher (the charts reach it directly)', () => {
+  it('a request asked during a transition starts a microtask later and replies as an event', async () => {
+    const work = pending();
+    const dispatcher = new EffectDispatcher({ work: work.handler }, new Set(['work']));
+    const chart = requester();
+    dispatcher.requestAfterTransition(chart.ref, 'work', 1);
+    expect(work.calls).toHaveLength(0);
+    await Promise.resolve();
+    expect(work.calls).toHaveLength(1);
+    work.calls[0]!.resolve('ok');
+    await settle();
+    expect(chart.received).toEqual([{ type: 'effect.done', output: 'ok' }]);
+  });
+
+  it('a request cancelled before it started never starts; one replaced starts only the newer', async () => {
+    const work = pending();
+    const dispatcher = new EffectDispatcher({ work: work.handler }, new Set(['work']));
+    const chart = requester();
+    dispatcher.requestAfterTransition(chart.ref, 'work', 1);
+    dispatcher.cancel(chart.ref);
+    dispatcher.requestAfterTransition(chart.ref, 'work', 2);
+    dispatcher.requestAfterTransition(chart.ref, 'work', 3);
+    await settle();
+    expect(work.calls).toHaveLength(1);
+    work.calls[0]!.resolve('third');
+    await settle();
+    expect(chart.received).toEqual([{ type: 'effect.done', output: 'third' }]);
+  });
+
+  it('stop aborts the signal of what runs and drops its reply', async () => {
+    const work = pending();
+    const dispatcher = new EffectDispatcher({ work: work.handler }, new Set(['work']));
+    const chart = requester();
+    dispatcher.request(chart.ref, 'work', 1);
+    const { signal } = work.calls[0]!.cancellation;
+    dispatcher.stop();
+    expect(signal.aborted).toBe(true);
+    work.calls[0]!.resolve('late');
+    await settle();
+    expect(chart.received).toEqual([]);
   });
 });
