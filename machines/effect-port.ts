@@ -45,6 +45,23 @@ export interface EffectAbort {
 
 export type EffectReply = { type: 'effect.done'; output: unknown } | { type: 'effect.failed'; error: unknown };
 
+/**
+ * The output of an `effect.done` reply, typed as the effect the chart waits for returns it; undefined
+ * for any other event. Guards and actions read replies through this and `failureOf`-style helpers
+ * rather than casting the event inline.
+ */
+export function doneOutput<T>(event: EventObject): T | undefined {
+  return event.type === 'effect.done' ? ((event as Extract<EffectReply, { type: 'effect.done' }>).output as T) : undefined;
+}
+
+/** The error of an `effect.failed` reply; undefined for any other event. */
+export function failedError(event: EventObject): unknown {
+  return event.type === 'effect.failed' ? (event as Extract<EffectReply, { type: 'effect.failed' }>).error : undefined;
+}
+
+/** What a failed effect's error may say about itself, each field checked where it is read. */
+export type EffectErrorTraits = { kind?: unknown; semanticOutputProduced?: unknown; reloadRequired?: unknown } | null | undefined;
+
 /** The chart action that sends a request; its `params` name the effect and give its input. */
 export function requestEffectAction<TContext extends MachineContext, TEvent extends EventObject, E extends EffectContract>() {
   return sendTo<TContext, TEvent, EffectCall<E>, AnyActorRef, TEvent>(

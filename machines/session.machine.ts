@@ -3,7 +3,7 @@ import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision, QueuedTurnView } from '../src/protocol/updates.js';
 import { turnMachine, type TurnLimits } from './turn.machine.js';
 import { notProvided } from './not-provided.js';
-import { EFFECT_PORT, requestEffectAction, type EffectAbort, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
+import { EFFECT_PORT, doneOutput, failedError, requestEffectAction, type EffectErrorTraits, type EffectAbort, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
@@ -167,7 +167,7 @@ export const sessionMachine = setup({
     /** A finished turn whose row was never written did not happen: its request id may be sent again. */
     recordFinish: assign({
       accepted: ({ context, event }) => {
-        const stored = ((event as Extract<EffectReply, { type: 'effect.done' }>).output as FinishTurnOutput | undefined)?.stored !== false;
+        const stored = doneOutput<FinishTurnOutput>(event)?.stored !== false;
         const request = context.activeTurn?.clientRequestId;
         if (stored || request === undefined) return context.accepted;
         const { [request]: _forgotten, ...rest } = context.accepted;
@@ -229,7 +229,7 @@ export const sessionMachine = setup({
     replyMaintenanceDone: assign({
       reply: ({ context, event }) => ({
         commandId: context.maintenance?.commandId ?? '',
-        result: { ok: true, ...((event as Extract<EffectReply, { type: 'effect.done' }>).output as { compactionId?: string } | undefined) },
+        result: { ok: true, ...doneOutput<{ compactionId?: string }>(event) },
       }),
       // A switched agent's limits apply from the next turn on: no turn runs while maintaining.
       limits: ({ context }) => context.maintenance?.limits ?? context.limits,
@@ -239,10 +239,10 @@ export const sessionMachine = setup({
     replyMaintenanceFailed: assign({
       reply: ({ context, event }) => ({
         commandId: context.maintenance?.commandId ?? '',
-        result: maintenanceFailure((event as Extract<EffectReply, { type: 'effect.failed' }>).error),
+        result: maintenanceFailure(failedError(event)),
       }),
       reloadRequired: ({ context, event }) =>
-        context.reloadRequired || ((event as Extract<EffectReply, { type: 'effect.failed' }>).error as { reloadRequired?: unknown } | null)?.reloadRequired === true,
+        context.reloadRequired || (failedError(event) as EffectErrorTraits)?.reloadRequired === true,
       maintenance: null,
     }),
     replyPermissionNotPending: assign({

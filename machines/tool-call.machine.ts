@@ -9,7 +9,7 @@ import { afterWait, breakRun, observeCall, passWait, recoveryHint, stopReason, t
 import { isDelegationTool, SPAWN_AGENT, WAIT_AGENT, type WaitAgentOutput } from './delegation.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
-import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
+import { cancelEffectAction, doneOutput, failedError, requestEffectAction, type EffectReply } from './effect-port.js';
 
 /**
  * One tool call (RT-15): `active` { `screening` — the parsed arguments are a JSON object? the name
@@ -124,10 +124,9 @@ export type ToolCallEffects = {
   afterToolDispatch: { input: AfterDispatchInput; output: void };
 };
 
-type Done = Extract<EffectReply, { type: 'effect.done' }>;
-type Failed = Extract<EffectReply, { type: 'effect.failed' }>;
-const outputOf = <T>(event: ToolCallEvent) => (event as Done).output as T;
-const errorOf = (event: ToolCallEvent) => (event as Failed).error;
+// Read only on the reply they name: the transitions that call these are `effect.done` / `effect.failed` ones.
+const outputOf = <T>(event: ToolCallEvent) => doneOutput<T>(event) as T;
+const errorOf = (event: ToolCallEvent) => failedError(event);
 
 const CANCELLED_BY_USER = 'tool call cancelled by the user';
 const DENIED_BY_MODE: AuditDecision = { verdict: 'denied', by: 'mode' };

@@ -9,7 +9,7 @@ import { stallWatchdogMachine, WATCHDOG } from './stall-watchdog.machine.js';
 import { EMPTY_TALLY, FRESH_TRACKER, loopRulesOf, mistakesAfter, tallyResult, type GuardrailLimits, type LoopTracker, type StepTally } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
-import { abortEffectAction, cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
+import { abortEffectAction, cancelEffectAction, doneOutput, failedError, requestEffectAction, type EffectErrorTraits, type EffectReply } from './effect-port.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
@@ -178,7 +178,15 @@ const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutpu
 });
 
 const guardrailsOf = (context: TurnContext) => context.limits.guardrails;
-const preparedOf = (event: TurnEvent) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as Partial<PreparedOutput> | undefined;
+// One typed reader per reply the turn waits for.
+const preparedOf = (event: TurnEvent) => doneOutput<Partial<PreparedOutput>>(event);
+const responseOf = (event: TurnEvent) => doneOutput<ModelResponse>(event)!;
+const mistakeDecisionOf = (event: TurnEvent) => doneOutput<MistakeDecision>(event);
+const errorTraitsOf = (event: TurnEvent) => failedError(event) as EffectErrorTraits;
+const stopMessageOf = (event: TurnEvent) => {
+  const decision = mistakeDecisionOf(event);
+  return decision?.action === 'stop' ? decision.message : '';
+};
 
 const STALLED_MESSAGE = (context: TurnContext) => `the turn made no progress for ${guardrailsOf(context)?.stallTimeoutMs ?? 0} ms`;
 
@@ -220,7 +228,7 @@ export const turnMachine = setup({
       const limit = guardrailsOf(context)?.mistakeLimit ?? null;
       return limit !== null && context.mistakes >= limit;
     },
-    mistakeDecisionStops: ({ event }) => ((event as Extract<EffectReply, { type: 'effect.done' }>).output as MistakeDecision | undefined)?.action === 'stop',
+    mistakeDecisionStops: ({ event }) => mistakeDecisionOf(event)?.action === 'stop',
     /** The token budget: the tokens reported so far plus this request would pass it (and the last call is not yet under way). */
     nextCallExceedsBudget: ({ context, event }) => {
       const max = guardrailsOf(context)?.maxTurnTokens ?? null;
@@ -228,14 +236,13 @@ export const turnMachine = setup({
       return max !== null && !context.concluding && (prepared?.turnTokens ?? 0) + (prepared?.nextCallTokens ?? 0) > max;
     },
     concluding: ({ context }) => context.concluding,
-    isOverLine: ({ event }) => ((event as Extract<EffectReply, { type: 'effect.done' }>).output as { overLine?: boolean } | undefined)?.overLine === true,
+    isOverLine: ({ event }) => preparedOf(event)?.overLine === true,
     compactedThisCall: ({ context }) => context.compactedThisCall,
     isRetryableOverflow: ({ context, event }) => {
-      const error = (event as Extract<EffectReply, { type: 'effect.failed' }>).error as { kind?: unknown; semanticOutputProduced?: unknown } | null;
+      const error = errorTraitsOf(event);
       return !context.overflowRetried && error?.kind === 'overflow' && error.semanticOutputProduced !== true;
     },
-    checkpointNotInstalled: ({ event }) =>
-      ((event as Extract<EffectReply, { type: 'effect.failed' }>).error as { reloadRequired?: unknown } | null)?.reloadRequired === true,
+    checkpointNotInstalled: ({ event }) => errorTraitsOf(event)?.reloadRequired === true,
   },
   actions: {
     requestEffect: requestEffectAction<TurnContext, TurnEvent, TurnEffects>(),
@@ -260,7 +267,7 @@ export const turnMachine = setup({
      */
     cancelChildren: notProvided('turn', 'cancelChildren'),
     assignPersistenceFailure: assign({
-      outcome: ({ event }) => failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'persistence_error'),
+      outcome: ({ event }) => failureOf(failedError(event), 'persistence_error'),
     }),
     /**
      * A response ends its model call: keep it, run its tool calls from the first, and number the next
@@ -268,7 +275,7 @@ export const turnMachine = setup({
      * when the next call starts saves a context update per step: `checking` only reads the count.
      */
     recordResponse: assign({
-      response: ({ event }) => (event as Extract<EffectReply, { type: 'effect.done' }>).output as ModelResponse,
+      response: ({ event }) => responseOf(event),
       toolIndex: 0,
       step: EMPTY_TALLY,
       modelCallIndex: ({ context }) => context.modelCallIndex + 1,
@@ -276,10 +283,10 @@ export const turnMachine = setup({
       compactedThisCall: false,
     }),
     assignAssemblyFailure: assign({
-      outcome: ({ event }) => failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'model_protocol_error'),
+      outcome: ({ event }) => failureOf(failedError(event), 'model_protocol_error'),
     }),
     assignCompactionFailure: assign({
-      outcome: ({ event }) => ({ ...failureOf((event as Extract<EffectReply, { type: 'effect.failed' }>).error, 'compaction_error'), code: 'compaction_error' as const }),
+      outcome: ({ event }) => ({ ...failureOf(failedError(event), 'compaction_error'), code: 'compaction_error' as const }),
     }),
     assignTerminationOutcome: assign({
       outcome: ({ context }) =>
@@ -382,7 +389,7 @@ export const turnMachine = setup({
                 actions: assign({
                   outcome: ({ event }) => ({
                     status: 'completed',
-                    finalText: (event.output as Extract<MistakeDecision, { action: 'stop' }>).message,
+                    finalText: stopMessageOf(event),
                     stoppedBy: 'mistake_limit',
                   }),
                 }),
@@ -526,7 +533,7 @@ export const turnMachine = setup({
               },
               {
                 target: '#turn.failed',
-                actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure((event as Extract<EffectReply, { type: 'effect.failed' }>).error) })],
+                actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure(failedError(event)) })],
               },
             ],
             // Cancelling the request aborts the model call's signal: a waiting model call is cancelled.
