@@ -10,6 +10,7 @@
  *   delta_throughput_per_s: X       text deltas model → updates$ subscriber          bar ≥ 100000
  *   prepare_1000_messages_us: X     ContextEngine.prepare, 1 000-message conversation (median µs)
  *   prepare_10000_messages_us: X    the same at 10 000 messages: about 10× means linear
+ *                                   (the same conversation array prepared again, as every model step does)
  *   cancel_p99_ms: X                cancelTurn → turn_finished, p99 over five waiting cases
  *   parallel_tools_speedup: X       one turn of 8 reads of 20 ms: serial ÷ parallel wall time    bar ≥ 3
  *   http_turns_ratio: X             turns/s through the HTTP API (50 sessions, an SSE client each)
@@ -155,6 +156,8 @@ async function main(): Promise<void> {
   log('[prepare] ContextEngine.prepare on a conversation with 1/5 tool results, 1/10 of those over the pruning size');
   log(`  1 000 messages ${round(assembly.medianUs[1_000]!)} µs, 10 000 messages ${round(assembly.medianUs[10_000]!)} µs (medians)` +
     ` — growth ${round(assembly.growth, 1)}× for 10× the messages (linear ≈ 10)`);
+  log(`  informational: the first call on a new array of the same items (the whole copy built) ${round(assembly.rebuildUs[1_000]!)} µs and` +
+    ` ${round(assembly.rebuildUs[10_000]!)} µs`);
   log();
 
   // 6. Cancel latency.

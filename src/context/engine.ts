@@ -1,14 +1,12 @@
 import { estimateTokens } from '../protocol/commands.js';
 import type { ModelCapabilities, ModelRequest, SystemPart, ToolDefinition } from '../protocol/model.js';
-import { TurnFailure } from '../protocol/tool-result.js';
-import { budgetFrom, conversationTokens, type ContextBudgetEstimate } from './budget.js';
+import { ContextAssemblyError } from './assembly-error.js';
+import { budgetFrom, conversationTokensOf, type ContextBudgetEstimate } from './budget.js';
 import type { ConversationItem } from './conversation.js';
-import { normalizeConversation, SYNTHETIC, type SourcedMessage } from './normalize.js';
-import { projectToolResult } from './projection.js';
-import { pruneMessage } from './prune.js';
 import { SYSTEM_PART_TOKEN_LIMIT } from './item-limits.js';
+import { requestCopy } from './request-copy.js';
 
-export { SYSTEM_PART_TOKEN_LIMIT };
+export { ContextAssemblyError, SYSTEM_PART_TOKEN_LIMIT };
 
 /** The three regions and what shapes their copy (CW-1). */
 export interface PrepareSources {
@@ -27,17 +25,6 @@ export interface PreparedModelCall {
   provenance: string[];
 }
 
-/** A request that cannot be assembled fails the model call as `model_protocol_error` (RT-9). */
-export class ContextAssemblyError extends TurnFailure {
-  constructor(
-    readonly reason: 'InvalidSystemContext' | 'SystemMessageInConversation',
-    message: string,
-  ) {
-    super('model_protocol_error', `${reason}: ${message}`);
-    this.name = 'ContextAssemblyError';
-  }
-}
-
 /**
  * `ContextEngine.prepare` (CW-1, CW-6): the only place the three regions meet. It prunes, projects
  * and normalizes a copy of the conversation, validates, measures, and builds a provider-agnostic
@@ -49,35 +36,14 @@ export function prepare(sources: PrepareSources): PreparedModelCall {
     validateSystem(sources.system);
     validated.add(sources.system);
   }
-  const copy: SourcedMessage[] = sources.conversation.map((item) => {
-    const { message, provenance } = item;
-    if ((message.role as string) === 'system') throw new ContextAssemblyError('SystemMessageInConversation', 'a system message is in the conversation');
-    const real = provenance.kind === 'real';
-    const pruned = real && provenance.sequence < sources.watermark ? pruneMessage(message) : message;
-    const copied = pruned.role === 'tool' ? projectToolResult(pruned) : pruned;
-    return copied === message ? unchanged(item) : { message: copied, source: real ? provenance.messageId : SYNTHETIC };
-  });
-  const { messages, provenance } = normalizeConversation(copy, { dataBlocks: sources.capabilities.dataBlocks === true });
+  const copy = requestCopy(sources.conversation, { watermark: sources.watermark, dataBlocks: sources.capabilities.dataBlocks === true }).settle();
   const request: ModelRequest = {
     system: sources.system.map((part) => ({ key: part.key, content: part.content })),
-    messages,
+    messages: copy.messages.slice(),
     tools: [...sources.tools],
     maxOutputTokens: sources.capabilities.maxOutputTokens,
   };
-  return { request, budget: budgetOf(request, sources), provenance };
-}
-
-/** An item whose copy is the item itself: its sourced form is built once and reused by every call. */
-const sourcedItems = new WeakMap<ConversationItem, SourcedMessage>();
-
-function unchanged(item: ConversationItem): SourcedMessage {
-  let sourced = sourcedItems.get(item);
-  if (!sourced) {
-    const { message, provenance } = item;
-    sourced = { message, source: provenance.kind === 'real' ? provenance.messageId : SYNTHETIC };
-    sourcedItems.set(item, sourced);
-  }
-  return sourced;
+  return { request, budget: budgetOf(request, sources, conversationTokensOf(copy.messages.length, copy.bytes)), provenance: copy.provenance.slice() };
 }
 
 /** Token counts of the system and tool regions, which a turn reuses unchanged for every call. */
@@ -92,9 +58,12 @@ function tokensOf(region: readonly object[], asSubmitted: readonly object[]): nu
   return tokens;
 }
 
-/** `measureBudget` of the submitted request, with the unchanging regions measured once per source. */
-function budgetOf(request: ModelRequest, sources: PrepareSources): ContextBudgetEstimate {
-  return budgetFrom(tokensOf(sources.system, request.system), conversationTokens(request.messages), tokensOf(sources.tools, request.tools), request.maxOutputTokens);
+/**
+ * `measureBudget` of the submitted request: the unchanging regions measured once per source, the
+ * conversation from the kept copy's running byte total (never a recount of the whole history).
+ */
+function budgetOf(request: ModelRequest, sources: PrepareSources, conversationTokens: number): ContextBudgetEstimate {
+  return budgetFrom(tokensOf(sources.system, request.system), conversationTokens, tokensOf(sources.tools, request.tools), request.maxOutputTokens);
 }
 
 /** System contexts already validated: a turn reuses one array for every call, so it is checked once. */

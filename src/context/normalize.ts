@@ -1,5 +1,6 @@
-import { INTERRUPTED_RESULT_TEXT, modelVisibleStatus, type ChatMessage, type ToolResultMessage } from '../protocol/messages.js';
+import { INTERRUPTED_RESULT_TEXT, modelVisibleStatus, type AssistantMessage, type ChatMessage, type ToolCallPart, type ToolResultMessage } from '../protocol/messages.js';
 import type { RequestMessage } from '../protocol/model.js';
+import { messageBytes } from './budget.js';
 
 /** A message of the request copy with where it came from: a stored message id, or `synthetic`. */
 export interface SourcedMessage {
@@ -23,24 +24,97 @@ export const SYNTHETIC = 'synthetic';
  * state and storage are never touched, and the same history always yields the same bytes.
  */
 export function normalizeConversation(items: readonly SourcedMessage[], options: { dataBlocks: boolean }): NormalizedConversation {
-  const results = firstResultPerCall(items);
-  const messages: RequestMessage[] = [];
-  const provenance: string[] = [];
-  for (const { message, source } of items) {
-    if (message.role === 'user') {
-      messages.push(rendered(message, renderUser));
-      provenance.push(source);
+  const copy = new NormalizedCopy(options);
+  for (const item of items) copy.append(item);
+  const { messages, provenance } = copy.settle();
+  return { messages: [...messages], provenance: [...provenance] };
+}
+
+/**
+ * `normalizeConversation` built item by item, so a conversation that only grew since the last model
+ * call is extended rather than rebuilt (the whole rebuild made every step cost the whole history).
+ * An assistant message takes its result slots at once; a slot is filled in place when the call's
+ * first result comes, and one still empty when the copy is read gets the `interrupted` stand-in
+ * (overwritten too if the result comes later). What is built never moves, so appending in any
+ * batches gives what normalizing at once gives.
+ */
+export class NormalizedCopy {
+  /** Request messages; `undefined` is a call slot whose result has not appeared yet. */
+  private readonly slots: (RequestMessage | undefined)[] = [];
+  private readonly provenance: string[] = [];
+  /** UTF-8 bytes of the filled slots' JSON, summed: the conversation's token estimate comes from it. */
+  private bytes = 0;
+  /** The first result of each call id seen so far (the sourced items themselves). */
+  private readonly results = new Map<string, SourcedResult>();
+  /** Slots waiting for a result, by call id. */
+  private readonly waiting = new Map<string, number[]>();
+  /** Empty slots not yet given a stand-in: most are filled by their result first, so none is made. */
+  private unsettled: { slot: number; call: ToolCallPart }[] = [];
+
+  constructor(private readonly options: { dataBlocks: boolean }) {}
+
+  append(item: SourcedMessage): void {
+    const { message, source } = item;
+    if (message.role === 'user') this.push(rendered(message, renderUser), source);
+    else if (message.role === 'assistant') this.appendAssistant(message, source);
+    else if (isResult(item)) this.appendResult(item);
+  }
+
+  /**
+   * The copy as it stands (owned by this object: callers copy what they hand out). Each call still
+   * without a result shows the `interrupted` stand-in.
+   */
+  settle(): { messages: readonly RequestMessage[]; provenance: readonly string[]; bytes: number } {
+    for (const { slot, call } of this.unsettled) {
+      if (this.slots[slot] === undefined) this.write(slot, interrupted(call.id, call.name), SYNTHETIC);
     }
-    if (message.role !== 'assistant') continue;
-    messages.push(rendered(message, renderAssistant));
-    provenance.push(source);
+    this.unsettled = [];
+    // Every slot is filled now: a result, or the stand-in.
+    return { messages: this.slots as RequestMessage[], provenance: this.provenance, bytes: this.bytes };
+  }
+
+  private appendAssistant(message: AssistantMessage, source: string): void {
+    this.push(rendered(message, renderAssistant), source);
     for (const call of message.toolCalls) {
-      const result = results.get(call.id);
-      messages.push(result ? toolMessage(result.message, options) : interrupted(call.id, call.name));
-      provenance.push(result ? result.source : SYNTHETIC);
+      const result = this.results.get(call.id);
+      if (result) {
+        this.push(toolMessage(result.message, this.options), result.source);
+        continue;
+      }
+      const slot = this.slots.length;
+      const slots = this.waiting.get(call.id);
+      if (slots) slots.push(slot);
+      else this.waiting.set(call.id, [slot]);
+      this.unsettled.push({ slot, call });
+      this.slots.push(undefined);
+      this.provenance.push(SYNTHETIC);
     }
   }
-  return { messages, provenance };
+
+  /** A result goes nowhere by itself: it fills the slots of its call, now or when the call appears. */
+  private appendResult(item: SourcedResult): void {
+    const id = item.message.toolCallId;
+    if (this.results.has(id)) return;
+    this.results.set(id, item);
+    const slots = this.waiting.get(id);
+    if (!slots) return;
+    this.waiting.delete(id);
+    const message = toolMessage(item.message, this.options);
+    for (const slot of slots) this.write(slot, message, item.source);
+  }
+
+  private push(message: RequestMessage, source: string): void {
+    this.slots.push(message);
+    this.provenance.push(source);
+    this.bytes += messageBytes(message);
+  }
+
+  private write(slot: number, message: RequestMessage, source: string): void {
+    const previous = this.slots[slot];
+    this.bytes += messageBytes(message) - (previous ? messageBytes(previous) : 0);
+    this.slots[slot] = message;
+    this.provenance[slot] = source;
+  }
 }
 
 /**
@@ -85,17 +159,9 @@ function renderToolWithData(result: ToolResultMessage): RequestMessage {
   return { role: 'tool', toolCallId, toolName, status: modelVisibleStatus(result.status), content, data };
 }
 
+/** Frozen like the rendered messages: a copy kept across calls shares it with every request. */
 function interrupted(toolCallId: string, toolName: string): RequestMessage {
-  return { role: 'tool', toolCallId, toolName, status: 'interrupted', content: INTERRUPTED_RESULT_TEXT };
-}
-
-/** The first result of each call id (the sourced items themselves: nothing is allocated per result). */
-function firstResultPerCall(items: readonly SourcedMessage[]): Map<string, SourcedResult> {
-  const results = new Map<string, SourcedResult>();
-  for (const item of items) {
-    if (isResult(item) && !results.has(item.message.toolCallId)) results.set(item.message.toolCallId, item);
-  }
-  return results;
+  return Object.freeze({ role: 'tool', toolCallId, toolName, status: 'interrupted', content: INTERRUPTED_RESULT_TEXT });
 }
 
 type SourcedResult = SourcedMessage & { message: ToolResultMessage };

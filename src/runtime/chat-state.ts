@@ -1,4 +1,5 @@
 import type { ConversationItem } from '../context/conversation.js';
+import { markAppendOnly } from '../context/request-copy.js';
 import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 
@@ -36,6 +37,8 @@ export class ChatState {
    * @param boundarySequence messages up to this sequence are replaced by the projection
    */
   constructor(history: readonly StoredMessage[] = [], projection: readonly ConversationItem[] = [], boundarySequence = 0) {
+    // `push` is the only write to `items`: request assembly may then reuse its copy of them (CW-1).
+    markAppendOnly(this.items);
     for (const stored of history) {
       if ((stored.message.role as string) === 'system') {
         throw new ChatStateError('PersistedSystemMessage', `stored message ${stored.id} is a system message`);
