@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { retryMethodsWhenBusy, retryWhenBusy } from './busy-retry.js';
+import { cachingStatements } from './statement-cache.js';
 import { KyselyTaskStorage } from './kysely-task-storage.js';
 import { TASK_STORAGE_METHODS, type TaskStorage } from './task-storage.js';
 import { KyselySessionStorage } from './kysely-storage.js';
@@ -31,7 +32,7 @@ export function sqliteDatabase(options: SqliteOptions): Kysely<Database> {
   // Another process may hold the lock. SQLite waits for it synchronously, stalling every session of this
   // process, so only briefly here; longer waits are asynchronous retries (busy-retry.ts).
   sqlite.pragma(`busy_timeout = ${SYNCHRONOUS_BUSY_WAIT_MS}`);
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
 }
 
 /** Tasks in the same SQLite file (their own connection; WAL lets both write in turn). */
