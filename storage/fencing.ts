@@ -41,10 +41,14 @@ export function fencedInsert(dialect: DialectName, table: keyof Database, row: R
   return sql`${insertWhere(table, row, fenceHolds(dialect, sql.val(sessionId), token))}${conflict}`;
 }
 
-/** `insert into <table> (…) select <values> where <condition>`: each parameter takes its column's type. */
-export function insertWhere(table: keyof Database, row: Row, condition: RawBuilder<unknown>): RawBuilder<unknown> {
+/**
+ * `insert into <table> (…) select <values> where <condition>`: each parameter takes its column's
+ * type. A value may be an expression (a position computed from other rows, say), written as it is.
+ */
+export function insertWhere(table: keyof Database, row: Record<string, Row[string] | RawBuilder<unknown>>, condition: RawBuilder<unknown>): RawBuilder<unknown> {
   const columns = Object.keys(row);
+  const value = (v: Row[string] | RawBuilder<unknown>) => (v !== null && typeof v === 'object' ? v : sql.val(v));
   return sql`insert into ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))}) select ${sql.join(
-    columns.map((c) => sql.val(row[c])),
+    columns.map((c) => value(row[c]!)),
   )} where ${condition}`;
 }

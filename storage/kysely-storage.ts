@@ -6,7 +6,8 @@ import { auditColumns, rowToAudit } from './audit-rows.js';
 import type { TraceSpan } from '../src/protocol/trace.js';
 import { compactionToRow, rowToCompaction } from './compaction-rows.js';
 import { databaseNowMs, type DialectName } from './dialect.js';
-import { beginTurnInOneStatement, beginTurnInTransaction, runRow } from './begin-turn.js';
+import { beginTurnInOneStatement, beginTurnInTransaction } from './begin-turn.js';
+import { enqueueTurnInOneStatement, enqueueTurnInTransaction } from './enqueue-turn.js';
 import { assertFence, fencedInsert, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
 import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
@@ -15,27 +16,27 @@ import { inTransaction } from './transaction.js';
 import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn } from './rows.js';
 import { applySpanPlan, planSpanWrites } from './span-writes.js';
 import { toMs, type Database } from './schema.js';
-import type {
-  AcquireResult,
-  AuditQuery,
-  CompactionRow,
-  CorrectionReport,
-  LeaseRequest,
-  MessagePage,
-  LeaseHolder,
-  OwnerIdentity,
-  PermissionMode,
-  PlanRow,
-  QueuedTurnRow,
-  SessionPage,
-  SessionRow,
-  SessionStorage,
-  SpanWrite,
-  TurnEnd,
-  TurnRow,
-  TurnStart,
+import {
+  FencedWriteError,
+  type AcquireResult,
+  type AuditQuery,
+  type CompactionRow,
+  type CorrectionReport,
+  type LeaseRequest,
+  type MessagePage,
+  type LeaseHolder,
+  type OwnerIdentity,
+  type PermissionMode,
+  type PlanRow,
+  type QueuedTurnRow,
+  type SessionPage,
+  type SessionRow,
+  type SessionStorage,
+  type SpanWrite,
+  type TurnEnd,
+  type TurnRow,
+  type TurnStart,
 } from './session-storage.js';
-import { FencedWriteError } from './session-storage.js';
 
 export interface KyselyStorageOptions {
   /** Which SQL the few dialect-specific statements speak (database clock, row locks). */
@@ -207,31 +208,8 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async enqueueTurn(turn: QueuedTurnRow, fence?: number): Promise<void> {
-    await inTransaction(this.db, async (trx) => {
-      await assertFence(trx, this.dialect, turn.sessionId, fence);
-      const last = await trx
-        .selectFrom('turns')
-        .select((eb) => eb.fn.max('queue_position').as('position'))
-        .where('session_id', '=', turn.sessionId)
-        .executeTakeFirst();
-      await trx
-        .insertInto('turns')
-        .values({
-          id: turn.id,
-          session_id: turn.sessionId,
-          client_request_id: turn.clientRequestId,
-          status: 'queued',
-          error_code: null,
-          error_message: null,
-          final_text: null,
-          started_at_ms: turn.queuedAtMs,
-          finished_at_ms: null,
-          input: JSON.stringify(turn.input),
-          queue_position: Number(last?.position ?? 0) + 1,
-        })
-        .execute();
-      await trx.insertInto('runs').values(runRow(turn.sessionId, turn.id, { id: turn.runId, trigger: turn.trigger }, turn.queuedAtMs)).execute();
-    });
+    if (this.dialect === 'postgres') await enqueueTurnInOneStatement(this.db, turn, fence);
+    else await enqueueTurnInTransaction(this.db, turn, fence);
   }
 
   async cancelQueuedTurn(turnId: string, finishedAtMs: number, fence?: number): Promise<void> {

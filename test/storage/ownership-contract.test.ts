@@ -151,6 +151,10 @@ function describeOwnership(name: string, target: ContractTarget): void {
       await expect(storage.beginTurn(turnStart('t1', 's1'), [message('t1', 's1', 0), message('t1', 's1', 1)], old)).rejects.toBeInstanceOf(FencedWriteError);
       await expect(storage.beginTurn({ ...turnStart('q1', 's1'), fromQueue: true }, [message('q1', 's1', 0)], old)).rejects.toBeInstanceOf(FencedWriteError);
       await expect(storage.beginTurn(turnStart('t9', 'ghost'), [], old)).rejects.toBeInstanceOf(FencedWriteError);
+      const q2 = { id: 'q2', sessionId: 's1', clientRequestId: 'req-q2', runId: 'run-q2', trigger: 'message' as const, input: [user('even later')], queuedAtMs: T0 };
+      await expect(storage.enqueueTurn(q2, old)).rejects.toBeInstanceOf(FencedWriteError);
+      expect(await storage.getTurn('q2')).toBeUndefined();
+      expect(await conn.db.selectFrom('runs').select('id').where('turn_id', '=', 'q2').execute()).toEqual([]);
       expect(await storage.getTurn('t1')).toBeUndefined();
       expect(await conn.db.selectFrom('runs').select('id').where('turn_id', '=', 't1').execute()).toEqual([]);
       expect(await storage.listMessages('s1')).toEqual([]);
@@ -164,6 +168,14 @@ function describeOwnership(name: string, target: ContractTarget): void {
       await expect(storage.beginTurn({ ...turnStart('nope', 's1'), fromQueue: true }, [message('nope', 's1', 3)], taken.fence)).rejects.toThrow(/turn nope is not queued/);
       await expect(storage.beginTurn({ ...turnStart('q1', 's1'), fromQueue: true }, [])).rejects.toThrow(/not queued/);
       expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['q1-0', 'q1-1']);
+      // The new owner's own enqueue goes through, after the last position the session has used.
+      await storage.enqueueTurn(q2, taken.fence);
+      expect(await storage.listQueuedTurns('s1')).toEqual([q2]);
+      const positions = await conn.db.selectFrom('turns').select(['id', 'queue_position']).where('session_id', '=', 's1').orderBy('id').execute();
+      expect(positions.map((p) => [p.id, p.queue_position === null ? null : Number(p.queue_position)])).toEqual([
+        ['q1', null],
+        ['q2', 1],
+      ]);
     });
 
     it.skipIf(target.dialect !== 'postgres')('beginTurn waits for a takeover holding the session row, then is refused', async () => {
