@@ -59,20 +59,22 @@ function endColumns(end: SpanEnd) {
 }
 
 /**
- * `update trace_spans … from (<ends>)`: closes the still-running spans named in the batch and
- * returns their ids. The ends are a `select … union all` rather than `values`, which both dialects
- * accept with column names; the one non-text column is cast so PostgreSQL can type its parameters.
+ * The batch's ends as a table `ends(id, status, error_code, ended_at_ms)`, written as a `values` list
+ * that both dialects accept with any number of rows (SQLite caps a compound select at 500 terms, not
+ * `values`); the one non-text column is cast so PostgreSQL can type its parameters.
  */
-function endStatement(ends: StoredEnd[]) {
+function endsTable(ends: StoredEnd[]) {
   const rows = ends.map(({ spanId, end }) => {
     const c = endColumns(end);
-    return sql`select ${spanId} as id, ${c.status} as status, ${c.error_code} as error_code, cast(${c.ended_at_ms} as bigint) as ended_at_ms`;
+    return sql`(${spanId}, ${c.status}, ${c.error_code}, cast(${c.ended_at_ms} as bigint))`;
   });
-  return sql`update trace_spans set status = e.status, error_code = e.error_code, ended_at_ms = e.ended_at_ms
-    from (${sql.join(rows, sql` union all `)}) as e
-    where trace_spans.id = e.id and trace_spans.status = 'running'
-    returning trace_spans.id`;
+  return sql`ends (id, status, error_code, ended_at_ms) as (values ${sql.join(rows)})`;
 }
+
+/** Closes the still-running spans named in `ends`, returning their ids. */
+const closeEnded = sql`update trace_spans set status = ends.status, error_code = ends.error_code, ended_at_ms = ends.ended_at_ms
+    from ends where trace_spans.id = ends.id and trace_spans.status = 'running'
+    returning trace_spans.id`;
 
 /** Writes a planned batch all or nothing; resolves with how many of its stored ends matched a running span. */
 export async function applySpanPlan(db: Kysely<Database>, dialect: DialectName, plan: SpanPlan): Promise<number> {
@@ -80,7 +82,7 @@ export async function applySpanPlan(db: Kysely<Database>, dialect: DialectName, 
   if (dialect === 'postgres') return applyInOneStatement(db, rows, ends);
   // The ends first: none of them may match a row this batch inserts (an end before its span's start matches nothing).
   const apply = async (trx: Kysely<Database>) => {
-    const matched = ends.length > 0 ? (await endStatement(ends).execute(trx)).rows.length : 0;
+    const matched = ends.length > 0 ? (await sql`with ${endsTable(ends)} ${closeEnded}`.execute(trx)).rows.length : 0;
     if (rows.length > 0) await trx.insertInto('trace_spans').values(rows).execute();
     return matched;
   };
@@ -99,7 +101,7 @@ export async function applySpanPlan(db: Kysely<Database>, dialect: DialectName, 
 async function applyInOneStatement(db: Kysely<Database>, rows: SpanRow[], ends: StoredEnd[]): Promise<number> {
   const parts = [];
   if (rows.length > 0) parts.push(sql`started as (${db.insertInto('trace_spans').values(rows)})`);
-  if (ends.length > 0) parts.push(sql`ended as (${endStatement(ends)})`);
+  if (ends.length > 0) parts.push(endsTable(ends), sql`ended as (${closeEnded})`);
   const matched = ends.length > 0 ? sql`(select count(*) from ended)` : sql`0`;
   const result = await sql<{ matched: string | number }>`with ${sql.join(parts)}
     select ${matched} as matched, set_config('synchronous_commit', 'off', true) as commit_mode`.execute(db);

@@ -347,6 +347,16 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       expect((await storage.listSpans('s1')).filter((s) => s.status === 'running')).toEqual([]);
     });
 
+    it('closes more stored spans in one batch than SQLite allows terms in a compound select (500)', async () => {
+      await sessionWithTurns('s1', 't1');
+      const ids = Array.from({ length: 600 }, (_, i) => `sp${String(i).padStart(3, '0')}`);
+      await storage.writeSpans(ids.map((id) => start(span(id, 's1', 't1'))));
+      const ends = ids.map((spanId, i) => ({ type: 'end' as const, spanId, end: { status: 'succeeded' as const, errorCode: null, endedAtMs: T0 + i } }));
+      expect(await storage.writeSpans([...ends, { type: 'end', spanId: 'missing', end: { status: 'failed', errorCode: null, endedAtMs: T0 } }])).toEqual({ unmatchedEnds: 1 });
+      const spans = await storage.listSpans('s1');
+      expect(spans.filter((s) => s.status === 'succeeded').map((s) => s.endedAtMs)).toEqual(ids.map((_, i) => T0 + i));
+    });
+
     it('writes a batch of spans all or nothing', async () => {
       await sessionWithTurns('s1', 't1');
       await storage.writeSpans([start(span('sp1', 's1', 't1'))]);
