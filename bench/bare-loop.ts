@@ -121,7 +121,7 @@ export class BareLoop {
 
       emit({ type: 'phase_changed', phase: 'running_tools' });
       for (const toolCall of toolCalls) {
-        if (this.spans) await storage.writeSpans([{ type: 'start', span: span(`tool:${toolCall.id}`, 'tool_call', toolCall.name, 'registry') }]);
+        if (this.spans) await storage.writeSpans([{ type: 'start', span: span(`tool:${turnId}:${toolCall.id}`, 'tool_call', toolCall.name, 'registry') }]);
         emit({ type: 'tool_call_started', toolCallId: toolCall.id, name: toolCall.name, status: 'validating' });
         let status: ToolResultStatus = 'failed';
         let content: string;
@@ -156,7 +156,7 @@ export class BareLoop {
         };
         await storage.appendMessage(stored({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status, content }), undefined, audit);
         conversation.push({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status: status === 'succeeded' ? 'success' : 'error', content });
-        if (this.spans) await storage.writeSpans([{ type: 'end', spanId: `tool:${toolCall.id}`, end: { status, errorCode: null, endedAtMs: Date.now() } }]);
+        if (this.spans) await storage.writeSpans([{ type: 'end', spanId: `tool:${turnId}:${toolCall.id}`, end: { status, errorCode: null, endedAtMs: Date.now() } }]);
         emit({ type: 'tool_call_finished', toolCallId: toolCall.id, status });
       }
     }

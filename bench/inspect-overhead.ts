@@ -44,6 +44,7 @@ function side(toolSteps: number, watched: boolean): Side & { bytes: number } {
         const outcome = await session.waitForTurn(turn.turnId);
         if (outcome.status !== 'completed') throw new Error(`bench turn did not complete: ${JSON.stringify(outcome)}`);
       }
+      await runtime.flushTrace();
       await storage.idle();
       // The watch converts what it recorded a macrotask later: that work is part of the watched step.
       await nextMacrotask();

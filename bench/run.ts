@@ -22,6 +22,9 @@
  *                                   (informational; skipped without PostgreSQL and RabbitMQ)
  *   cluster_chat_routed_ratio: X    the same for POST /api/chat sending a finished turn's message again
  *                                   (tap on the broker, routed submit and reads, replay from storage)
+ *   pg_round_trips_per_step: X      PostgreSQL statements per model step: (a 10-tool-step turn − an
+ *                                   answer-only turn) ÷ 10, trace writes included; spec floor 2   bar ≤ 2.5
+ *                                   (skipped without PostgreSQL)
  *   host_rss_growth_mb_per_1000_sessions: X  host RSS (end − start) over 10 000 sessions served one
  *                                   after another with idleTtlSeconds 0, per 1 000 sessions     bar ≤ 5
  *   tasks_per_s_1_worker: X         tasks submitted at once → all closed, one worker process (median)
@@ -50,6 +53,7 @@ import { measureParallelTools } from './parallel-tools.js';
 import { measureHttpTurns } from './http.js';
 import { measureHostMemory } from './host-memory.js';
 import { measureClusterRouting } from './cluster.js';
+import { measurePgRoundTrips } from './pg-round-trips.js';
 import { reportTasks } from './tasks.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -63,6 +67,7 @@ const FLOOD_DELTAS = 200_000;
 const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 20, reps: 21, orchestrationReps: 7 };
 const INSPECT = { toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 };
 const CLUSTER = { requests: 200, chatRequests: 50, warmupRounds: 1, rounds: 5 };
+const PG_ROUND_TRIPS = { turns: 5 };
 const HTTP = { sessions: 50, turnsPerSession: 4, toolSteps: 3, warmupRounds: 2, rounds: 5 };
 // A database file, as `npm start` runs: the figure is what the host keeps, not the rows it stored
 // (with SQLite :memory: the stored rows are pages inside the host's RSS — about 4.6 MB per 1 000 sessions).
@@ -236,6 +241,19 @@ async function main(): Promise<void> {
     log(`  median of the per-round ratios ${chatRatio}× (informational: a binding on the updates exchange and four routed commands)`);
   }
   log();
+
+  // 8c. Statements a step sends to PostgreSQL: each is a round trip there.
+  const trips = await measurePgRoundTrips(PG_ROUND_TRIPS.turns);
+  let tripsPerStep: number | null = null;
+  if ('skipped' in trips) log(`[pg round trips] skipped — ${trips.skipped}`);
+  else {
+    tripsPerStep = round(trips.perStep, 2);
+    const counts = (c: typeof trips.tenSteps) => `${c.total} (messages ${c.messages}, span batches ${c.spans}, other ${c.other})`;
+    log(`[pg round trips] statements sent to PostgreSQL per turn, from startTurn until the trace queue is flushed, median of ${trips.turns} turns of each kind, one fresh schema, a fresh session per turn`);
+    log(`  ${trips.toolSteps} tool steps + answer ${counts(trips.tenSteps)}; answer only ${counts(trips.zeroSteps)}; createSession ${trips.createSession}`);
+    log(`  ${tripsPerStep} statements per step — spec floor 2 (assistant message, tool result), bar ≤ 2.5: ${verdict(tripsPerStep <= 2.5)}`);
+  }
+  log();
   // 9. Tasks over RabbitMQ: throughput with one and two workers, and recovery after a SIGKILL.
   const taskLines = await reportTasks(log);
   log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s, load average ${loadAverage()}`);
@@ -256,6 +274,7 @@ async function main(): Promise<void> {
   log(`host_rss_growth_mb_per_1000_sessions: ${rssGrowth}`);
   log(`cluster_routed_ratio: ${clusterRatio ?? 'skipped'}`);
   log(`cluster_chat_routed_ratio: ${chatRatio ?? 'skipped'}`);
+  log(`pg_round_trips_per_step: ${tripsPerStep ?? 'skipped'}`);
   for (const line of taskLines) log(line);
 }
 

@@ -33,18 +33,22 @@ export async function throwIfFenced(db: Kysely<Database>, sessionId: string, tok
   if (!row || Number(row.fencing_token) !== token) throw new FencedWriteError(sessionId);
 }
 
+export type Row = Record<string, string | number | null>;
+
 /** One row inserted only while the fence holds: `insert … select <values> where exists (…)`. */
-export function fencedInsert(
-  dialect: DialectName,
-  table: keyof Database,
-  row: Record<string, string | number | null>,
-  sessionId: string,
-  token: number,
-  onConflictDoNothing: boolean,
-): RawBuilder<unknown> {
-  const columns = Object.keys(row);
+export function fencedInsert(dialect: DialectName, table: keyof Database, row: Row, sessionId: string, token: number, onConflictDoNothing: boolean): RawBuilder<unknown> {
   const conflict = onConflictDoNothing ? sql` on conflict (id) do nothing` : sql``;
+  return sql`${insertWhere(table, row, fenceHolds(dialect, sql.val(sessionId), token))}${conflict}`;
+}
+
+/**
+ * `insert into <table> (…) select <values> where <condition>`: each parameter takes its column's
+ * type. A value may be an expression (a position computed from other rows, say), written as it is.
+ */
+export function insertWhere(table: keyof Database, row: Record<string, Row[string] | RawBuilder<unknown>>, condition: RawBuilder<unknown>): RawBuilder<unknown> {
+  const columns = Object.keys(row);
+  const value = (v: Row[string] | RawBuilder<unknown>) => (v !== null && typeof v === 'object' ? v : sql.val(v));
   return sql`insert into ${sql.table(table)} (${sql.join(columns.map((c) => sql.ref(c)))}) select ${sql.join(
-    columns.map((c) => sql.val(row[c])),
-  )} where ${fenceHolds(dialect, sql.val(sessionId), token)}${conflict}`;
+    columns.map((c) => value(row[c]!)),
+  )} where ${condition}`;
 }

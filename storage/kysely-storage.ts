@@ -6,33 +6,36 @@ import { auditColumns, rowToAudit } from './audit-rows.js';
 import type { TraceSpan } from '../src/protocol/trace.js';
 import { compactionToRow, rowToCompaction } from './compaction-rows.js';
 import { databaseNowMs, type DialectName } from './dialect.js';
-import { assertFence, fencedInsert, fenceHolds, throwIfFenced } from './fencing.js';
+import { beginTurnInOneStatement, beginTurnInTransaction } from './begin-turn.js';
+import { enqueueTurnInOneStatement, enqueueTurnInTransaction } from './enqueue-turn.js';
+import { assertFence, fencedInsert, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
 import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
 import { encodeText } from './text-codec.js';
 import { inTransaction } from './transaction.js';
-import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn, spanToRow } from './rows.js';
+import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn } from './rows.js';
+import { applySpanPlan, planSpanWrites } from './span-writes.js';
 import { toMs, type Database } from './schema.js';
-import type {
-  AcquireResult,
-  AuditQuery,
-  CompactionRow,
-  CorrectionReport,
-  LeaseRequest,
-  MessagePage,
-  LeaseHolder,
-  OwnerIdentity,
-  PermissionMode,
-  PlanRow,
-  QueuedTurnRow,
-  SessionPage,
-  SessionRow,
-  SessionStorage,
-  SpanEnd,
-  SpanWrite,
-  TurnEnd,
-  TurnRow,
-  TurnStart,
+import {
+  FencedWriteError,
+  type AcquireResult,
+  type AuditQuery,
+  type CompactionRow,
+  type CorrectionReport,
+  type LeaseRequest,
+  type MessagePage,
+  type LeaseHolder,
+  type OwnerIdentity,
+  type PermissionMode,
+  type PlanRow,
+  type QueuedTurnRow,
+  type SessionPage,
+  type SessionRow,
+  type SessionStorage,
+  type SpanWrite,
+  type TurnEnd,
+  type TurnRow,
+  type TurnStart,
 } from './session-storage.js';
 
 export interface KyselyStorageOptions {
@@ -199,63 +202,14 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async beginTurn(turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void> {
-    await inTransaction(this.db, async (trx) => {
-      await assertFence(trx, this.dialect, turn.sessionId, fence);
-      if (turn.fromQueue) {
-        const started = await trx
-          .updateTable('turns')
-          .set({ status: 'running', started_at_ms: turn.startedAtMs, input: null, queue_position: null })
-          .where('id', '=', turn.id)
-          .where('status', '=', 'queued')
-          .executeTakeFirst();
-        if (started.numUpdatedRows === 0n) throw new Error(`beginTurn: turn ${turn.id} is not queued`);
-      } else {
-        await trx
-          .insertInto('turns')
-          .values({
-            id: turn.id,
-            session_id: turn.sessionId,
-            client_request_id: turn.clientRequestId,
-            status: 'running',
-            error_code: null,
-            error_message: null,
-            final_text: null,
-            started_at_ms: turn.startedAtMs,
-            finished_at_ms: null,
-          })
-          .execute();
-        if (turn.run) await trx.insertInto('runs').values(runRow(turn.sessionId, turn.id, turn.run, turn.startedAtMs)).execute();
-      }
-      if (messages.length > 0) await trx.insertInto('messages').values(messages.map(messageToRow)).execute();
-    });
+    // PostgreSQL pays a round trip per statement: there the turn is begun by one.
+    if (this.dialect === 'postgres') await beginTurnInOneStatement(this.db, turn, messages, fence);
+    else await beginTurnInTransaction(this.db, turn, messages, fence);
   }
 
   async enqueueTurn(turn: QueuedTurnRow, fence?: number): Promise<void> {
-    await inTransaction(this.db, async (trx) => {
-      await assertFence(trx, this.dialect, turn.sessionId, fence);
-      const last = await trx
-        .selectFrom('turns')
-        .select((eb) => eb.fn.max('queue_position').as('position'))
-        .where('session_id', '=', turn.sessionId)
-        .executeTakeFirst();
-      await trx
-        .insertInto('turns')
-        .values({
-          id: turn.id,
-          session_id: turn.sessionId,
-          client_request_id: turn.clientRequestId,
-          status: 'queued',
-          error_code: null,
-          error_message: null,
-          final_text: null,
-          started_at_ms: turn.queuedAtMs,
-          finished_at_ms: null,
-          input: JSON.stringify(turn.input),
-          queue_position: Number(last?.position ?? 0) + 1,
-        })
-        .execute();
-      await trx.insertInto('runs').values(runRow(turn.sessionId, turn.id, { id: turn.runId, trigger: turn.trigger }, turn.queuedAtMs)).execute();
-    });
+    if (this.dialect === 'postgres') await enqueueTurnInOneStatement(this.db, turn, fence);
+    else await enqueueTurnInTransaction(this.db, turn, fence);
   }
 
   async cancelQueuedTurn(turnId: string, finishedAtMs: number, fence?: number): Promise<void> {
@@ -342,15 +296,12 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async savePlan(row: PlanRow, fence?: number): Promise<void> {
-    const plan = JSON.stringify(row.plan);
-    await inTransaction(this.db, async (trx) => {
-      await assertFence(trx, this.dialect, row.sessionId, fence);
-      await trx
-        .insertInto('turn_plans')
-        .values({ turn_id: row.turnId, session_id: row.sessionId, plan, updated_at_ms: row.updatedAtMs })
-        .onConflict((oc) => oc.column('turn_id').doUpdateSet({ plan, updated_at_ms: row.updatedAtMs }))
-        .execute();
-    });
+    const values = { turn_id: row.turnId, session_id: row.sessionId, plan: JSON.stringify(row.plan), updated_at_ms: row.updatedAtMs };
+    const upsert = sql` on conflict (turn_id) do update set plan = excluded.plan, updated_at_ms = excluded.updated_at_ms`;
+    // One statement with the fence inside it: an upsert writes its row whenever the fence holds, so none written means fenced.
+    const condition = fence === undefined ? sql`true` : fenceHolds(this.dialect, sql.val(row.sessionId), fence);
+    const result = await sql`${insertWhere('turn_plans', values, condition)}${upsert}`.execute(this.db);
+    if (!result.numAffectedRows) throw new FencedWriteError(row.sessionId);
   }
 
   async latestPlan(sessionId: string): Promise<PlanRow | undefined> {
@@ -374,17 +325,9 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async writeSpans(writes: SpanWrite[]): Promise<{ unmatchedEnds: number }> {
-    const apply = async (db: Kysely<Database>) => {
-      const starts = writes.flatMap((w) => (w.type === 'start' ? [spanToRow(w.span)] : []));
-      // An end always refers to a span started before it, so all starts can go in one statement first.
-      if (starts.length > 0) await db.insertInto('trace_spans').values(starts).execute();
-      let unmatchedEnds = 0;
-      for (const write of writes) if (write.type === 'end' && !(await endSpan(db, write.spanId, write.end))) unmatchedEnds += 1;
-      return { unmatchedEnds };
-    };
-    // A single statement needs no transaction; a batch is all or nothing.
-    const statements = writes.filter((w) => w.type === 'end').length + (writes.some((w) => w.type === 'start') ? 1 : 0);
-    return statements <= 1 ? apply(this.db) : inTransaction(this.db, apply);
+    const plan = planSpanWrites(writes);
+    const matched = await applySpanPlan(this.db, this.dialect, plan);
+    return { unmatchedEnds: plan.unmatchedEnds + plan.ends.length - matched };
   }
 
   async listSpans(sessionId: string): Promise<TraceSpan[]> {
@@ -450,19 +393,4 @@ export class KyselySessionStorage implements SessionStorage {
   async close(): Promise<void> {
     await this.db.destroy();
   }
-}
-
-/** Closes a running span; false when there was none (its start was never written). */
-async function endSpan(db: Kysely<Database>, spanId: string, end: SpanEnd): Promise<boolean> {
-  const result = await db
-    .updateTable('trace_spans')
-    .set({ status: end.status, error_code: encodeText(end.errorCode), ended_at_ms: end.endedAtMs })
-    .where('id', '=', spanId)
-    .where('status', '=', 'running')
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
-}
-
-function runRow(sessionId: string, turnId: string, run: { id: string; trigger: string }, createdAtMs: number) {
-  return { id: run.id, session_id: sessionId, turn_id: turnId, trigger_type: run.trigger, created_at_ms: createdAtMs };
 }

@@ -52,6 +52,9 @@ export function postgresDatabase(options: PostgresOptions): Kysely<Database> {
     application_name: options.applicationName ?? 'turnchart',
     // A server that does not answer is a failed call, not a request held forever.
     connectionTimeoutMillis: 10_000,
+    // Idle connections (the lease renewals keep one in use now and then) are no reason to keep the
+    // process alive: an embedding program that ends without shutdown() still exits.
+    allowExitOnIdle: true,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
   pool.on('connect', (client) => watchConnection(client, options.onConnectionError));

@@ -19,7 +19,7 @@ import type { ToolExecutionResult } from '../tools/define-tool.js';
 import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js';
 import { UPDATE_PLAN } from '../tools/toolset.js';
 import { emit, persistAndAppend } from './session-env.js';
-import { span, type TurnEffectDeps } from './turn-effects.js';
+import { span, toolSpanId, type TurnEffectDeps } from './turn-effects.js';
 import { withDeadline } from './tool-deadline.js';
 import { joinStartedRead } from './parallel-reads.js';
 import { emitGuardrailTriggered } from './guardrail-updates.js';
@@ -151,7 +151,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       assignApprovalPaths: approvalPathsAction(approvalPaths),
       startSpan: ({ context }: Ctx) => {
         const source = toolset.isControlTool(context.call.name) ? 'control_tool' : 'registry';
-        trace.start(span(context, `tool:${context.call.id}`, 'tool_call', context.call.name, source, now()));
+        trace.start(span(context, toolSpanId(context.turnId, context.call.id), 'tool_call', context.call.name, source, now()));
       },
       emitToolCallStarted: ({ context }: Ctx) =>
         emit(envOf(context.sessionId), context.turnId, {
@@ -173,7 +173,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       emitGuardrailTriggered: ({ context }: Ctx, params: GuardrailTriggered) => emitGuardrailTriggered(envOf(context.sessionId), context.turnId, params),
       finishCall: ({ context }: Ctx) => {
         const status = context.result?.status ?? 'outcome_unknown';
-        trace.end(`tool:${context.call.id}`, { status: spanStatus(status), errorCode: null, endedAtMs: now() });
+        trace.end(toolSpanId(context.turnId, context.call.id), { status: spanStatus(status), errorCode: null, endedAtMs: now() });
         emit(envOf(context.sessionId), context.turnId, { type: 'tool_call_finished', toolCallId: context.call.id, status });
       },
     },

@@ -2,19 +2,30 @@ import type { SessionStorage, SpanEnd, SpanWrite } from '../../storage/session-s
 import type { TraceSpan } from '../protocol/trace.js';
 
 /**
+ * How long signals gather before a batch is written. On PostgreSQL a batch is a round trip whatever
+ * its size; a window of a few tens of milliseconds puts the spans of many quick steps into one batch
+ * (and, with `coalesce`, a span started and ended within it into one row), and is too short for a
+ * person watching a trace to notice. Spans are signals: a crash loses at most this window's worth,
+ * and restart correction settles the spans it left running.
+ */
+export const TRACE_BATCH_MS = 50;
+
+/**
  * Trace spans as a side channel (RT-26): signals go into a bounded queue that a background drain
- * writes in batches — one storage call per batch, a span started and ended within one batch
- * written once. The loop never awaits it and never branches on it; a full queue, a failing write
- * or an end whose start was lost only increments `droppedSignals`.
+ * writes in batches — one storage call per batch, at most one call in flight, the next one a window
+ * after it (at once when the queue is half full). The loop never awaits it and never branches on
+ * it; a full queue, a failing write or an end whose start was lost only increments `droppedSignals`.
  */
 export class TraceRecorder {
   droppedSignals = 0;
   private queue: SpanWrite[] = [];
-  private draining: Promise<void> | null = null;
+  private writing: Promise<void> | null = null;
+  private window: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly storage: SessionStorage,
     private readonly capacity = 1_024,
+    private readonly batchMs = TRACE_BATCH_MS,
   ) {}
 
   start(span: TraceSpan): void {
@@ -25,9 +36,12 @@ export class TraceRecorder {
     this.enqueue({ type: 'end', spanId, end });
   }
 
-  /** Resolves once everything queued so far has been written or dropped. */
+  /** Resolves once everything queued so far has been written or dropped; a pending window is cut short. */
   async flush(): Promise<void> {
-    while (this.draining) await this.draining;
+    while (this.writing || this.queue.length > 0) {
+      if (!this.writing) this.writeNow();
+      await this.writing;
+    }
   }
 
   private enqueue(write: SpanWrite): void {
@@ -36,23 +50,36 @@ export class TraceRecorder {
       return;
     }
     this.queue.push(write);
-    this.draining ??= this.drain();
+    this.schedule();
   }
 
-  private async drain(): Promise<void> {
-    // Wait a macrotask so the signals of everything running now gather into one batch.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    while (this.queue.length > 0) {
-      const batch = this.queue;
-      this.queue = [];
-      try {
-        const { unmatchedEnds } = await this.storage.writeSpans(coalesce(batch));
-        this.droppedSignals += unmatchedEnds;
-      } catch {
-        this.droppedSignals += batch.length;
-      }
+  /** The next batch goes after the window, or at once when the queue is half full; never beside one being written. */
+  private schedule(): void {
+    if (this.writing || this.queue.length === 0) return;
+    if (this.queue.length * 2 >= this.capacity) this.writeNow();
+    // A window is no reason to keep the process alive: an embedder that exits without shutdown() loses only signals.
+    else this.window ??= setTimeout(() => this.writeNow(), this.batchMs).unref();
+  }
+
+  private writeNow(): void {
+    if (this.window) clearTimeout(this.window);
+    this.window = null;
+    if (this.writing || this.queue.length === 0) return;
+    const batch = this.queue;
+    this.queue = [];
+    this.writing = this.write(batch).finally(() => {
+      this.writing = null;
+      this.schedule();
+    });
+  }
+
+  private async write(batch: SpanWrite[]): Promise<void> {
+    try {
+      const { unmatchedEnds } = await this.storage.writeSpans(coalesce(batch));
+      this.droppedSignals += unmatchedEnds;
+    } catch {
+      this.droppedSignals += batch.length;
     }
-    this.draining = null;
   }
 }
 

@@ -179,7 +179,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       const content = NOT_EXECUTED_RESULT_TEXT;
       const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content } as const;
       await persistAndAppend(env, deps, input.turnId, message, undefined, skippedCallAudit(call));
-      const spanId = `tool:${call.id}`;
+      const spanId = toolSpanId(input.turnId, call.id);
       trace.start(span(input, spanId, 'tool_call', call.name, 'system', now()));
       trace.end(spanId, { status: 'cancelled', errorCode: 'turn_terminated', endedAtMs: now() });
       emit(env, input.turnId, { type: 'tool_call_started', toolCallId: call.id, name: call.name, status: 'cancelled' });
@@ -230,6 +230,14 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       },
     },
   };
+}
+
+/**
+ * A tool call's span id. Call ids are unique within a session only (RT-15 adopts a provider's `call_0`
+ * when the session has none yet), while span ids are one key across every session: the turn's id makes it so.
+ */
+export function toolSpanId(turnId: string, toolCallId: string): string {
+  return `tool:${turnId}:${toolCallId}`;
 }
 
 export function span(

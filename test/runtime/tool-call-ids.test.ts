@@ -77,4 +77,24 @@ describe("tool-call ids are the runtime's (RT-15)", () => {
     expect(approvals[1]).not.toBe('call_0');
     expect(types(h.updates).filter((t) => t === 'permission_resolved')).toHaveLength(2);
   });
+
+  it('keeps the tool span of every session when two sessions adopt the same provider id (span ids are global)', async () => {
+    h = await harness([
+      { text: 'first', toolCalls: [read('call_0', 'a')] },
+      { text: 'done' },
+      { text: 'other', toolCalls: [read('call_0', 'b')] },
+      { text: 'done too' },
+    ]);
+    await runTurn(h.session, 'read a');
+    const second = await h.runtime.createSession({ agent: 'default', permissionMode: 'ask' });
+    await runTurn(second, 'read b');
+    await h.runtime.flushTrace();
+    expect(h.runtime.droppedSignals).toBe(0);
+    for (const id of [h.session.id, second.id]) {
+      const tools = (await h.storage.listSpans(id)).filter((s) => s.kind === 'tool_call');
+      expect(tools.map((s) => [s.name, s.status])).toEqual([['read_file', 'succeeded']]);
+    }
+    // Both sessions adopted the provider's id, as RT-15 allows within a session.
+    expect((await stored(h)).calls.map((c) => c.id)).toEqual(['call_0']);
+  });
 });

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ChatMessage, StoredMessage } from '../../src/protocol/messages.js';
 import { FencedWriteError, type LeaseRequest, type SessionRow, type SessionStorage } from '../../storage/session-storage.js';
@@ -138,6 +139,83 @@ function describeOwnership(name: string, target: ContractTarget): void {
       expect(await storage.getTurn('q2')).toMatchObject({ status: 'cancelled', finishedAtMs: T0 + 6 });
       await expect(storage.cancelQueuedTurn('q1', T0, fence)).rejects.toThrow(/not queued/);
       expect(await storage.getTurn('t0')).toMatchObject({ runId: 'run-t0', trigger: 'message' });
+    });
+
+    it('beginTurn with a stale token writes nothing, for a new turn with its run and messages or for a queued one', async () => {
+      const old = await storage.createSession(session('s1'), lease('A', 1));
+      await storage.enqueueTurn({ id: 'q1', sessionId: 's1', clientRequestId: 'req-q1', runId: 'run-q1', trigger: 'message', input: [user('later')], queuedAtMs: T0 }, old);
+      await expireLeases(conn);
+      const taken = await storage.acquireSession('s1', lease('B'));
+      if (!taken.ok) throw new Error('not taken');
+
+      await expect(storage.beginTurn(turnStart('t1', 's1'), [message('t1', 's1', 0), message('t1', 's1', 1)], old)).rejects.toBeInstanceOf(FencedWriteError);
+      await expect(storage.beginTurn({ ...turnStart('q1', 's1'), fromQueue: true }, [message('q1', 's1', 0)], old)).rejects.toBeInstanceOf(FencedWriteError);
+      await expect(storage.beginTurn(turnStart('t9', 'ghost'), [], old)).rejects.toBeInstanceOf(FencedWriteError);
+      const q2 = { id: 'q2', sessionId: 's1', clientRequestId: 'req-q2', runId: 'run-q2', trigger: 'message' as const, input: [user('even later')], queuedAtMs: T0 };
+      await expect(storage.enqueueTurn(q2, old)).rejects.toBeInstanceOf(FencedWriteError);
+      expect(await storage.getTurn('q2')).toBeUndefined();
+      expect(await conn.db.selectFrom('runs').select('id').where('turn_id', '=', 'q2').execute()).toEqual([]);
+      expect(await storage.getTurn('t1')).toBeUndefined();
+      expect(await conn.db.selectFrom('runs').select('id').where('turn_id', '=', 't1').execute()).toEqual([]);
+      expect(await storage.listMessages('s1')).toEqual([]);
+      expect((await storage.listQueuedTurns('s1')).map((t) => t.id)).toEqual(['q1']);
+
+      // The new owner starts the queued turn; a second start of it is refused and leaves its messages unwritten.
+      await storage.beginTurn({ ...turnStart('q1', 's1'), startedAtMs: T0 + 5, fromQueue: true }, [message('q1', 's1', 0), message('q1', 's1', 1)], taken.fence);
+      expect(await storage.getTurn('q1')).toMatchObject({ status: 'running', startedAtMs: T0 + 5, runId: 'run-q1', trigger: 'message' });
+      expect(await storage.listQueuedTurns('s1')).toEqual([]);
+      await expect(storage.beginTurn({ ...turnStart('q1', 's1'), fromQueue: true }, [message('q1', 's1', 2)], taken.fence)).rejects.toThrow(/turn q1 is not queued/);
+      await expect(storage.beginTurn({ ...turnStart('nope', 's1'), fromQueue: true }, [message('nope', 's1', 3)], taken.fence)).rejects.toThrow(/turn nope is not queued/);
+      await expect(storage.beginTurn({ ...turnStart('q1', 's1'), fromQueue: true }, [])).rejects.toThrow(/not queued/);
+      expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['q1-0', 'q1-1']);
+      // The new owner's own enqueue goes through, after the last position the session has used.
+      await storage.enqueueTurn(q2, taken.fence);
+      expect(await storage.listQueuedTurns('s1')).toEqual([q2]);
+      const positions = await conn.db.selectFrom('turns').select(['id', 'queue_position']).where('session_id', '=', 's1').orderBy('id').execute();
+      expect(positions.map((p) => [p.id, p.queue_position === null ? null : Number(p.queue_position)])).toEqual([
+        ['q1', null],
+        ['q2', 1],
+      ]);
+    });
+
+    it.skipIf(target.dialect !== 'postgres')('beginTurn waits for a takeover holding the session row, then is refused', async () => {
+      const fence = await storage.createSession(session('s1'), lease('A'));
+      let begun: Promise<unknown> = Promise.resolve();
+      await conn.db.transaction().execute(async (trx) => {
+        // What acquireSession does to the row, left uncommitted while the old owner begins a turn.
+        await trx.updateTable('sessions').set({ fencing_token: fence + 1 }).where('id', '=', 's1').execute();
+        const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(trx);
+        const takeover = rows[0]!.pid;
+        begun = storage.beginTurn(turnStart('t1', 's1'), [message('t1', 's1', 0)], fence).then(
+          () => 'written',
+          (error: unknown) => error,
+        );
+        // The statement's share lock waits on the row: seen from a third connection before the takeover commits.
+        let blocked = false;
+        for (let probe = 0; probe < 10_000 && !blocked; probe++) {
+          const waiting = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where ${takeover} = any(pg_blocking_pids(pid))`.execute(conn.db);
+          blocked = Number(waiting.rows[0]?.n) > 0;
+        }
+        expect(blocked).toBe(true);
+      });
+      expect(await begun).toBeInstanceOf(FencedWriteError);
+      expect(await storage.getTurn('t1')).toBeUndefined();
+      expect(await storage.listMessages('s1')).toEqual([]);
+    });
+
+    it('beginTurn is atomic with a run and a token: a taken sequence leaves neither the turn, its run nor any message', async () => {
+      const fence = await storage.createSession(session('s1'), lease('A'));
+      await storage.beginTurn(turnStart('t0', 's1'), [message('t0', 's1', 0)], fence);
+      await storage.endTurn('t0', { status: 'completed', errorCode: null, errorMessage: null, finalText: 'x', finishedAtMs: T0 }, fence);
+      await expect(storage.beginTurn(turnStart('t1', 's1'), [message('t1', 's1', 1), message('t1', 's1', 0, 'clash')], fence)).rejects.toThrow();
+      expect(await storage.getTurn('t1')).toBeUndefined();
+      expect(await conn.db.selectFrom('runs').select('id').where('turn_id', '=', 't1').execute()).toEqual([]);
+      expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['t0-0']);
+      // Without a token the same holds, and a clean start goes through with its run.
+      await expect(storage.beginTurn(turnStart('t1', 's1'), [message('t1', 's1', 0, 'clash')])).rejects.toThrow();
+      await storage.beginTurn(turnStart('t1', 's1'), [message('t1', 's1', 1), message('t1', 's1', 2)], fence);
+      expect(await storage.getTurn('t1')).toMatchObject({ status: 'running', runId: 'run-t1', trigger: 'message' });
+      expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['t0-0', 't1-1', 't1-2']);
     });
 
     it('enforces one turn per clientRequestId and session in the database itself', async () => {

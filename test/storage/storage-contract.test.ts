@@ -314,6 +314,49 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       expect((await storage.listSpans('s1'))[0]).toMatchObject({ status: 'denied', endedAtMs: T0 + 5 });
     });
 
+    it('applies a batch of starts and ends in order, in one write; ends that match nothing are counted', async () => {
+      await sessionWithTurns('s1', 't1');
+      await storage.writeSpans([start(span('stored', 's1', 't1')), start(span('done', 's1', 't1', { status: 'succeeded', endedAtMs: T0 + 1 }))]);
+      const end = (spanId: string, status: 'succeeded' | 'failed', endedAtMs: number, errorCode: string | null = null) => ({
+        type: 'end' as const,
+        spanId,
+        end: { status, errorCode, endedAtMs },
+      });
+      const result = await storage.writeSpans([
+        start(span('here', 's1', 't1', { startedAtMs: T0 + 2 })),
+        end('here', 'failed', T0 + 3, 'tool\u0000error'),
+        end('here', 'succeeded', T0 + 4), // ended already, within this batch
+        end('stored', 'failed', T0 + 5, 'odd\u0000code'),
+        end('stored', 'succeeded', T0 + 6), // ended already, by the end before it
+        end('done', 'failed', T0 + 7), // stored finished
+        end('missing', 'failed', T0 + 8), // never started
+        end('late', 'failed', T0 + 9), // its start comes after it
+        start(span('late', 's1', 't1', { startedAtMs: T0 + 9 })),
+        start(span('open', 's1', 't1', { startedAtMs: T0 + 10 })),
+      ]);
+      expect(result).toEqual({ unmatchedEnds: 5 });
+      const byId = new Map((await storage.listSpans('s1')).map((s) => [s.id, s]));
+      expect(byId.get('here')).toEqual(span('here', 's1', 't1', { startedAtMs: T0 + 2, status: 'failed', errorCode: 'tool\u0000error', endedAtMs: T0 + 3 }));
+      expect(byId.get('stored')).toEqual(span('stored', 's1', 't1', { status: 'failed', errorCode: 'odd\u0000code', endedAtMs: T0 + 5 }));
+      expect(byId.get('done')).toEqual(span('done', 's1', 't1', { status: 'succeeded', endedAtMs: T0 + 1 }));
+      expect(byId.get('late')).toEqual(span('late', 's1', 't1', { startedAtMs: T0 + 9 }));
+      expect(byId.get('open')).toEqual(span('open', 's1', 't1', { startedAtMs: T0 + 10 }));
+      expect(byId.size).toBe(5);
+      // Ends alone, several at once: each running span is closed once, the rest counted.
+      expect(await storage.writeSpans([end('late', 'succeeded', T0 + 11), end('open', 'succeeded', T0 + 12), end('here', 'succeeded', T0 + 13)])).toEqual({ unmatchedEnds: 1 });
+      expect((await storage.listSpans('s1')).filter((s) => s.status === 'running')).toEqual([]);
+    });
+
+    it('closes more stored spans in one batch than SQLite allows terms in a compound select (500)', async () => {
+      await sessionWithTurns('s1', 't1');
+      const ids = Array.from({ length: 600 }, (_, i) => `sp${String(i).padStart(3, '0')}`);
+      await storage.writeSpans(ids.map((id) => start(span(id, 's1', 't1'))));
+      const ends = ids.map((spanId, i) => ({ type: 'end' as const, spanId, end: { status: 'succeeded' as const, errorCode: null, endedAtMs: T0 + i } }));
+      expect(await storage.writeSpans([...ends, { type: 'end', spanId: 'missing', end: { status: 'failed', errorCode: null, endedAtMs: T0 } }])).toEqual({ unmatchedEnds: 1 });
+      const spans = await storage.listSpans('s1');
+      expect(spans.filter((s) => s.status === 'succeeded').map((s) => s.endedAtMs)).toEqual(ids.map((_, i) => T0 + i));
+    });
+
     it('writes a batch of spans all or nothing', async () => {
       await sessionWithTurns('s1', 't1');
       await storage.writeSpans([start(span('sp1', 's1', 't1'))]);

@@ -1,0 +1,78 @@
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { StoredMessage } from '../src/protocol/messages.js';
+import { assertFence, insertWhere } from './fencing.js';
+import { messageToRow } from './rows.js';
+import type { Database } from './schema.js';
+import { FencedWriteError, type TurnStart } from './session-storage.js';
+import { inTransaction } from './transaction.js';
+
+function turnRow(turn: TurnStart) {
+  return {
+    id: turn.id,
+    session_id: turn.sessionId,
+    client_request_id: turn.clientRequestId,
+    status: 'running',
+    error_code: null,
+    error_message: null,
+    final_text: null,
+    started_at_ms: turn.startedAtMs,
+    finished_at_ms: null,
+  };
+}
+
+export function runRow(sessionId: string, turnId: string, run: { id: string; trigger: string }, createdAtMs: number) {
+  return { id: run.id, session_id: sessionId, turn_id: turnId, trigger_type: run.trigger, created_at_ms: createdAtMs };
+}
+
+function notQueued(turn: TurnStart): Error {
+  return new Error(`beginTurn: turn ${turn.id} is not queued`);
+}
+
+/** SQLite (in process, so a transaction costs no round trips): fence check, turn, run, messages. */
+export async function beginTurnInTransaction(db: Kysely<Database>, turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void> {
+  await inTransaction(db, async (trx) => {
+    await assertFence(trx, 'sqlite', turn.sessionId, fence);
+    if (turn.fromQueue) {
+      const started = await trx
+        .updateTable('turns')
+        .set({ status: 'running', started_at_ms: turn.startedAtMs, input: null, queue_position: null })
+        .where('id', '=', turn.id)
+        .where('status', '=', 'queued')
+        .executeTakeFirst();
+      if (started.numUpdatedRows === 0n) throw notQueued(turn);
+    } else {
+      await trx.insertInto('turns').values(turnRow(turn)).execute();
+      if (turn.run) await trx.insertInto('runs').values(runRow(turn.sessionId, turn.id, turn.run, turn.startedAtMs)).execute();
+    }
+    if (messages.length > 0) await trx.insertInto('messages').values(messages.map(messageToRow)).execute();
+  });
+}
+
+/**
+ * PostgreSQL: the same writes as one statement, so one round trip and one commit. `fence` share-locks
+ * the session row while its token holds (as `assertFence` does in a transaction); `began` is the turn
+ * inserted, or the queued one moved to running, only when it does; the run and every message are
+ * written only when `began` has a row. One statement is atomic: a failing insert (a taken sequence, an
+ * unknown session) leaves nothing. The two counts tell a stale token from a turn that was not queued.
+ */
+export async function beginTurnInOneStatement(db: Kysely<Database>, turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void> {
+  const held = fence === undefined ? sql`true` : sql`exists (select 1 from fence)`;
+  const parts: RawBuilder<unknown>[] = [];
+  if (fence !== undefined) parts.push(sql`fence as (select 1 from sessions where id = ${turn.sessionId} and fencing_token = ${fence} for share)`);
+  parts.push(sql`began as (${turn.fromQueue ? startQueued(turn, held) : insertWhere('turns', turnRow(turn), held)} returning id)`);
+  const began = sql`exists (select 1 from began)`;
+  if (turn.run && !turn.fromQueue) parts.push(sql`run as (${insertWhere('runs', runRow(turn.sessionId, turn.id, turn.run, turn.startedAtMs), began)})`);
+  // One insert per message: `insert … select <parameters>` takes each parameter's type from its column.
+  for (const [i, message] of messages.entries()) parts.push(sql`${sql.id(`message_${i}`)} as (${insertWhere('messages', messageToRow(message), began)})`);
+  const fenced = fence === undefined ? sql`1` : sql`(select count(*) from fence)`;
+  const result = await sql<{ held: string | number; began: string | number }>`with ${sql.join(parts)}
+    select ${fenced} as held, (select count(*) from began) as began`.execute(db);
+  const counts = result.rows[0];
+  if (Number(counts?.held) === 0) throw new FencedWriteError(turn.sessionId);
+  if (Number(counts?.began) === 0) throw notQueued(turn);
+}
+
+function startQueued(turn: TurnStart, held: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`update turns set status = 'running', started_at_ms = ${turn.startedAtMs}, input = null, queue_position = null
+    where id = ${turn.id} and status = 'queued' and ${held}`;
+}

@@ -1,0 +1,109 @@
+import { sql, type Kysely } from 'kysely';
+import type { DialectName } from './dialect.js';
+import { spanToRow } from './rows.js';
+import type { Database } from './schema.js';
+import type { SpanEnd, SpanWrite } from './session-storage.js';
+import { encodeText } from './text-codec.js';
+import { inTransaction } from './transaction.js';
+
+type SpanRow = ReturnType<typeof spanToRow>;
+
+/** An end for a span started in an earlier batch: an update of its row when it is still running. */
+interface StoredEnd {
+  spanId: string;
+  end: SpanEnd;
+}
+
+/** A batch reduced to what the database must do: rows to insert, ends to apply to stored rows. */
+export interface SpanPlan {
+  rows: SpanRow[];
+  ends: StoredEnd[];
+  /** Ends already known to match nothing, without asking the database. */
+  unmatchedEnds: number;
+}
+
+/**
+ * Applies a batch in order, as one statement after another would, except that an end whose start is
+ * in the same batch closes the row before it is inserted. So the database sees each span once, and
+ * no end refers to a row inserted by the same statement (a PostgreSQL statement does not see its own
+ * inserts). A second end of the same span matches nothing, as the update finds it no longer running.
+ */
+export function planSpanWrites(writes: readonly SpanWrite[]): SpanPlan {
+  const rows: SpanRow[] = [];
+  const startedHere = new Map<string, SpanRow>();
+  const ends: StoredEnd[] = [];
+  const endedStored = new Set<string>();
+  let unmatchedEnds = 0;
+  for (const write of writes) {
+    if (write.type === 'start') {
+      const row = spanToRow(write.span);
+      rows.push(row);
+      startedHere.set(row.id, row);
+      continue;
+    }
+    const row = startedHere.get(write.spanId);
+    if (row) {
+      if (row.status !== 'running') unmatchedEnds += 1;
+      else Object.assign(row, endColumns(write.end));
+    } else if (endedStored.has(write.spanId)) unmatchedEnds += 1;
+    else {
+      endedStored.add(write.spanId);
+      ends.push({ spanId: write.spanId, end: write.end });
+    }
+  }
+  return { rows, ends, unmatchedEnds };
+}
+
+function endColumns(end: SpanEnd) {
+  return { status: end.status, error_code: encodeText(end.errorCode), ended_at_ms: end.endedAtMs };
+}
+
+/**
+ * The batch's ends as a table `ends(id, status, error_code, ended_at_ms)`, written as a `values` list
+ * that both dialects accept with any number of rows (SQLite caps a compound select at 500 terms, not
+ * `values`); the one non-text column is cast so PostgreSQL can type its parameters.
+ */
+function endsTable(ends: StoredEnd[]) {
+  const rows = ends.map(({ spanId, end }) => {
+    const c = endColumns(end);
+    return sql`(${spanId}, ${c.status}, ${c.error_code}, cast(${c.ended_at_ms} as bigint))`;
+  });
+  return sql`ends (id, status, error_code, ended_at_ms) as (values ${sql.join(rows)})`;
+}
+
+/** Closes the still-running spans named in `ends`, returning their ids. */
+const closeEnded = sql`update trace_spans set status = ends.status, error_code = ends.error_code, ended_at_ms = ends.ended_at_ms
+    from ends where trace_spans.id = ends.id and trace_spans.status = 'running'
+    returning trace_spans.id`;
+
+/** Writes a planned batch all or nothing; resolves with how many of its stored ends matched a running span. */
+export async function applySpanPlan(db: Kysely<Database>, dialect: DialectName, plan: SpanPlan): Promise<number> {
+  const { rows, ends } = plan;
+  if (dialect === 'postgres') return applyInOneStatement(db, rows, ends);
+  // The ends first: none of them may match a row this batch inserts (an end before its span's start matches nothing).
+  const apply = async (trx: Kysely<Database>) => {
+    const matched = ends.length > 0 ? (await sql`with ${endsTable(ends)} ${closeEnded}`.execute(trx)).rows.length : 0;
+    if (rows.length > 0) await trx.insertInto('trace_spans').values(rows).execute();
+    return matched;
+  };
+  // SQLite is in process: a transaction costs no round trip, only a single statement can skip it.
+  return rows.length > 0 && ends.length > 0 ? inTransaction(db, apply) : apply(db);
+}
+
+/**
+ * PostgreSQL: the inserts and the updates in one statement (a data-modifying CTE), so one round trip,
+ * and its commit does not wait for the WAL flush: `set_config(…, true)` lasts until the end of the
+ * statement's own implicit transaction, commit included. Spans are signals (RT-12, RT-26): a crash
+ * may lose the last ones, and restart correction turns those left running into `outcome_unknown`.
+ * Every part of one statement reads the same snapshot, so the ends cannot match a row inserted
+ * beside them, as on SQLite where they run first.
+ */
+async function applyInOneStatement(db: Kysely<Database>, rows: SpanRow[], ends: StoredEnd[]): Promise<number> {
+  const parts = [];
+  if (rows.length > 0) parts.push(sql`started as (${db.insertInto('trace_spans').values(rows)})`);
+  if (ends.length > 0) parts.push(endsTable(ends), sql`ended as (${closeEnded})`);
+  const matched = ends.length > 0 ? sql`(select count(*) from ended)` : sql`0`;
+  const result = await sql<{ matched: string | number }>`with ${sql.join(parts)}
+    select ${matched} as matched, set_config('synchronous_commit', 'off', true) as commit_mode`.execute(db);
+  return Number(result.rows[0]?.matched ?? 0);
+}
