@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type QueryResult, type RawBuilder } from 'kysely';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { FencedWriteError } from './session-storage.js';
@@ -39,6 +39,34 @@ export type Row = Record<string, string | number | null>;
 export function fencedInsert(dialect: DialectName, table: keyof Database, row: Row, sessionId: string, token: number, onConflictDoNothing: boolean): RawBuilder<unknown> {
   const conflict = onConflictDoNothing ? sql` on conflict (id) do nothing` : sql``;
   return sql`${insertWhere(table, row, fenceHolds(dialect, sql.val(sessionId), token))}${conflict}`;
+}
+
+/** The SQL text of each shape of fenced insert already run: dialect, table, conflict clause and columns. */
+const fencedInsertSql = new Map<string, string>();
+
+/**
+ * `fencedInsert`, executed, with its SQL built once per shape: a message or result row has one of a
+ * few column sets, and building the statement through Kysely's query builder on every write cost about
+ * a tenth of a persisted step. The first run of a shape compiles through Kysely and checks that the
+ * parameters come in the order assumed here (each column's value, then the session id and the token).
+ */
+export async function executeFencedInsert(
+  db: Kysely<Database>,
+  dialect: DialectName,
+  table: keyof Database,
+  row: Row,
+  sessionId: string,
+  token: number,
+  onConflictDoNothing: boolean,
+): Promise<QueryResult<unknown>> {
+  const columns = Object.keys(row);
+  const key = `${dialect}|${table}|${onConflictDoNothing}|${columns.join(',')}`;
+  const parameters = [...columns.map((c) => row[c]), sessionId, token];
+  const known = fencedInsertSql.get(key);
+  if (known !== undefined) return db.executeQuery(CompiledQuery.raw(known, parameters));
+  const compiled = fencedInsert(dialect, table, row, sessionId, token, onConflictDoNothing).compile(db);
+  if (compiled.parameters.length === parameters.length && compiled.parameters.every((p, i) => p === parameters[i])) fencedInsertSql.set(key, compiled.sql);
+  return db.executeQuery(compiled);
 }
 
 /**

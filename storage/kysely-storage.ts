@@ -8,7 +8,7 @@ import { compactionToRow, rowToCompaction } from './compaction-rows.js';
 import { databaseNowMs, type DialectName } from './dialect.js';
 import { beginTurnInOneStatement, beginTurnInTransaction } from './begin-turn.js';
 import { enqueueTurnInOneStatement, enqueueTurnInTransaction } from './enqueue-turn.js';
-import { assertFence, fencedInsert, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
+import { assertFence, executeFencedInsert, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
 import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
 import { encodeText } from './text-codec.js';
@@ -278,7 +278,7 @@ export class KyselySessionStorage implements SessionStorage {
       await this.db.insertInto('messages').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
       return;
     }
-    const result = await fencedInsert(this.dialect, 'messages', row, message.sessionId, fence, true).execute(this.db);
+    const result = await executeFencedInsert(this.db, this.dialect, 'messages', row, message.sessionId, fence, true);
     if (!result.numAffectedRows) await throwIfFenced(this.db, message.sessionId, fence);
   }
 
