@@ -15,6 +15,7 @@ import { connect } from 'amqplib';
 import pg from 'pg';
 import { startHost, type RunningHost } from '../src/host/host.js';
 import { postgresStorage, scriptedModel } from '../src/index.js';
+import { dropPostgresSchema } from '../storage/postgres.js';
 import { median } from './common.js';
 
 export interface RoutingFigure {
@@ -75,7 +76,7 @@ export async function measureClusterRouting(options: RoundOptions & { chatReques
   } finally {
     for (const host of hosts) await host.close();
     await rm(workspace, { recursive: true, force: true });
-    await dropSchema(schema);
+    await dropPostgresSchema(DATABASE_URL, schema);
   }
 }
 
@@ -149,12 +150,3 @@ async function unavailable(): Promise<string | null> {
   return null;
 }
 
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query(`drop schema if exists "${schema}" cascade`);
-  } finally {
-    await client.end();
-  }
-}

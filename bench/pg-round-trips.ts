@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createRuntime, postgresStorage, type ModelPort, type ModelRequest } from '../src/index.js';
-import { MIGRATION_LOCK_KEY } from '../storage/kysely-storage.js';
+import { dropPostgresSchema } from '../storage/postgres.js';
 import { median, readTool, stepModel } from './common.js';
 
 const DATABASE_URL = process.env.TURNCHART_BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -82,7 +82,7 @@ export async function measurePgRoundTrips(turns = 5): Promise<PgRoundTripsResult
   } finally {
     counter.uninstall();
     await runtime.shutdown();
-    await dropSchema(schema);
+    await dropPostgresSchema(DATABASE_URL, schema);
   }
 }
 
@@ -159,17 +159,6 @@ async function unavailable(): Promise<string | null> {
   }
 }
 
-/** Under the migration lock, as the tests drop theirs: a drop beside another process's migration breaks its introspection. */
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(`drop schema if exists "${schema}" cascade`);
-  } finally {
-    await client.end();
-  }
-}
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const result = await measurePgRoundTrips(Number(process.argv[2] ?? 5));

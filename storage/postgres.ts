@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { KyselySessionStorage } from './kysely-storage.js';
+import { KyselySessionStorage, MIGRATION_LOCK_KEY } from './kysely-storage.js';
 import { KyselyTaskStorage } from './kysely-task-storage.js';
 import type { TaskStorage } from './task-storage.js';
 import type { Database } from './schema.js';
@@ -115,4 +115,19 @@ export function postgresStorage(options: PostgresOptions): SessionStorage {
     advisoryLock: true,
     ...(schema ? { schema } : {}),
   });
+}
+
+/**
+ * Drops a schema with a short-lived client, under the migration lock: a drop running beside another
+ * process's migration breaks that migration's introspection of the server's schemas.
+ */
+export async function dropPostgresSchema(connectionString: string, schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query(`drop schema if exists "${schema}" cascade`);
+  } finally {
+    await client.end();
+  }
 }

@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { postgresStorage, sqliteStorage, type SessionStorage } from '../../src/index.js';
-import { MIGRATION_LOCK_KEY } from '../../storage/kysely-storage.js';
+import { dropPostgresSchema } from '../../storage/postgres.js';
 
 /** A durable database a test can open several times (as several processes would), then drop. */
 export interface DurableDatabase {
@@ -37,18 +36,7 @@ export function postgresSchema(connectionString: string): DurableDatabase {
   };
 }
 
-/** Drops a test's schema with a short-lived client (the storage's own pool is closed by then). */
-export async function dropPostgresSchema(connectionString: string, schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString });
-  await client.connect();
-  try {
-    // Under the migration lock: a drop running beside another worker's migration breaks its introspection.
-    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
-    await client.query(`drop schema if exists "${schema}" cascade`);
-  } finally {
-    await client.end();
-  }
-}
+export { dropPostgresSchema };
 
 /** The dialects every durable scenario runs on: SQLite always, PostgreSQL when configured. */
 export const durableTargets: { name: string; skip: boolean; create: () => DurableDatabase }[] = [
