@@ -5,6 +5,7 @@ import { messageToRow } from './rows.js';
 import type { Database } from './schema.js';
 import { FencedWriteError, type TurnStart } from './session-storage.js';
 import { inTransaction } from './transaction.js';
+import { executeKept } from './prepared-statements.js';
 
 function turnRow(turn: TurnStart) {
   return {
@@ -65,8 +66,9 @@ export async function beginTurnInOneStatement(db: Kysely<Database>, turn: TurnSt
   // One insert per message: `insert … select <parameters>` takes each parameter's type from its column.
   for (const [i, message] of messages.entries()) parts.push(sql`${sql.id(`message_${i}`)} as (${insertWhere('messages', messageToRow(message), began)})`);
   const fenced = fence === undefined ? sql`1` : sql`(select count(*) from fence)`;
-  const result = await sql<{ held: string | number; began: string | number }>`with ${sql.join(parts)}
-    select ${fenced} as held, (select count(*) from began) as began`.execute(db);
+  const statement = sql<{ held: string | number; began: string | number }>`with ${sql.join(parts)}
+    select ${fenced} as held, (select count(*) from began) as began`;
+  const result = await executeKept(db, 'postgres', statement.compile(db));
   const counts = result.rows[0];
   if (Number(counts?.held) === 0) throw new FencedWriteError(turn.sessionId);
   if (Number(counts?.began) === 0) throw notQueued(turn);

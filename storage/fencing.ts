@@ -2,6 +2,7 @@ import { CompiledQuery, sql, type Kysely, type QueryResult, type RawBuilder } fr
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { FencedWriteError } from './session-storage.js';
+import { executeKept } from './prepared-statements.js';
 
 /**
  * Fencing (one owner per session): every write of a session carries the token its owner was given,
@@ -63,7 +64,7 @@ export async function executeFencedInsert(
   const key = `${dialect}|${table}|${onConflictDoNothing}|${columns.join(',')}`;
   const parameters = [...columns.map((c) => row[c]), sessionId, token];
   const known = fencedInsertSql.get(key);
-  if (known !== undefined) return db.executeQuery(CompiledQuery.raw(known, parameters));
+  if (known !== undefined) return executeKept(db, dialect, CompiledQuery.raw(known, parameters));
   const compiled = fencedInsert(dialect, table, row, sessionId, token, onConflictDoNothing).compile(db);
   if (compiled.parameters.length === parameters.length && compiled.parameters.every((p, i) => p === parameters[i])) fencedInsertSql.set(key, compiled.sql);
   return db.executeQuery(compiled);

@@ -11,6 +11,7 @@ import { enqueueTurnInOneStatement, enqueueTurnInTransaction } from './enqueue-t
 import { assertFence, executeFencedInsert, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
 import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
+import { executeKept } from './prepared-statements.js';
 import { encodeText } from './text-codec.js';
 import { inTransaction } from './transaction.js';
 import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn } from './rows.js';
@@ -99,7 +100,7 @@ export class KyselySessionStorage implements SessionStorage {
 
   async createSession(row: SessionRow, owner?: LeaseRequest): Promise<number> {
     const fence = owner ? 1 : 0;
-    await this.db
+    const insert = this.db
       .insertInto('sessions')
       .values({
         id: row.id,
@@ -118,8 +119,8 @@ export class KyselySessionStorage implements SessionStorage {
           owner_pid: owner.pid,
           lease_expires_at_ms: sql<number>`${databaseNowMs(this.dialect)} + ${owner.ttlMs}`,
         }),
-      })
-      .execute();
+      });
+    await executeKept(this.db, this.dialect, insert.compile());
     return fence;
   }
 
@@ -219,8 +220,8 @@ export class KyselySessionStorage implements SessionStorage {
       .where('id', '=', turnId)
       .where('status', '=', 'queued');
     if (fence !== undefined) query = query.where(fenceHolds(this.dialect, sql.ref('turns.session_id'), fence));
-    const result = await query.executeTakeFirst();
-    if (result.numUpdatedRows > 0n) return;
+    const result = await executeKept(this.db, this.dialect, query.compile());
+    if ((result.numAffectedRows ?? 0n) > 0n) return;
     const row = await this.getTurn(turnId);
     if (row) await throwIfFenced(this.db, row.sessionId, fence);
     throw new Error(`cancelQueuedTurn: turn ${turnId} is not queued`);
@@ -244,8 +245,8 @@ export class KyselySessionStorage implements SessionStorage {
       .where('id', '=', turnId)
       .where('status', '=', 'running');
     if (fence !== undefined) query = query.where(fenceHolds(this.dialect, sql.ref('turns.session_id'), fence));
-    const result = await query.executeTakeFirst();
-    if (result.numUpdatedRows > 0n) return;
+    const result = await executeKept(this.db, this.dialect, query.compile());
+    if ((result.numAffectedRows ?? 0n) > 0n) return;
     const row = await this.getTurn(turnId);
     if (row) await throwIfFenced(this.db, row.sessionId, fence);
     // Only a running turn can end; anything else means the caller's view of the turn is wrong.

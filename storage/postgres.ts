@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { KyselySessionStorage, MIGRATION_LOCK_KEY } from './kysely-storage.js';
 import { KyselyTaskStorage } from './kysely-task-storage.js';
+import { PreparingClient } from './prepared-statements.js';
 import type { TaskStorage } from './task-storage.js';
 import type { Database } from './schema.js';
 import type { SessionStorage } from './session-storage.js';
@@ -17,6 +18,12 @@ export interface PostgresOptions {
   onConnectionError?: (error: Error) => void;
   /** Shown in `pg_stat_activity` (default `turnchart`). */
   applicationName?: string;
+  /**
+   * Keep the per-step statements prepared on each connection (default true). Turn it off behind a
+   * pooler that does not carry prepared statements across server connections (PgBouncer in transaction
+   * mode before 1.21).
+   */
+  prepareStatements?: boolean;
 }
 
 /**
@@ -55,6 +62,7 @@ export function postgresDatabase(options: PostgresOptions): Kysely<Database> {
     // Idle connections (the lease renewals keep one in use now and then) are no reason to keep the
     // process alive: an embedding program that ends without shutdown() still exits.
     allowExitOnIdle: true,
+    ...(options.prepareStatements === false ? {} : { Client: PreparingClient }),
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
   pool.on('connect', (client) => watchConnection(client, options.onConnectionError));

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { orderedUuid } from './ordered-id.js';
 import { resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
 import { createActor, type AnyActorRef, type InspectionEvent } from 'xstate';
@@ -161,7 +161,7 @@ export class Runtime {
     this.warn = options.warn ?? ((message) => console.warn(`turnchart: ${message}`));
     this.sequenceBlock = options.sequenceBlock ?? SEQUENCE_BLOCK;
     this.skills = options.skills ? { dir: resolve(options.skills.dir), disabled: options.skills.disabled ?? [] } : null;
-    this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${randomUUID()}` };
+    this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${orderedUuid()}` };
     this.updates$ = isolated(this.runtimeSubject, { onError: (error) => this.warn(`an update subscriber threw: ${describe(error)}`) });
     this.reaper = new IdleReaper(options.idleTtlMs ?? null, (id) => void this.evict(id));
     this.watchesProgress = Object.values(agents).some((agent) => agent.guardrails.stallTimeoutMs !== null);
