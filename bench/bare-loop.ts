@@ -3,11 +3,12 @@
  * It does the same durable work as the runtime through the same `SessionStorage` (session row,
  * beginTurn with the user message, per step the assistant message and the tool result with its
  * audit row (RL-4: canonical-JSON sha256 of the arguments, decision, durations), endTurn, and the
- * same trace spans), calls the model port the same way (a request with system, the
+ * same trace spans, with the same time-ordered ids), calls the model port the same way (a request with system, the
  * conversation, tool definitions; one AbortSignal per turn), validates and runs the same tool, and
  * pushes the same kinds and number of update envelopes into an RxJS Subject.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { orderedUuid } from '../src/runtime/ordered-id.js';
 import { stableStringify } from '../machines/signature.js';
 import { Subject } from 'rxjs';
 import { z } from 'zod';
@@ -60,7 +61,7 @@ export class BareLoop {
   private readonly firstTurn = new Set<string>();
 
   async createSession(): Promise<string> {
-    const id = `ses_${randomUUID()}`;
+    const id = `ses_${orderedUuid()}`;
     this.firstTurn.add(id);
     await this.options.storage.createSession({ id, agent: 'default', permissionMode: 'auto', workspaceDir: null, createdAtMs: Date.now() });
     return id;
@@ -69,13 +70,13 @@ export class BareLoop {
   /** One user turn: model → (tool → model)* → final text. Resolves with the final text. */
   async runTurn(sessionId: string, text: string): Promise<string> {
     const { storage, model, tool } = this.options;
-    const turnId = `turn_${randomUUID()}`;
+    const turnId = `turn_${orderedUuid()}`;
     const controller = new AbortController();
     const emit = (update: SessionUpdate) => this.emit(sessionId, turnId, update);
     const stored = (message: ChatMessage): StoredMessage => {
       const sequence = this.messageSequence.get(sessionId) ?? 1;
       this.messageSequence.set(sessionId, sequence + 1);
-      return { id: `msg_${randomUUID()}`, sessionId, turnId, sequence, createdAtMs: Date.now(), message };
+      return { id: `msg_${orderedUuid()}`, sessionId, turnId, sequence, createdAtMs: Date.now(), message };
     };
     const span = (id: string, kind: TraceSpan['kind'], name: string, source: TraceSpan['source']): TraceSpan => ({
       id, sessionId, turnId, kind, name, source, status: 'running', errorCode: null, startedAtMs: Date.now(), endedAtMs: null,
