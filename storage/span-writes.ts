@@ -59,17 +59,22 @@ function endColumns(end: SpanEnd) {
   return { status: end.status, error_code: encodeText(end.errorCode), ended_at_ms: end.endedAtMs };
 }
 
+/** The columns of a span row in the order the batch statements list them. */
+const SPAN_COLUMNS = ['id', 'session_id', 'turn_id', 'kind', 'name', 'source', 'status', 'error_code', 'started_at_ms', 'ended_at_ms'] as const;
+const END_COLUMNS = ['id', 'status', 'error_code', 'ended_at_ms'] as const;
+
+function endRows(ends: StoredEnd[]) {
+  return ends.map(({ spanId, end }) => ({ id: spanId, ...endColumns(end) }));
+}
+
 /**
- * The batch's ends as a table `ends(id, status, error_code, ended_at_ms)`, written as a `values` list
- * that both dialects accept with any number of rows (SQLite caps a compound select at 500 terms, not
- * `values`); the one non-text column is cast so PostgreSQL can type its parameters.
+ * SQLite: a batch as one JSON array parameter, its rows taken apart by `json_each`. The statement's
+ * text is the same for every batch size, so the connection prepares it once; a `values` list has a
+ * text, and a preparation, per size.
  */
-function endsTable(ends: StoredEnd[]) {
-  const rows = ends.map(({ spanId, end }) => {
-    const c = endColumns(end);
-    return sql`(${spanId}, ${c.status}, ${c.error_code}, cast(${c.ended_at_ms} as bigint))`;
-  });
-  return sql`ends (id, status, error_code, ended_at_ms) as (values ${sql.join(rows)})`;
+function fromJson<T extends Record<string, unknown>>(rows: T[], columns: readonly (keyof T & string)[]) {
+  const picks = columns.map((column, i) => sql`value ->> ${sql.raw(String(i))} as ${sql.id(column)}`);
+  return sql`select ${sql.join(picks)} from json_each(${JSON.stringify(rows.map((row) => columns.map((column) => row[column])))})`;
 }
 
 /** Closes the still-running spans named in `ends`, returning their ids. */
@@ -83,8 +88,8 @@ export async function applySpanPlan(db: Kysely<Database>, dialect: DialectName, 
   if (dialect === 'postgres') return applyInOneStatement(db, rows, ends);
   // The ends first: none of them may match a row this batch inserts (an end before its span's start matches nothing).
   const apply = async (trx: Kysely<Database>) => {
-    const matched = ends.length > 0 ? (await sql`with ${endsTable(ends)} ${closeEnded}`.execute(trx)).rows.length : 0;
-    if (rows.length > 0) await trx.insertInto('trace_spans').values(rows).execute();
+    const matched = ends.length > 0 ? (await sql`with ends as (${fromJson(endRows(ends), END_COLUMNS)}) ${closeEnded}`.execute(trx)).rows.length : 0;
+    if (rows.length > 0) await sql`insert into trace_spans (${sql.join(SPAN_COLUMNS.map((c) => sql.id(c)))}) ${fromJson(rows, SPAN_COLUMNS)}`.execute(trx);
     return matched;
   };
   // SQLite is in process: a transaction costs no round trip, only a single statement can skip it.
@@ -117,28 +122,12 @@ async function applyInOneStatement(db: Kysely<Database>, rows: SpanRow[], ends: 
 const column = <T>(values: T[], type: 'text' | 'bigint') => sql`${sql.val(values)}::${sql.raw(type)}[]`;
 
 function insertUnnested(rows: SpanRow[]) {
-  const of = <K extends keyof SpanRow>(key: K) => rows.map((row) => row[key]);
-  return sql`insert into trace_spans (id, session_id, turn_id, kind, name, source, status, error_code, started_at_ms, ended_at_ms)
-    select * from unnest(${sql.join([
-      column(of('id'), 'text'),
-      column(of('session_id'), 'text'),
-      column(of('turn_id'), 'text'),
-      column(of('kind'), 'text'),
-      column(of('name'), 'text'),
-      column(of('source'), 'text'),
-      column(of('status'), 'text'),
-      column(of('error_code'), 'text'),
-      column(of('started_at_ms'), 'bigint'),
-      column(of('ended_at_ms'), 'bigint'),
-    ])})`;
+  const arrays = SPAN_COLUMNS.map((key) => column(rows.map((row) => row[key]), key.endsWith('_ms') ? 'bigint' : 'text'));
+  return sql`insert into trace_spans (${sql.join(SPAN_COLUMNS.map((c) => sql.id(c)))}) select * from unnest(${sql.join(arrays)})`;
 }
 
 function endsUnnested(ends: StoredEnd[]) {
-  const columns = ends.map(({ spanId, end }) => ({ id: spanId, ...endColumns(end) }));
-  return sql`ends (id, status, error_code, ended_at_ms) as (select * from unnest(${sql.join([
-    column(columns.map((c) => c.id), 'text'),
-    column(columns.map((c) => c.status), 'text'),
-    column(columns.map((c) => c.error_code), 'text'),
-    column(columns.map((c) => c.ended_at_ms), 'bigint'),
-  ])}))`;
+  const rows = endRows(ends);
+  const arrays = END_COLUMNS.map((key) => column(rows.map((row) => row[key]), key.endsWith('_ms') ? 'bigint' : 'text'));
+  return sql`ends (${sql.join(END_COLUMNS.map((c) => sql.id(c)))}) as (select * from unnest(${sql.join(arrays)}))`;
 }
