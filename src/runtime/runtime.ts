@@ -28,7 +28,7 @@ import { provideMachines, type ProvidedSessionMachine } from './provided-machine
 import { SessionHandle, type SessionLifecycle } from './session-handle.js';
 import { createSessionLogic, type SessionLogic } from './session-logic.js';
 import { DurableSignals, type RuntimeServices, type SessionEnv } from './session-env.js';
-import { TraceRecorder } from './trace-recorder.js';
+import { TRACE_BATCH_MS, TRACE_QUEUE_CAPACITY, TRACE_SIGNALS_PER_SESSION, TraceRecorder } from './trace-recorder.js';
 import { Delegation } from './delegation.js';
 import { SEQUENCE_BLOCK, UpdateStream } from './update-stream.js';
 
@@ -47,7 +47,7 @@ export interface RuntimeOptions {
   now?: () => number;
   /** The clock the charts' timers run on (a run's time limit); XState's `SimulatedClock` in tests. */
   clock?: ChartClock;
-  /** Capacity of the trace queue before signals are dropped (RT-26). */
+  /** Capacity of the trace queue before signals are dropped (RT-26); default 1 024, or 64 per open session when that is more. A number set here stays fixed. */
   traceQueueCapacity?: number;
   /** A skills directory: its catalog is world state, its skills can be picked as turn input (RT-1, CW-2). */
   skills?: SkillsConfig;
@@ -514,6 +514,7 @@ export class Runtime {
     actor.subscribe({ error: (error) => console.error(`turnchart session ${row.id} failed:`, error) });
     const handle = new SessionHandle(row.id, actor, env, this.services, this.skills, this.lifecycle);
     this.sessions.set(row.id, { handle, env });
+    this.trace.sessionsOpen(this.sessions.size);
     actor.subscribe(() => this.checkIdle(row.id));
     actor.start();
     this.checkIdle(row.id);
@@ -565,6 +566,7 @@ export class Runtime {
     if (!open) return;
     this.warn(`session ${sessionId} is now held by another owner; closing it here`);
     this.sessions.delete(sessionId);
+    this.trace.sessionsOpen(this.sessions.size);
     void open.handle.close();
   }
 
@@ -574,6 +576,7 @@ export class Runtime {
     this.reaper.forget(handle.id);
     if (open?.handle !== handle) return this.closedSubject.next(handle.id);
     this.sessions.delete(handle.id);
+    this.trace.sessionsOpen(this.sessions.size);
     this.delegation.forget(handle.id);
     try {
       await this.options.storage.releaseSession(handle.id, this.ownership.identity.ownerId, open.env.updates.lastSequence, open.env.fence);
@@ -629,7 +632,11 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     ownership.stop();
     throw error;
   }
-  const trace = new TraceRecorder(options.storage, options.traceQueueCapacity);
+  // A capacity the host chose is kept as it is; the default grows with the sessions held open.
+  const trace =
+    options.traceQueueCapacity === undefined
+      ? new TraceRecorder(options.storage, TRACE_QUEUE_CAPACITY, TRACE_BATCH_MS, TRACE_SIGNALS_PER_SESSION)
+      : new TraceRecorder(options.storage, options.traceQueueCapacity);
   const runtime = new Runtime(options, agents, trace, toolset, ownership, correction);
   await runtime.startQueuedSessions();
   return runtime;

@@ -10,23 +10,42 @@ import type { TraceSpan } from '../protocol/trace.js';
  */
 export const TRACE_BATCH_MS = 50;
 
+/** The trace queue's bound when the host sets none: at least this many signals… */
+export const TRACE_QUEUE_CAPACITY = 1_024;
+/** …and this many per open session (a tool step leaves about four: model and tool spans, each started and ended). */
+export const TRACE_SIGNALS_PER_SESSION = 64;
+
 /**
  * Trace spans as a side channel (RT-26): signals go into a bounded queue that a background drain
  * writes in batches — one storage call per batch, at most one call in flight, the next one a window
  * after it (at once when the queue is half full). The loop never awaits it and never branches on
  * it; a full queue, a failing write or an end whose start was lost only increments `droppedSignals`.
+ *
+ * With `perSession` set, the bound grows with the sessions the runtime holds open (`sessionsOpen`):
+ * a thousand sessions starting their turns in the same tick used to overflow a fixed 1 024 before the
+ * first batch could be written, losing about four signals in ten. The bound stays a bound: a fixed
+ * number of signals per open session, never less than `capacity`.
  */
 export class TraceRecorder {
   droppedSignals = 0;
   private queue: SpanWrite[] = [];
   private writing: Promise<void> | null = null;
   private window: NodeJS.Timeout | null = null;
+  private limit: number;
 
   constructor(
     private readonly storage: SessionStorage,
     private readonly capacity = 1_024,
     private readonly batchMs = TRACE_BATCH_MS,
-  ) {}
+    private readonly perSession = 0,
+  ) {
+    this.limit = capacity;
+  }
+
+  /** How many sessions are open now; with `perSession` set, the queue's bound follows. */
+  sessionsOpen(count: number): void {
+    this.limit = Math.max(this.capacity, this.perSession * count);
+  }
 
   start(span: TraceSpan): void {
     this.enqueue({ type: 'start', span });
@@ -45,7 +64,7 @@ export class TraceRecorder {
   }
 
   private enqueue(write: SpanWrite): void {
-    if (this.queue.length >= this.capacity) {
+    if (this.queue.length >= this.limit) {
       this.droppedSignals += 1;
       return;
     }
@@ -56,7 +75,7 @@ export class TraceRecorder {
   /** The next batch goes after the window, or at once when the queue is half full; never beside one being written. */
   private schedule(): void {
     if (this.writing || this.queue.length === 0) return;
-    if (this.queue.length * 2 >= this.capacity) this.writeNow();
+    if (this.queue.length * 2 >= this.limit) this.writeNow();
     // A window is no reason to keep the process alive: an embedder that exits without shutdown() loses only signals.
     else this.window ??= setTimeout(() => this.writeNow(), this.batchMs).unref();
   }

@@ -104,6 +104,28 @@ describe('TraceRecorder batching (RT-26)', () => {
     expect(recorder.droppedSignals).toBe(1);
   });
 
+  it('grows its bound with the open sessions when told a share per session, and shrinks back to its capacity', async () => {
+    const recorded = recordedStorage(inner);
+    recorded.shut();
+    const recorder = new TraceRecorder(recorded.storage, 4, NEVER_MS, 3);
+    recorder.sessionsOpen(5);
+    // Bound 15: the first write goes at 8 queued (half full) and hangs; 15 more fit behind it.
+    const ids = Array.from({ length: 24 }, (_, i) => `g${i}`);
+    for (const id of ids) recorder.start(span(id));
+    expect(recorded.batches.map((b) => b.length)).toEqual([8]);
+    expect(recorder.droppedSignals).toBe(1);
+    recorded.open();
+    await recorder.flush();
+    expect((await inner.listSpans('s1')).length).toBe(23);
+    // Back to one session: the capacity (4) bounds it again, as 3 × 1 is less.
+    recorder.sessionsOpen(1);
+    recorded.shut();
+    for (const id of ['h0', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6']) recorder.start(span(id));
+    expect(recorder.droppedSignals).toBe(2);
+    recorded.open();
+    await recorder.flush();
+  });
+
   it('counts an end whose start was never written, and a failed batch, as dropped', async () => {
     const recorder = new TraceRecorder(inner, 1_024, NEVER_MS);
     recorder.end('lost', succeeded);
