@@ -55,7 +55,8 @@ export class SessionListView {
         h(
           'li',
           { class: e.sessionId === this.selected ? 'selected' : '', 'data-session': e.sessionId, 'data-status': e.status, onclick: () => this.onSelect(e.sessionId) },
-          h('code', {}, e.sessionId.replace(/^ses_/, '').slice(0, 13)),
+          // The id's tail: ids begin with their creation time (version 7 UUIDs), so their heads look alike.
+          h('code', {}, e.sessionId.slice(-12)),
           h('span', { class: `pill ${e.status}` }, e.status),
           e.lastOutcome && e.status === 'idle' ? h('span', { class: `pill outcome ${e.lastOutcome}` }, e.lastOutcome) : null,
           h('span', { class: 'muted small' }, `${e.agent} · ${new Date(e.createdAtMs).toLocaleTimeString()}${e.open ? '' : ' · closed'}`),
