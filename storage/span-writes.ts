@@ -63,6 +63,8 @@ function endColumns(end: SpanEnd) {
 const SPAN_COLUMNS = ['id', 'session_id', 'turn_id', 'kind', 'name', 'source', 'status', 'error_code', 'started_at_ms', 'ended_at_ms'] as const;
 const END_COLUMNS = ['id', 'status', 'error_code', 'ended_at_ms'] as const;
 
+const columnList = (columns: readonly string[]) => sql.join(columns.map((c) => sql.id(c)));
+
 function endRows(ends: StoredEnd[]) {
   return ends.map(({ spanId, end }) => ({ id: spanId, ...endColumns(end) }));
 }
@@ -89,7 +91,7 @@ export async function applySpanPlan(db: Kysely<Database>, dialect: DialectName, 
   // The ends first: none of them may match a row this batch inserts (an end before its span's start matches nothing).
   const apply = async (trx: Kysely<Database>) => {
     const matched = ends.length > 0 ? (await sql`with ends as (${fromJson(endRows(ends), END_COLUMNS)}) ${closeEnded}`.execute(trx)).rows.length : 0;
-    if (rows.length > 0) await sql`insert into trace_spans (${sql.join(SPAN_COLUMNS.map((c) => sql.id(c)))}) ${fromJson(rows, SPAN_COLUMNS)}`.execute(trx);
+    if (rows.length > 0) await sql`insert into trace_spans (${columnList(SPAN_COLUMNS)}) ${fromJson(rows, SPAN_COLUMNS)}`.execute(trx);
     return matched;
   };
   // SQLite is in process: a transaction costs no round trip, only a single statement can skip it.
@@ -119,15 +121,16 @@ async function applyInOneStatement(db: Kysely<Database>, rows: SpanRow[], ends: 
   return Number(result.rows[0]?.matched ?? 0);
 }
 
-const column = <T>(values: T[], type: 'text' | 'bigint') => sql`${sql.val(values)}::${sql.raw(type)}[]`;
+/** `unnest(<one typed array per column>)`: the rows back from their columns (the `_ms` ones are bigint). */
+function unnested<T extends Record<string, unknown>>(rows: T[], columns: readonly (keyof T & string)[]) {
+  const arrays = columns.map((key) => sql`${sql.val(rows.map((row) => row[key]))}::${sql.raw(key.endsWith('_ms') ? 'bigint' : 'text')}[]`);
+  return sql`unnest(${sql.join(arrays)})`;
+}
 
 function insertUnnested(rows: SpanRow[]) {
-  const arrays = SPAN_COLUMNS.map((key) => column(rows.map((row) => row[key]), key.endsWith('_ms') ? 'bigint' : 'text'));
-  return sql`insert into trace_spans (${sql.join(SPAN_COLUMNS.map((c) => sql.id(c)))}) select * from unnest(${sql.join(arrays)})`;
+  return sql`insert into trace_spans (${columnList(SPAN_COLUMNS)}) select * from ${unnested(rows, SPAN_COLUMNS)}`;
 }
 
 function endsUnnested(ends: StoredEnd[]) {
-  const rows = endRows(ends);
-  const arrays = END_COLUMNS.map((key) => column(rows.map((row) => row[key]), key.endsWith('_ms') ? 'bigint' : 'text'));
-  return sql`ends (${sql.join(END_COLUMNS.map((c) => sql.id(c)))}) as (select * from unnest(${sql.join(arrays)}))`;
+  return sql`ends (${columnList(END_COLUMNS)}) as (select * from ${unnested(endRows(ends), END_COLUMNS)})`;
 }

@@ -68,11 +68,15 @@ describe('effect port (one request in flight per actor)', () => {
   });
 });
 
+/** A dispatcher with one pending effect, `work`, and a chart that records the replies it gets. */
+function dispatching() {
+  const work = pending();
+  return { work, dispatcher: new EffectDispatcher({ work: work.handler }, new Set(['work'])), chart: requester() };
+}
+
 describe('effect dispatcher (the charts reach it directly)', () => {
   it('a request asked during a transition starts a microtask later and replies as an event', async () => {
-    const work = pending();
-    const dispatcher = new EffectDispatcher({ work: work.handler }, new Set(['work']));
-    const chart = requester();
+    const { work, dispatcher, chart } = dispatching();
     dispatcher.requestAfterTransition(chart.ref, 'work', 1);
     expect(work.calls).toHaveLength(0);
     await Promise.resolve();
@@ -83,9 +87,7 @@ describe('effect dispatcher (the charts reach it directly)', () => {
   });
 
   it('a request cancelled before it started never starts; one replaced starts only the newer', async () => {
-    const work = pending();
-    const dispatcher = new EffectDispatcher({ work: work.handler }, new Set(['work']));
-    const chart = requester();
+    const { work, dispatcher, chart } = dispatching();
     dispatcher.requestAfterTransition(chart.ref, 'work', 1);
     dispatcher.cancel(chart.ref);
     dispatcher.requestAfterTransition(chart.ref, 'work', 2);
@@ -98,9 +100,7 @@ describe('effect dispatcher (the charts reach it directly)', () => {
   });
 
   it('stop aborts the signal of what runs and drops its reply', async () => {
-    const work = pending();
-    const dispatcher = new EffectDispatcher({ work: work.handler }, new Set(['work']));
-    const chart = requester();
+    const { work, dispatcher, chart } = dispatching();
     dispatcher.request(chart.ref, 'work', 1);
     const { signal } = work.calls[0]!.cancellation;
     dispatcher.stop();

@@ -1,26 +1,14 @@
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sqliteStorage, type SessionStorage } from '../../src/index.js';
-import type { TraceSpan } from '../../src/protocol/trace.js';
 import { TraceRecorder } from '../../src/runtime/trace-recorder.js';
 import type { SpanWrite } from '../../storage/session-storage.js';
+import { runningSpan, T0 } from '../support/spans.js';
 
-const T0 = 1_700_000_000_000;
 /** Longer than any test runs: a batch that is written was written because of the queue or a flush, not the window. */
 const NEVER_MS = 600_000;
 
-const span = (id: string): TraceSpan => ({
-  id,
-  sessionId: 's1',
-  turnId: 't1',
-  kind: 'tool_call',
-  name: 'read_file',
-  source: 'registry',
-  status: 'running',
-  errorCode: null,
-  startedAtMs: T0,
-  endedAtMs: null,
-});
+const span = (id: string) => runningSpan(id, 's1', 't1');
 const succeeded = { status: 'succeeded' as const, errorCode: null, endedAtMs: T0 + 1 };
 
 /** A real SQLite storage whose span writes are recorded and, while the gate is shut, held back. */

@@ -5,6 +5,7 @@ import type { Plan } from '../../src/protocol/plan.js';
 import type { TraceSpan } from '../../src/protocol/trace.js';
 import { FencedWriteError, type CompactionRow, type SessionRow, type SessionStorage } from '../../storage/session-storage.js';
 import type { ToolAudit } from '../../src/protocol/audit.js';
+import { runningSpan, T0 } from '../support/spans.js';
 import {
   indexNames,
   installInterruptTrap,
@@ -21,7 +22,6 @@ import {
 } from './targets.js';
 
 // Past 2^31 on purpose: int4 would overflow, and node-postgres returns int8 as a string.
-const T0 = 1_700_000_000_000;
 
 const session = (id: string, overrides: Partial<SessionRow> = {}): SessionRow => ({
   id,
@@ -47,19 +47,7 @@ const stored = (turnId: string, sessionId: string, sequence: number, message: Ch
 
 const user = (text: string): ChatMessage => ({ role: 'user', kind: 'normal', text });
 
-const span = (id: string, sessionId: string, turnId: string, overrides: Partial<TraceSpan> = {}): TraceSpan => ({
-  id,
-  sessionId,
-  turnId,
-  kind: 'tool_call',
-  name: 'read_file',
-  source: 'registry',
-  status: 'running',
-  errorCode: null,
-  startedAtMs: T0,
-  endedAtMs: null,
-  ...overrides,
-});
+const span = runningSpan;
 
 const start = (s: TraceSpan) => ({ type: 'start' as const, span: s });
 
