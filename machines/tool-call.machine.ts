@@ -34,7 +34,7 @@ export interface ToolCallContext extends ToolCallInput {
   args: Record<string, unknown>;
   /** Whether the arguments text parsed as a JSON object of bounded depth. */
   argumentsParsed: boolean;
-  /** Set by the `validateArguments` action against the tool's schema. */
+  /** The arguments checked against the tool's schema as the call started; null when they did not parse. */
   validation: ValidationOutput | null;
   result: ToolResult | null;
   termination: TurnTermination | null;
@@ -140,7 +140,7 @@ const STOPPED = 'the session stopped before the tool call finished';
 const waitOf = (event: ToolCallEvent) => outputOf<WaitAgentOutput>(event);
 const isWaitTimeout = (event: ToolCallEvent) => event.type === 'effect.done' && waitOf(event)?.timedOut === true;
 
-export const toolCallMachine = setup({
+const toolCallSetup = setup({
   types: {
     input: {} as ToolCallInput,
     context: {} as ToolCallContext,
@@ -199,8 +199,6 @@ export const toolCallMachine = setup({
     emitGuardrailTriggered: notProvided('tool-call', 'emitGuardrailTriggered') as (_: unknown, params: GuardrailTriggered) => void,
     /** Supplied by the runtime as an `assign` of `requestedPaths`: what an approval the mode asks for names. */
     assignApprovalPaths: approvalPathsAction(() => []),
-    /** Supplied by the runtime as an `assign` of `validation`: the arguments checked against the tool's schema. */
-    validateArguments: validationAction(() => ({ ok: false, message: 'validateArguments was not provided' })),
     assignModeDenial: assign({
       result: ({ context }) => ({
         status: 'denied',
@@ -239,415 +237,429 @@ export const toolCallMachine = setup({
       termination: { kind: 'failed', code: 'actor_stopped', message: STOPPED },
     }),
   },
-}).createMachine({
-  id: 'toolCall',
-  // Parsing is pure and needs nothing provided, so it happens with the context rather than in a state of its own.
-  // Input fields are listed one by one, not spread: spreading and then adding fields is slow in V8 (docs/architecture.md).
-  context: ({ input }) => {
-    const parsed = parseArguments(input.call.argumentsText);
-    return {
-      sessionId: input.sessionId,
-      turnId: input.turnId,
-      call: input.call,
-      loop: input.loop,
-      loopRules: input.loopRules,
-      args: parsed ?? {},
-      argumentsParsed: parsed !== undefined,
-      validation: null,
-      result: null,
-      termination: null,
-      approvedPaths: [],
-      requestedPaths: [],
-      decision: null,
-      hookError: null,
-      rewritten: false,
-      verdict: null,
-      hintAnnounced: false,
-    };
-  },
-  initial: 'active',
-  states: {
-    active: {
-      initial: 'screening',
-      // The arguments were parsed with the context; validation and the loop count happen here, in one update.
-      entry: ['startSpan', 'emitToolCallStarted', 'validateArguments'],
-      states: {
-        /**
-         * Everything decided before a tool runs, as one ordered list: the first guard that holds
-         * picks the outcome. One state instead of a chain of eventless states, because every
-         * microstep costs a snapshot; the order is the order the checks were specified in.
-         */
-        screening: {
-          always: [
-            // The arguments text is not a JSON object of bounded depth: nothing else can be checked.
-            {
-              guard: not('argumentsAreJsonObject'),
-              target: '#toolCall.writing_result',
-              actions: assign({
-                result: ({ context }) => ({
-                  status: 'failed',
-                  content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
-                }),
-              }),
-            },
-            // No control tool and no registry tool has this name.
-            {
-              guard: not(or(['isControlTool', 'isRegistryTool'])),
-              target: '#toolCall.writing_result',
-              actions: assign({
-                result: ({ context }) => ({
-                  status: 'failed',
-                  content: `ToolNotFound: no tool named '${context.call.name}' is available`,
-                }),
-              }),
-            },
-            // The arguments fail the tool's schema.
-            {
-              guard: not('argumentsMatchSchema'),
-              target: '#toolCall.writing_result',
-              actions: assign({
-                result: ({ context }) => ({
-                  status: 'failed',
-                  content: `InvalidArguments: ${context.validation?.ok === false ? context.validation.message : 'no schema'}`,
-                }),
-              }),
-            },
-            // RT-14 / GR-1: the same call too many times in a row, or a sequence repeated too often, ends the turn.
-            {
-              guard: 'loopStopReached',
-              target: '#toolCall.writing_result',
-              actions: [
-                { type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) },
-                assign({
-                  result: ({ context }) => ({ status: 'failed', content: stopReason(context.verdict!, context.call.name).result }),
-                  termination: ({ context }) => ({ kind: 'failed', code: 'doom_loop', message: stopReason(context.verdict!, context.call.name).message }),
-                }),
-              ],
-            },
-            // GR-1: a soft threshold is announced once; the call goes on, and its result will carry the hint.
-            {
-              guard: 'loopHintDue',
-              actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, assign({ hintAnnounced: true })],
-            },
-            // Delegation: only an agent that allows it, only to the agents it names, only so many live children per turn.
-            {
-              guard: and(['isDelegationTool', 'delegationForbidden']),
-              target: '#toolCall.writing_result',
-              actions: assign({
-                result: ({ context }) => ({ status: 'denied', content: `denied by rule: this agent may not delegate ('${context.call.name}')` }),
-                decision: DENIED_BY_RULE,
-              }),
-            },
-            {
-              guard: and(['isSpawnAgent', 'childAgentForbidden']),
-              target: '#toolCall.writing_result',
-              actions: assign({
-                result: ({ context }) => ({ status: 'denied', content: `denied by rule: UnknownAgent: '${String(context.args.agent)}' is not an agent this agent may delegate to` }),
-                decision: DENIED_BY_RULE,
-              }),
-            },
-            {
-              guard: and(['isSpawnAgent', 'childLimitReached']),
-              target: '#toolCall.writing_result',
-              actions: assign({
-                result: { status: 'denied', content: 'denied by rule: ChildLimitReached: this turn already runs as many sub-agents as its agent allows; wait for one first' },
-                decision: DENIED_BY_RULE,
-              }),
-            },
-            { guard: 'isWaitAgent', target: 'waiting_agent' },
-            { guard: 'isDelegationTool', target: 'delegating' },
-            // Control tools (e.g. `update_plan`) run without authorization.
-            { guard: 'isControlTool', target: '#toolCall.running_control' },
-            // RL-4: dispatch hooks first — they may deny or rewrite, and a rewritten call is what the user is asked about.
-            { guard: 'hasBeforeDispatchHooks', target: 'before_dispatch' },
-            // RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's mode.
-            { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
-            // The session's mode rule-denies the call (e.g. a write when read-only).
-            { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-            // The session's mode wants the user's approval — unless nobody can give it (non-interactive).
-            { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-            { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-            // Nothing stands in the way.
-            { target: 'executing' },
-          ],
-        },
-        before_dispatch: {
-          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'beforeToolDispatch', input: effectInput(context) }) },
-          on: {
-            'effect.done': [
-              {
-                guard: ({ event }) => dispatchOf(event).decision === 'deny',
-                target: '#toolCall.writing_result',
-                actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by hook: ${hookReason(dispatchOf(event))}` }), decision: DENIED_BY_HOOK }),
-              },
-              {
-                // A rewrite is checked against the tool's schema again; one that fails it fails the call.
-                guard: ({ event }) => dispatchOf(event).decision === 'invalid_rewrite',
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ event }) => ({ status: 'failed', content: `hook_invalid_rewrite: ${hookReason(dispatchOf(event))}` }),
-                  hookError: 'hook_invalid_rewrite',
-                  decision: DENIED_BY_HOOK,
-                  rewritten: true,
-                }),
-              },
-              {
-                guard: ({ event }) => dispatchOf(event).decision === 'rewrite',
-                target: 'dispatch_allowed',
-                actions: assign({ args: ({ event }) => rewrittenArgs(dispatchOf(event)), rewritten: true }),
-              },
-              { target: 'dispatch_allowed' },
-            ],
-            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignBeforeHookFailure' },
-          },
-        },
-        /** The hooks let the call through: the rest of the screening list, with the (possibly rewritten) arguments. */
-        dispatch_allowed: {
-          always: [
-            { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
-            { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-            { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-            { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-            { target: 'executing' },
-          ],
-        },
-        consulting_tool: {
-          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'authorize', input: effectInput(context) }) },
-          on: {
-            'effect.done': [
-              { guard: ({ event }) => decisionOf(event).decision === 'allow', target: 'tool_allowed' },
-              {
-                guard: ({ event }) => decisionOf(event).decision === 'ask',
-                target: 'tool_asked',
-                actions: assign({ requestedPaths: ({ event }) => askedPaths(decisionOf(event)) }),
-              },
-              {
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }),
-                  decision: DENIED_BY_RULE,
-                }),
-              },
-            ],
-            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
-          },
-        },
-        tool_asked: {
-          always: [
-            { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-            { guard: 'approvalNonInteractive', target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-            { target: 'waiting_permission' },
-          ],
-        },
-        tool_allowed: {
-          always: [
-            { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-            { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-            { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-            { target: 'executing' },
-          ],
-        },
-        waiting_permission: {
-          // The session announces the request once it has recorded it, so a UI that answers at once is not refused.
-          entry: [
-            { type: 'setLiveStatus', params: { status: 'waiting_permission' } },
-            sendParent(({ context }) => ({
-              type: 'tool.permission_requested',
-              toolCallId: context.call.id,
-              name: context.call.name,
-              paths: context.requestedPaths,
-            })),
-          ],
-          exit: sendParent(({ context }) => ({ type: 'tool.permission_settled', toolCallId: context.call.id })),
-          on: {
-            'permission.resolve': [
-              {
-                guard: ({ event }) => event.decision === 'allow_once',
-                target: 'executing',
-                actions: [
-                  { type: 'emitPermissionResolved', params: { decision: 'allow_once' } },
-                  assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ALLOWED_BY_USER }),
-                ],
-              },
-              {
-                target: '#toolCall.writing_result',
-                actions: [
-                  { type: 'emitPermissionResolved', params: { decision: 'deny' } },
-                  assign({
-                    result: { status: 'denied', content: 'denied by the user' },
-                    termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
-                    decision: DENIED_BY_USER,
-                  }),
-                ],
-              },
-            ],
-            'tool.cancel': {
-              target: '#toolCall.writing_result',
-              actions: [{ type: 'emitPermissionResolved', params: { decision: 'cancelled' } }, 'assignCancelled'],
-            },
-            'tool.stop': {
-              target: '#toolCall.writing_result',
-              actions: [{ type: 'emitPermissionResolved', params: { decision: 'actor_stopped' } }, 'assignStopped'],
-            },
-          },
-        },
-        /** `spawn_agent` / `send_agent_message`: the child is started or written to; the call answers at once. */
-        delegating: {
-          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'delegate', input: effectInput(context) }) },
-          on: {
-            'effect.done': { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
-          },
-        },
-        /** `wait_agent`: inside `active`, so a cancel or stop of the parent reaches the wait at once. */
-        waiting_agent: {
-          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'waitAgent', input: effectInput(context) }) },
-          on: {
-            'effect.done': [
-              // RT-14: waits are not repeats, but waits in a row that time out end the turn like a loop.
-              {
-                guard: 'waitTimeoutsReachStop',
-                target: '#toolCall.writing_result',
-                actions: [
-                  { type: 'emitGuardrailTriggered', params: ({ context }) => ({ rule: 'loop', level: 'hard', toolName: WAIT_AGENT, count: context.loop.waitTimeouts + 1 }) },
-                  assign({
-                    result: { status: 'failed', content: `doom loop detected for tool '${WAIT_AGENT}'` },
-                    termination: ({ context }) => ({
-                      kind: 'failed',
-                      code: 'doom_loop',
-                      message: `'${WAIT_AGENT}' timed out ${context.loop.waitTimeouts + 1} times in a row`,
-                    }),
-                    loop: ({ context }) => afterWait(context.loop, true),
-                  }),
-                ],
-              },
-              {
-                guard: 'waitTimedOut',
-                target: '#toolCall.writing_result',
-                actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, true) }),
-              },
-              {
-                target: '#toolCall.writing_result',
-                actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, false) }),
-              },
-            ],
-            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
-          },
-        },
-        executing: {
-          entry: [
-            { type: 'setLiveStatus', params: { status: 'running' } },
-            {
-              type: 'requestEffect',
-              params: ({ context }) => ({ name: 'executeTool', input: executeInput(context) }),
-            },
-          ],
-          on: {
-            'effect.done': [
-              {
-                guard: ({ event }) => outputOf<ToolResult>(event).status === 'cancelled',
-                target: '#toolCall.writing_result',
-                actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
-              },
-              // RL-4: hooks that watch results see this one before it is written.
-              { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-              { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-            ],
-            'effect.failed': [
-              { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignFailedResult' },
-              { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
-            ],
-          },
-        },
-        /** Read-only: the hooks see the result; one that fails withholds it (fails closed). A cancel still ends the call as cancelled. */
-        after_dispatch: {
-          entry: {
-            type: 'requestEffect',
-            params: ({ context }) => ({ name: 'afterToolDispatch', input: afterDispatchInput(context) }),
-          },
-          on: {
-            'effect.done': { target: '#toolCall.writing_result' },
-            'effect.failed': { target: '#toolCall.writing_result', actions: 'assignAfterHookFailure' },
-          },
-        },
-      },
-      on: {
-        // Cancelling the pending request aborts its signal: cancel reaches a running tool or hook.
-        'tool.cancel': { target: 'writing_result', actions: ['cancelEffect', 'assignCancelled'] },
-        'tool.stop': { target: 'writing_result', actions: ['cancelEffect', 'assignStopped'] },
-      },
-    },
-    running_control: {
-      // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
-      entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
-      on: {
-        'effect.done': { target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-        'effect.failed': { target: 'writing_result', actions: 'assignFailedResult' },
-      },
-    },
-    writing_result: {
-      entry: {
-        type: 'requestEffect',
-        params: ({ context }) => ({
-          name: 'writeResult',
-          input: {
-            sessionId: context.sessionId,
-            turnId: context.turnId,
-            call: context.call,
-            result: resultOf(context),
-            args: context.args,
-            argumentsParsed: context.argumentsParsed,
-            decision: context.decision,
-            hookError: context.hookError,
-            rewritten: context.rewritten,
-          },
-        }),
-      },
-      on: {
-        'effect.done': { target: 'done', actions: 'finishCall' },
-        'effect.failed': {
-          target: 'done',
-          actions: assign({
-            // A result chat state refuses is chat_state_error; any other failed write, persistence_error (RT-9).
-            termination: ({ event }) => {
-              const failure = failureOf(errorOf(event), 'persistence_error');
-              return {
-                kind: 'failed',
-                code: failure.code === 'chat_state_error' ? 'chat_state_error' : 'persistence_error',
-                message: `the tool result could not be written: ${failure.message}`,
-              };
-            },
-          }),
-        },
-      },
-    },
-    done: { type: 'final' },
-  },
-  output: ({ context }) => ({
-    toolCallId: context.call.id,
-    result: resultOf(context),
-    termination: context.termination,
-    loop: context.loop,
-  }),
 });
 
 /**
- * How the runtime supplies validation: one `assign` that checks parsed arguments against the tool's
- * schema (`validate`) and, when they pass, keeps the validated arguments and counts the call for
- * the loop rules (GR-1). A call that fails (no JSON object, unknown tool, schema) breaks the run
- * of identical calls: it is not one of them. One update rather than three: each `assign` copies
- * the snapshot.
+ * The tool-call chart with the runtime's argument validator (RT-15: the name resolved, the schema
+ * checked). Validation is pure, so it happens as the context is made — with the parse and the loop
+ * count — rather than in an `assign` on entry: every `assign` copies the snapshot, and this one ran
+ * once per tool call.
  */
-export function validationAction(validate: (context: ToolCallContext) => ValidationOutput) {
-  return assign<ToolCallContext, ToolCallEvent, undefined, ToolCallEvent, never>(({ context }) => {
-    if (!context.argumentsParsed) return { loop: breakRun(context.loop) };
-    const validation = validate(context);
-    if (!validation.ok) return { validation, loop: breakRun(context.loop) };
-    // RT-14: a wait is not counted as a repeat; only its timeouts are (in `waiting_agent`).
-    if (context.call.name === WAIT_AGENT) return { validation, args: validation.args, loop: passWait(context.loop) };
-    const { tracker, verdict } = observeCall(context.loop, context.call.name, validation.args, context.loopRules);
-    return { validation, args: validation.args, loop: tracker, verdict };
+export function toolCallChart(validate: ArgumentValidator) {
+  return toolCallSetup.createMachine({
+      id: 'toolCall',
+      context: ({ input }) => initialContext(input, validate),
+      initial: 'active',
+      states: {
+        active: {
+          initial: 'screening',
+          // The arguments were parsed, validated and counted for the loop rules as the context was made.
+          entry: ['startSpan', 'emitToolCallStarted'],
+          states: {
+            /**
+             * Everything decided before a tool runs, as one ordered list: the first guard that holds
+             * picks the outcome. One state instead of a chain of eventless states, because every
+             * microstep costs a snapshot; the order is the order the checks were specified in.
+             */
+            screening: {
+              always: [
+                // The arguments text is not a JSON object of bounded depth: nothing else can be checked.
+                {
+                  guard: not('argumentsAreJsonObject'),
+                  target: '#toolCall.writing_result',
+                  actions: assign({
+                    result: ({ context }) => ({
+                      status: 'failed',
+                      content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
+                    }),
+                  }),
+                },
+                // No control tool and no registry tool has this name.
+                {
+                  guard: not(or(['isControlTool', 'isRegistryTool'])),
+                  target: '#toolCall.writing_result',
+                  actions: assign({
+                    result: ({ context }) => ({
+                      status: 'failed',
+                      content: `ToolNotFound: no tool named '${context.call.name}' is available`,
+                    }),
+                  }),
+                },
+                // The arguments fail the tool's schema.
+                {
+                  guard: not('argumentsMatchSchema'),
+                  target: '#toolCall.writing_result',
+                  actions: assign({
+                    result: ({ context }) => ({
+                      status: 'failed',
+                      content: `InvalidArguments: ${context.validation?.ok === false ? context.validation.message : 'no schema'}`,
+                    }),
+                  }),
+                },
+                // RT-14 / GR-1: the same call too many times in a row, or a sequence repeated too often, ends the turn.
+                {
+                  guard: 'loopStopReached',
+                  target: '#toolCall.writing_result',
+                  actions: [
+                    { type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) },
+                    assign({
+                      result: ({ context }) => ({ status: 'failed', content: stopReason(context.verdict!, context.call.name).result }),
+                      termination: ({ context }) => ({ kind: 'failed', code: 'doom_loop', message: stopReason(context.verdict!, context.call.name).message }),
+                    }),
+                  ],
+                },
+                // GR-1: a soft threshold is announced once; the call goes on, and its result will carry the hint.
+                {
+                  guard: 'loopHintDue',
+                  actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, assign({ hintAnnounced: true })],
+                },
+                // Delegation: only an agent that allows it, only to the agents it names, only so many live children per turn.
+                {
+                  guard: and(['isDelegationTool', 'delegationForbidden']),
+                  target: '#toolCall.writing_result',
+                  actions: assign({
+                    result: ({ context }) => ({ status: 'denied', content: `denied by rule: this agent may not delegate ('${context.call.name}')` }),
+                    decision: DENIED_BY_RULE,
+                  }),
+                },
+                {
+                  guard: and(['isSpawnAgent', 'childAgentForbidden']),
+                  target: '#toolCall.writing_result',
+                  actions: assign({
+                    result: ({ context }) => ({ status: 'denied', content: `denied by rule: UnknownAgent: '${String(context.args.agent)}' is not an agent this agent may delegate to` }),
+                    decision: DENIED_BY_RULE,
+                  }),
+                },
+                {
+                  guard: and(['isSpawnAgent', 'childLimitReached']),
+                  target: '#toolCall.writing_result',
+                  actions: assign({
+                    result: { status: 'denied', content: 'denied by rule: ChildLimitReached: this turn already runs as many sub-agents as its agent allows; wait for one first' },
+                    decision: DENIED_BY_RULE,
+                  }),
+                },
+                { guard: 'isWaitAgent', target: 'waiting_agent' },
+                { guard: 'isDelegationTool', target: 'delegating' },
+                // Control tools (e.g. `update_plan`) run without authorization.
+                { guard: 'isControlTool', target: '#toolCall.running_control' },
+                // RL-4: dispatch hooks first — they may deny or rewrite, and a rewritten call is what the user is asked about.
+                { guard: 'hasBeforeDispatchHooks', target: 'before_dispatch' },
+                // RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's mode.
+                { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
+                // The session's mode rule-denies the call (e.g. a write when read-only).
+                { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+                // The session's mode wants the user's approval — unless nobody can give it (non-interactive).
+                { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+                { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+                // Nothing stands in the way.
+                { target: 'executing' },
+              ],
+            },
+            before_dispatch: {
+              entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'beforeToolDispatch', input: effectInput(context) }) },
+              on: {
+                'effect.done': [
+                  {
+                    guard: ({ event }) => dispatchOf(event).decision === 'deny',
+                    target: '#toolCall.writing_result',
+                    actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by hook: ${hookReason(dispatchOf(event))}` }), decision: DENIED_BY_HOOK }),
+                  },
+                  {
+                    // A rewrite is checked against the tool's schema again; one that fails it fails the call.
+                    guard: ({ event }) => dispatchOf(event).decision === 'invalid_rewrite',
+                    target: '#toolCall.writing_result',
+                    actions: assign({
+                      result: ({ event }) => ({ status: 'failed', content: `hook_invalid_rewrite: ${hookReason(dispatchOf(event))}` }),
+                      hookError: 'hook_invalid_rewrite',
+                      decision: DENIED_BY_HOOK,
+                      rewritten: true,
+                    }),
+                  },
+                  {
+                    guard: ({ event }) => dispatchOf(event).decision === 'rewrite',
+                    target: 'dispatch_allowed',
+                    actions: assign({ args: ({ event }) => rewrittenArgs(dispatchOf(event)), rewritten: true }),
+                  },
+                  { target: 'dispatch_allowed' },
+                ],
+                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignBeforeHookFailure' },
+              },
+            },
+            /** The hooks let the call through: the rest of the screening list, with the (possibly rewritten) arguments. */
+            dispatch_allowed: {
+              always: [
+                { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
+                { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+                { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+                { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+                { target: 'executing' },
+              ],
+            },
+            consulting_tool: {
+              entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'authorize', input: effectInput(context) }) },
+              on: {
+                'effect.done': [
+                  { guard: ({ event }) => decisionOf(event).decision === 'allow', target: 'tool_allowed' },
+                  {
+                    guard: ({ event }) => decisionOf(event).decision === 'ask',
+                    target: 'tool_asked',
+                    actions: assign({ requestedPaths: ({ event }) => askedPaths(decisionOf(event)) }),
+                  },
+                  {
+                    target: '#toolCall.writing_result',
+                    actions: assign({
+                      result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }),
+                      decision: DENIED_BY_RULE,
+                    }),
+                  },
+                ],
+                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+              },
+            },
+            tool_asked: {
+              always: [
+                { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+                { guard: 'approvalNonInteractive', target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+                { target: 'waiting_permission' },
+              ],
+            },
+            tool_allowed: {
+              always: [
+                { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+                { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+                { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+                { target: 'executing' },
+              ],
+            },
+            waiting_permission: {
+              // The session announces the request once it has recorded it, so a UI that answers at once is not refused.
+              entry: [
+                { type: 'setLiveStatus', params: { status: 'waiting_permission' } },
+                sendParent(({ context }) => ({
+                  type: 'tool.permission_requested',
+                  toolCallId: context.call.id,
+                  name: context.call.name,
+                  paths: context.requestedPaths,
+                })),
+              ],
+              exit: sendParent(({ context }) => ({ type: 'tool.permission_settled', toolCallId: context.call.id })),
+              on: {
+                'permission.resolve': [
+                  {
+                    guard: ({ event }) => event.decision === 'allow_once',
+                    target: 'executing',
+                    actions: [
+                      { type: 'emitPermissionResolved', params: { decision: 'allow_once' } },
+                      assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ALLOWED_BY_USER }),
+                    ],
+                  },
+                  {
+                    target: '#toolCall.writing_result',
+                    actions: [
+                      { type: 'emitPermissionResolved', params: { decision: 'deny' } },
+                      assign({
+                        result: { status: 'denied', content: 'denied by the user' },
+                        termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
+                        decision: DENIED_BY_USER,
+                      }),
+                    ],
+                  },
+                ],
+                'tool.cancel': {
+                  target: '#toolCall.writing_result',
+                  actions: [{ type: 'emitPermissionResolved', params: { decision: 'cancelled' } }, 'assignCancelled'],
+                },
+                'tool.stop': {
+                  target: '#toolCall.writing_result',
+                  actions: [{ type: 'emitPermissionResolved', params: { decision: 'actor_stopped' } }, 'assignStopped'],
+                },
+              },
+            },
+            /** `spawn_agent` / `send_agent_message`: the child is started or written to; the call answers at once. */
+            delegating: {
+              entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'delegate', input: effectInput(context) }) },
+              on: {
+                'effect.done': { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+              },
+            },
+            /** `wait_agent`: inside `active`, so a cancel or stop of the parent reaches the wait at once. */
+            waiting_agent: {
+              entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'waitAgent', input: effectInput(context) }) },
+              on: {
+                'effect.done': [
+                  // RT-14: waits are not repeats, but waits in a row that time out end the turn like a loop.
+                  {
+                    guard: 'waitTimeoutsReachStop',
+                    target: '#toolCall.writing_result',
+                    actions: [
+                      { type: 'emitGuardrailTriggered', params: ({ context }) => ({ rule: 'loop', level: 'hard', toolName: WAIT_AGENT, count: context.loop.waitTimeouts + 1 }) },
+                      assign({
+                        result: { status: 'failed', content: `doom loop detected for tool '${WAIT_AGENT}'` },
+                        termination: ({ context }) => ({
+                          kind: 'failed',
+                          code: 'doom_loop',
+                          message: `'${WAIT_AGENT}' timed out ${context.loop.waitTimeouts + 1} times in a row`,
+                        }),
+                        loop: ({ context }) => afterWait(context.loop, true),
+                      }),
+                    ],
+                  },
+                  {
+                    guard: 'waitTimedOut',
+                    target: '#toolCall.writing_result',
+                    actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, true) }),
+                  },
+                  {
+                    target: '#toolCall.writing_result',
+                    actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, false) }),
+                  },
+                ],
+                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+              },
+            },
+            executing: {
+              entry: [
+                { type: 'setLiveStatus', params: { status: 'running' } },
+                {
+                  type: 'requestEffect',
+                  params: ({ context }) => ({ name: 'executeTool', input: executeInput(context) }),
+                },
+              ],
+              on: {
+                'effect.done': [
+                  {
+                    guard: ({ event }) => outputOf<ToolResult>(event).status === 'cancelled',
+                    target: '#toolCall.writing_result',
+                    actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
+                  },
+                  // RL-4: hooks that watch results see this one before it is written.
+                  { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+                  { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+                ],
+                'effect.failed': [
+                  { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignFailedResult' },
+                  { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+                ],
+              },
+            },
+            /** Read-only: the hooks see the result; one that fails withholds it (fails closed). A cancel still ends the call as cancelled. */
+            after_dispatch: {
+              entry: {
+                type: 'requestEffect',
+                params: ({ context }) => ({ name: 'afterToolDispatch', input: afterDispatchInput(context) }),
+              },
+              on: {
+                'effect.done': { target: '#toolCall.writing_result' },
+                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignAfterHookFailure' },
+              },
+            },
+          },
+          on: {
+            // Cancelling the pending request aborts its signal: cancel reaches a running tool or hook.
+            'tool.cancel': { target: 'writing_result', actions: ['cancelEffect', 'assignCancelled'] },
+            'tool.stop': { target: 'writing_result', actions: ['cancelEffect', 'assignStopped'] },
+          },
+        },
+        running_control: {
+          // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
+          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
+          on: {
+            'effect.done': { target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+            'effect.failed': { target: 'writing_result', actions: 'assignFailedResult' },
+          },
+        },
+        writing_result: {
+          entry: {
+            type: 'requestEffect',
+            params: ({ context }) => ({
+              name: 'writeResult',
+              input: {
+                sessionId: context.sessionId,
+                turnId: context.turnId,
+                call: context.call,
+                result: resultOf(context),
+                args: context.args,
+                argumentsParsed: context.argumentsParsed,
+                decision: context.decision,
+                hookError: context.hookError,
+                rewritten: context.rewritten,
+              },
+            }),
+          },
+          on: {
+            'effect.done': { target: 'done', actions: 'finishCall' },
+            'effect.failed': {
+              target: 'done',
+              actions: assign({
+                // A result chat state refuses is chat_state_error; any other failed write, persistence_error (RT-9).
+                termination: ({ event }) => {
+                  const failure = failureOf(errorOf(event), 'persistence_error');
+                  return {
+                    kind: 'failed',
+                    code: failure.code === 'chat_state_error' ? 'chat_state_error' : 'persistence_error',
+                    message: `the tool result could not be written: ${failure.message}`,
+                  };
+                },
+              }),
+            },
+          },
+        },
+        done: { type: 'final' },
+      },
+      output: ({ context }) => ({
+        toolCallId: context.call.id,
+        result: resultOf(context),
+        termination: context.termination,
+        loop: context.loop,
+      }),
   });
+}
+
+/** The chart as host apps, the visualizer and the generated tests see it: the runtime builds its own with `toolCallChart`. */
+export const toolCallMachine = toolCallChart(() => ({ ok: false, message: 'no argument validator was provided' }));
+
+/** Checks parsed arguments against the schema of the tool the name picks (RT-15); the runtime's toolset supplies it. */
+export type ArgumentValidator = (name: string, args: Record<string, unknown>) => ValidationOutput;
+
+/**
+ * A call's context as it starts: the arguments parsed, checked against the tool's schema and, when
+ * they pass, counted for the loop rules (GR-1). A call that fails (no JSON object, unknown tool,
+ * schema) breaks the run of identical calls: it is not one of them. Fields are listed one by one,
+ * not spread from the input: spreading and then adding fields is slow in V8 (docs/architecture.md).
+ */
+function initialContext(input: ToolCallInput, validate: ArgumentValidator): ToolCallContext {
+  const parsed = parseArguments(input.call.argumentsText);
+  const validation = parsed === undefined ? null : validate(input.call.name, parsed);
+  const { args, loop, verdict } = counted(input, validation?.ok ? validation.args : undefined);
+  return {
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    call: input.call,
+    loop,
+    loopRules: input.loopRules,
+    args: args ?? parsed ?? {},
+    argumentsParsed: parsed !== undefined,
+    validation,
+    result: null,
+    termination: null,
+    approvedPaths: [],
+    requestedPaths: [],
+    decision: null,
+    hookError: null,
+    rewritten: false,
+    verdict,
+    hintAnnounced: false,
+  };
+}
+
+/** The loop rules' view of a call whose arguments passed (`valid`), or of one that breaks the run. */
+function counted(input: ToolCallInput, valid: Record<string, unknown> | undefined): { args?: Record<string, unknown>; loop: LoopTracker; verdict: LoopVerdict } {
+  if (!valid) return { loop: breakRun(input.loop), verdict: null };
+  // RT-14: a wait is not counted as a repeat; only its timeouts are (in `waiting_agent`).
+  if (input.call.name === WAIT_AGENT) return { args: valid, loop: passWait(input.loop), verdict: null };
+  const { tracker, verdict } = observeCall(input.loop, input.call.name, valid, input.loopRules);
+  return { args: valid, loop: tracker, verdict };
 }
 
 /** The call's result; a soft threshold's recovery hint is appended to whatever it was (the call still ran). */

@@ -1,5 +1,5 @@
 import { sessionMachine } from '../../machines/session.machine.js';
-import { toolCallMachine } from '../../machines/tool-call.machine.js';
+import { toolCallChart } from '../../machines/tool-call.machine.js';
 import { turnMachine } from '../../machines/turn.machine.js';
 import { sessionEffects } from './session-effects.js';
 import { toolCallEffects } from './tool-call-effects.js';
@@ -21,7 +21,7 @@ export function provideMachines(deps: TurnEffectDeps & SubagentDeps) {
   const session = sessionEffects(deps);
   const delegation = delegationEffects(deps);
   const effects = directEffectActions();
-  const toolCall = toolCallMachine.provide({ guards: { ...tool.guards, ...delegation.guards }, actions: { ...tool.actions, ...effects } });
+  const toolCall = toolCallChart(tool.validate).provide({ guards: { ...tool.guards, ...delegation.guards }, actions: { ...tool.actions, ...effects } });
   const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: { ...turn.actions, ...delegation.actions, ...effects } });
   const handlers = {
     ...turn.handlers,

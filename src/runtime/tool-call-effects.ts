@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import {
   approvalPathsAction,
-  validationAction,
   type ExecuteInput,
   type GuardrailTriggered,
   type ToolCallContext,
@@ -133,6 +132,8 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   const hooks = dispatchHookEffects(deps, validate);
 
   return {
+    /** The chart's argument check (RT-15), made as each call starts: `toolCallChart(validate)`. */
+    validate,
     handlers: { authorize, executeTool, runControlTool, writeResult, ...hooks } satisfies Omit<EffectHandlers<ToolCallEffects>, 'delegate' | 'waitAgent'>,
     /** Runs a read ahead of its call (RL-5): the same tool run, limits and signal, without progress updates. */
     runRead: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
@@ -147,7 +148,6 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       modeRequiresApproval: ({ context }: Ctx) => modeRequiresApproval(envOf(context.sessionId).permissionMode, effectOf(context)),
     },
     actions: {
-      validateArguments: validationAction((context) => validate(context.call.name, context.args)),
       assignApprovalPaths: approvalPathsAction(approvalPaths),
       startSpan: ({ context }: Ctx) => {
         const source = toolset.isControlTool(context.call.name) ? 'control_tool' : 'registry';

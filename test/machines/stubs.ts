@@ -1,6 +1,6 @@
 import { setup, type AnyStateMachine } from 'xstate';
 import { EFFECT_PORT } from '../../machines/effect-port.js';
-import { toolCallMachine, validationAction, type DispatchOutcome, type ExecuteInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
+import { toolCallChart, type DispatchOutcome, type ExecuteInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
 import type { AuthorizationDecision, ToolResult } from '../../src/protocol/tool-result.js';
 import { effectPort, type EffectCancellation } from '../../src/runtime/effect-port.js';
 
@@ -61,7 +61,12 @@ export function toolCallStubs(
 ) {
   const written: WriteResultInput[] = [];
   const emitted: string[] = [];
-  const machine = toolCallMachine.provide({
+  // As the runtime's: a name with no tool has no schema to pass.
+  const machine = toolCallChart((name, args) => {
+    if (name === 'update_plan') return { ok: true, args };
+    if (name !== 'read_file') return { ok: false, message: `no schema for '${name}'` };
+    return typeof args.path === 'string' ? { ok: true, args } : { ok: false, message: 'path: expected string' };
+  }).provide({
     guards: {
       isControlTool: ({ context }) => context.call.name === 'update_plan',
       isRegistryTool: ({ context }) => context.call.name === 'read_file',
@@ -76,12 +81,6 @@ export function toolCallStubs(
       childLimitReached: () => false,
     },
     actions: {
-      // As the runtime's: a name with no tool has no schema to pass.
-      validateArguments: validationAction((context) => {
-        if (context.call.name === 'update_plan') return { ok: true, args: context.args };
-        if (context.call.name !== 'read_file') return { ok: false, message: `no schema for '${context.call.name}'` };
-        return typeof context.args.path === 'string' ? { ok: true, args: context.args } : { ok: false, message: 'path: expected string' };
-      }),
       startSpan: () => emitted.push('span'),
       emitToolCallStarted: () => emitted.push('started'),
       setLiveStatus: (_, params) => emitted.push(`live:${params.status}`),

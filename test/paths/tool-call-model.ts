@@ -1,7 +1,7 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { afterWait, defaultLoopRules, FRESH_TRACKER, observeCall, passWait, type LoopRules, type LoopTracker } from '../../machines/guardrails.js';
 import { isDelegationTool } from '../../machines/delegation.js';
-import { toolCallMachine, validationAction, type ToolCallContext } from '../../machines/tool-call.machine.js';
+import { toolCallChart, type ToolCallContext } from '../../machines/tool-call.machine.js';
 import type { PermissionMode } from '../../src/index.js';
 import { modeForbids, modeRequiresApproval } from '../../src/tools/permission-policy.js';
 import type { ToolEffect } from '../../src/tools/define-tool.js';
@@ -118,7 +118,9 @@ const effectOf = (context: ToolCallContext): ToolEffect => {
 /** In traversal the session id carries the scenario's mode; the runtime reads the session's. */
 const modeOf = (context: ToolCallContext) => context.sessionId as PermissionMode;
 
-const traversalToolCallMachine = toolCallMachine.provide({
+const traversalToolCallMachine = toolCallChart((name, args) =>
+  PATH_TOOLS[name] === 'control' || isDelegationTool(name) || typeof args.path === 'string' ? { ok: true, args } : { ok: false, message: 'path: expected string' },
+).provide({
   guards: {
     isControlTool: ({ context }: Ctx) => tool(context) === 'control' || isDelegationTool(context.call.name),
     isRegistryTool: ({ context }: Ctx) => typeof tool(context) === 'object',
@@ -131,11 +133,6 @@ const traversalToolCallMachine = toolCallMachine.provide({
   actions: {
     requestEffect: recordEffect,
     cancelEffect: forgetEffect,
-    validateArguments: validationAction((context) =>
-      tool(context) === 'control' || isDelegationTool(context.call.name) || typeof context.args.path === 'string'
-        ? { ok: true, args: context.args }
-        : { ok: false, message: 'path: expected string' },
-    ),
     startSpan: () => undefined,
     emitToolCallStarted: () => undefined,
     setLiveStatus: () => undefined,
