@@ -1,10 +1,10 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { StoredMessage } from '../src/protocol/messages.js';
-import { assertFence, insertWhere } from './fencing.js';
+import { fenceCheck, insertWhere } from './fencing.js';
 import { messageToRow } from './rows.js';
 import type { Database } from './schema.js';
 import { FencedWriteError, type TurnStart } from './session-storage.js';
-import { inTransaction } from './transaction.js';
+import { runInTransaction, type PlannedStatement } from './transaction.js';
 import { executeKept } from './prepared-statements.js';
 
 function turnRow(turn: TurnStart) {
@@ -31,22 +31,26 @@ function notQueued(turn: TurnStart): Error {
 
 /** SQLite (in process, so a transaction costs no round trips): fence check, turn, run, messages. */
 export async function beginTurnInTransaction(db: Kysely<Database>, turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void> {
-  await inTransaction(db, async (trx) => {
-    await assertFence(trx, 'sqlite', turn.sessionId, fence);
-    if (turn.fromQueue) {
-      const started = await trx
-        .updateTable('turns')
-        .set({ status: 'running', started_at_ms: turn.startedAtMs, input: null, queue_position: null })
-        .where('id', '=', turn.id)
-        .where('status', '=', 'queued')
-        .executeTakeFirst();
-      if (started.numUpdatedRows === 0n) throw notQueued(turn);
-    } else {
-      await trx.insertInto('turns').values(turnRow(turn)).execute();
-      if (turn.run) await trx.insertInto('runs').values(runRow(turn.sessionId, turn.id, turn.run, turn.startedAtMs)).execute();
-    }
-    if (messages.length > 0) await trx.insertInto('messages').values(messages.map(messageToRow)).execute();
-  });
+  const statements: PlannedStatement[] = [];
+  if (fence !== undefined) statements.push(fenceCheck(db, 'sqlite', turn.sessionId, fence));
+  if (turn.fromQueue) {
+    const started = db
+      .updateTable('turns')
+      .set({ status: 'running', started_at_ms: turn.startedAtMs, input: null, queue_position: null })
+      .where('id', '=', turn.id)
+      .where('status', '=', 'queued');
+    statements.push({
+      query: started.compile(),
+      check: (result) => {
+        if (!result.numAffectedRows) throw notQueued(turn);
+      },
+    });
+  } else {
+    statements.push({ query: db.insertInto('turns').values(turnRow(turn)).compile() });
+    if (turn.run) statements.push({ query: db.insertInto('runs').values(runRow(turn.sessionId, turn.id, turn.run, turn.startedAtMs)).compile() });
+  }
+  if (messages.length > 0) statements.push({ query: db.insertInto('messages').values(messages.map(messageToRow)).compile() });
+  await runInTransaction(db, statements);
 }
 
 /**

@@ -1,8 +1,8 @@
-import { CompiledQuery, sql, type Kysely, type QueryResult, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { FencedWriteError } from './session-storage.js';
-import { executeKept } from './prepared-statements.js';
+import type { PlannedStatement } from './transaction.js';
 
 /**
  * Fencing (one owner per session): every write of a session carries the token its owner was given,
@@ -24,6 +24,16 @@ export async function assertFence(db: Kysely<Database>, dialect: DialectName, se
   if (held.rows.length === 0) throw new FencedWriteError(sessionId);
 }
 
+/** `assertFence` as a statement of a planned transaction (transaction.ts). */
+export function fenceCheck(db: Kysely<Database>, dialect: DialectName, sessionId: string, token: number): PlannedStatement {
+  return {
+    query: sql`select 1 as held where ${fenceHolds(dialect, sql.val(sessionId), token)}`.compile(db),
+    check: (result) => {
+      if (result.rows.length === 0) throw new FencedWriteError(sessionId);
+    },
+  };
+}
+
 /**
  * After a fenced statement changed nothing: was it the fence, or something else the statement
  * checks (an idempotent insert that found its row, a turn no longer running)? Throws when fenced.
@@ -40,34 +50,6 @@ export type Row = Record<string, string | number | null>;
 export function fencedInsert(dialect: DialectName, table: keyof Database, row: Row, sessionId: string, token: number, onConflictDoNothing: boolean): RawBuilder<unknown> {
   const conflict = onConflictDoNothing ? sql` on conflict (id) do nothing` : sql``;
   return sql`${insertWhere(table, row, fenceHolds(dialect, sql.val(sessionId), token))}${conflict}`;
-}
-
-/** The SQL text of each shape of fenced insert already run: dialect, table, conflict clause and columns. */
-const fencedInsertSql = new Map<string, string>();
-
-/**
- * `fencedInsert`, executed, with its SQL built once per shape: a message or result row has one of a
- * few column sets, and building the statement through Kysely's query builder on every write cost about
- * a tenth of a persisted step. The first run of a shape compiles through Kysely and checks that the
- * parameters come in the order assumed here (each column's value, then the session id and the token).
- */
-export async function executeFencedInsert(
-  db: Kysely<Database>,
-  dialect: DialectName,
-  table: keyof Database,
-  row: Row,
-  sessionId: string,
-  token: number,
-  onConflictDoNothing: boolean,
-): Promise<QueryResult<unknown>> {
-  const columns = Object.keys(row);
-  const key = `${dialect}|${table}|${onConflictDoNothing}|${columns.join(',')}`;
-  const parameters = [...columns.map((c) => row[c]), sessionId, token];
-  const known = fencedInsertSql.get(key);
-  if (known !== undefined) return executeKept(db, dialect, CompiledQuery.raw(known, parameters));
-  const compiled = fencedInsert(dialect, table, row, sessionId, token, onConflictDoNothing).compile(db);
-  if (compiled.parameters.length === parameters.length && compiled.parameters.every((p, i) => p === parameters[i])) fencedInsertSql.set(key, compiled.sql);
-  return db.executeQuery(compiled);
 }
 
 /**

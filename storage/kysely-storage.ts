@@ -8,7 +8,8 @@ import { compactionToRow, rowToCompaction } from './compaction-rows.js';
 import { databaseNowMs, type DialectName } from './dialect.js';
 import { beginTurnInOneStatement, beginTurnInTransaction } from './begin-turn.js';
 import { enqueueTurnInOneStatement, enqueueTurnInTransaction } from './enqueue-turn.js';
-import { assertFence, executeFencedInsert, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
+import { assertFence, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
+import { insertMessageFenced } from './message-insert.js';
 import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
 import { executeKept } from './prepared-statements.js';
@@ -273,13 +274,13 @@ export class KyselySessionStorage implements SessionStorage {
 
   async appendMessage(message: StoredMessage, fence?: number, audit?: ToolAudit): Promise<void> {
     // A tool result's audit goes into the same row: result and audit are one statement (RL-4).
-    const row = audit ? { ...messageToRow(message), ...auditColumns(audit) } : messageToRow(message);
     // Only an id conflict is absorbed: a different message on a taken sequence still rejects.
     if (fence === undefined) {
+      const row = audit ? { ...messageToRow(message), ...auditColumns(audit) } : messageToRow(message);
       await this.db.insertInto('messages').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
       return;
     }
-    const result = await executeFencedInsert(this.db, this.dialect, 'messages', row, message.sessionId, fence, true);
+    const result = await insertMessageFenced(this.db, this.dialect, message, fence, audit);
     if (!result.numAffectedRows) await throwIfFenced(this.db, message.sessionId, fence);
   }
 

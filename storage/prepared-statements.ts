@@ -2,6 +2,7 @@ import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
 import pg from 'pg';
 import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
+import { directIfFree } from './sqlite-direct.js';
 
 /**
  * Named server-side prepared statements for the few statements every step runs on PostgreSQL (the
@@ -34,8 +35,21 @@ export class PreparingClient extends pg.Client {
   }
 }
 
-/** Runs a compiled statement, kept prepared when on PostgreSQL: for the statements every turn runs. */
+/**
+ * Runs a compiled statement the way that costs least for the statements every turn runs: kept
+ * prepared on PostgreSQL, on the connection directly on SQLite when no transaction holds it.
+ */
 export function executeKept<R>(db: Kysely<Database>, dialect: DialectName, compiled: CompiledQuery<R>): Promise<QueryResult<R>> {
   if (dialect === 'postgres') keepPrepared(compiled.sql);
+  else {
+    const direct = directIfFree(db);
+    if (direct) {
+      try {
+        return Promise.resolve(direct.execute(compiled));
+      } catch (error) {
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+    }
+  }
   return db.executeQuery(compiled);
 }

@@ -4,7 +4,7 @@ import { spanToRow } from './rows.js';
 import type { Database } from './schema.js';
 import type { SpanEnd, SpanWrite } from './session-storage.js';
 import { encodeText } from './text-codec.js';
-import { inTransaction } from './transaction.js';
+import { runInTransaction, type PlannedStatement } from './transaction.js';
 import { executeKept } from './prepared-statements.js';
 
 type SpanRow = ReturnType<typeof spanToRow>;
@@ -89,13 +89,21 @@ export async function applySpanPlan(db: Kysely<Database>, dialect: DialectName, 
   const { rows, ends } = plan;
   if (dialect === 'postgres') return applyInOneStatement(db, rows, ends);
   // The ends first: none of them may match a row this batch inserts (an end before its span's start matches nothing).
-  const apply = async (trx: Kysely<Database>) => {
-    const matched = ends.length > 0 ? (await sql`with ends as (${fromJson(endRows(ends), END_COLUMNS)}) ${closeEnded}`.execute(trx)).rows.length : 0;
-    if (rows.length > 0) await sql`insert into trace_spans (${columnList(SPAN_COLUMNS)}) ${fromJson(rows, SPAN_COLUMNS)}`.execute(trx);
-    return matched;
-  };
+  let matched = 0;
+  const statements: PlannedStatement[] = [];
+  if (ends.length > 0) {
+    const query = sql`with ends as (${fromJson(endRows(ends), END_COLUMNS)}) ${closeEnded}`.compile(db);
+    statements.push({ query, check: (result) => (matched = result.rows.length) });
+  }
+  if (rows.length > 0) statements.push({ query: sql`insert into trace_spans (${columnList(SPAN_COLUMNS)}) ${fromJson(rows, SPAN_COLUMNS)}`.compile(db) });
   // SQLite is in process: a transaction costs no round trip, only a single statement can skip it.
-  return rows.length > 0 && ends.length > 0 ? inTransaction(db, apply) : apply(db);
+  if (statements.length > 1) await runInTransaction(db, statements);
+  else if (statements.length === 1) {
+    const [only] = statements as [PlannedStatement];
+    const result = await executeKept(db, 'sqlite', only.query);
+    only.check?.(result);
+  }
+  return matched;
 }
 
 /**

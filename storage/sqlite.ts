@@ -4,6 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { retryMethodsWhenBusy, retryWhenBusy } from './busy-retry.js';
 import { cachingStatements } from './statement-cache.js';
+import { allowDirect, DirectSqlite } from './sqlite-direct.js';
 import { KyselyTaskStorage } from './kysely-task-storage.js';
 import { TASK_STORAGE_METHODS, type TaskStorage } from './task-storage.js';
 import { KyselySessionStorage } from './kysely-storage.js';
@@ -32,7 +33,10 @@ export function sqliteDatabase(options: SqliteOptions): Kysely<Database> {
   // Another process may hold the lock. SQLite waits for it synchronously, stalling every session of this
   // process, so only briefly here; longer waits are asynchronous retries (busy-retry.ts).
   sqlite.pragma(`busy_timeout = ${SYNCHRONOUS_BUSY_WAIT_MS}`);
-  return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
+  const statements = cachingStatements(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: statements }) });
+  allowDirect(db, new DirectSqlite(sqlite, statements));
+  return db;
 }
 
 /** Tasks in the same SQLite file (their own connection; WAL lets both write in turn). */

@@ -1,4 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { CompiledQuery, Kysely, QueryResult, Transaction } from 'kysely';
+import { directIfFree } from './sqlite-direct.js';
 import type { Database } from './schema.js';
 
 /**
@@ -18,4 +19,35 @@ export async function inTransaction<T>(db: Kysely<Database>, work: (trx: Transac
     await trx.rollback().execute().catch(() => undefined);
     throw error;
   }
+}
+
+/** A statement of a planned transaction, and what must hold of its result for the transaction to go on. */
+export interface PlannedStatement {
+  query: CompiledQuery<unknown>;
+  /** Throws when the result says the write must not happen (a stale fence, a turn no longer queued). */
+  check?: (result: QueryResult<unknown>) => void;
+}
+
+/**
+ * Runs compiled statements in order as one transaction, each result checked before the next runs.
+ * On an SQLite connection no transaction holds, all of it runs at once, synchronously
+ * (sqlite-direct.ts): in process, a transaction's awaits are its only cost beyond the statements.
+ */
+export async function runInTransaction(db: Kysely<Database>, statements: readonly PlannedStatement[]): Promise<void> {
+  const direct = directIfFree(db);
+  if (direct) {
+    direct.transaction(() => {
+      for (const { query, check } of statements) {
+        const result = direct.execute(query);
+        check?.(result);
+      }
+    });
+    return;
+  }
+  await inTransaction(db, async (trx) => {
+    for (const { query, check } of statements) {
+      const result = await trx.executeQuery(query);
+      check?.(result);
+    }
+  });
 }
