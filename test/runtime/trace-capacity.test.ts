@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineTool, sqliteStorage, type ModelPort, type SessionHandle } from '../../src/index.js';
+import { createRuntime, defineTool, sqliteStorage, type ModelPort, type SessionHandle, type SessionStorage } from '../../src/index.js';
 
 /** Two `read` calls, then the answer; it decides from the tool results in the request, so it serves every session at once. */
 const model: ModelPort = {
@@ -25,14 +25,32 @@ const read = defineTool({
   execute: async ({ path }) => ({ status: 'succeeded', content: `contents of ${path}` }),
 });
 
+/**
+ * The storage with span batches held back until `release()`: the burst meets a queue that nothing
+ * drains yet, as it does when the database is slower than the sessions, whatever this machine's speed.
+ */
+function holdingSpans(inner: SessionStorage) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const storage: SessionStorage = {
+    ...inner,
+    writeSpans: async (writes) => {
+      await released;
+      return inner.writeSpans(writes);
+    },
+  };
+  return { storage, release };
+}
+
 /** `count` sessions each start a turn in the same tick; resolves with what the trace queue dropped and how many spans were stored. */
 async function burst(count: number, traceQueueCapacity?: number) {
-  const storage = sqliteStorage({ filename: ':memory:' });
+  const { storage, release } = holdingSpans(sqliteStorage({ filename: ':memory:' }));
   const runtime = await createRuntime({ storage, model, tools: [read], ...(traceQueueCapacity !== undefined && { traceQueueCapacity }) });
   const sessions: SessionHandle[] = [];
   for (let i = 0; i < count; i++) sessions.push(await runtime.createSession({ agent: 'default', permissionMode: 'auto' }));
   const turns = await Promise.all(sessions.map((s, i) => s.startTurn({ clientRequestId: `c${i}`, input: [{ type: 'text', text: 'go' }] })));
   const outcomes = await Promise.all(turns.map((t, i) => (t.ok ? sessions[i]!.waitForTurn(t.turnId) : Promise.reject(new Error('refused')))));
+  release();
   await runtime.flushTrace();
   let spans = 0;
   for (const session of sessions) spans += (await storage.listSpans(session.id)).length;

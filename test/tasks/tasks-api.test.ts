@@ -101,12 +101,15 @@ describe.skipIf(TASK_SUITE_SKIP !== null)('tasks through the HTTP API, run by a 
   });
 
   it('pauses at the next checkpoint before a model call, holds there, and resumes from it', async () => {
-    const { host, log, model } = await setUp();
+    const { host, log, model, worker } = await setUp();
     await host.call('POST', '/tasks', { taskId: 'pausing', prompts: ['block', 'steps 1'] });
     await log.untilBlocked();
     await untilState(host, 'pausing', 'RUNNING');
     const pause = await host.call('POST', '/tasks/pausing/pause');
     expect(pause.status).toBe(202);
+    // The request reaches the worker as a notice over the broker: the tool is released only once the
+    // worker has taken it, so the checkpoint after the tool is the one that holds.
+    await until('the worker took the pause', () => worker.runner('pausing')?.actor.getSnapshot().context.pauseRequested === true);
     // The tool still runs: RUNNING until the turn reaches its checkpoint.
     expect((await host.call('GET', '/tasks/pausing')).body.state).toBe('RUNNING');
     const callsBefore = model.calls;
