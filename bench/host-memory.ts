@@ -18,8 +18,8 @@
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { sql } from 'kysely';
 import { sqliteDatabase } from '../storage/sqlite.js';
 import { KyselySessionStorage } from '../storage/kysely-storage.js';
@@ -27,8 +27,8 @@ import { startHost } from '../src/host/host.js';
 import { gcIfAvailable, readTool, stepModel } from './common.js';
 import { BENCH_TOOL } from './http.js';
 import { nodeHttpClient, type BenchClient } from './http-client.js';
+import { benchScript } from './child-script.js';
 
-const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 
 export interface HostMemorySample {
   /** Sessions served since the baseline. */
@@ -70,8 +70,9 @@ const MB = 1024 * 1024;
 
 /** Spawns the host child, serves the sessions from this process, and collects the child's reports. */
 export async function measureHostMemory(options: { warmup: number; sessions: number; sampleEvery: number; fileDb?: boolean }): Promise<HostMemoryResult> {
-  const child = fork(join(BENCH_DIR, 'host-memory.ts'), ['--child', ...(options.fileDb ? ['--file-db'] : [])], {
-    execArgv: ['--expose-gc', '--import', 'tsx'],
+  const script = benchScript('host-memory');
+  const child = fork(script.file, ['--child', ...(options.fileDb ? ['--file-db'] : [])], {
+    execArgv: ['--expose-gc', ...script.execArgv],
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code, signal) => reject(new Error(`host child exited (${code ?? signal})`))));

@@ -36,7 +36,7 @@ import * as http from 'node:http';
 import { join } from 'node:path';
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { startHost } from '../src/host/host.js';
 import {
   createRuntime,
@@ -51,6 +51,7 @@ import {
 import { median, readTool, stepOf } from './common.js';
 import { epochNow, FinishLine, turnText, type ClientKind } from './http-client.js';
 import type { RoundReply, RoundRequest } from './http-client-process.js';
+import { benchScript } from './child-script.js';
 
 export const BENCH_TOOL = 'bench_read';
 const DELTAS_PER_STEP = 3;
@@ -177,7 +178,8 @@ export class ClientProcess {
   private readonly child: ChildProcess;
 
   constructor() {
-    this.child = fork(fileURLToPath(new URL('./http-client-process.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'] });
+    const script = benchScript('http-client-process');
+    this.child = fork(script.file, [], { execArgv: script.execArgv });
   }
 
   round(request: RoundRequest): Promise<Extract<RoundReply, { ok: true }>> {

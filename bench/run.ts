@@ -39,7 +39,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { round } from './common.js';
 import { measureConcurrentSessions } from './concurrency.js';
@@ -55,6 +55,7 @@ import { measureHostMemory } from './host-memory.js';
 import { measureClusterRouting } from './cluster.js';
 import { measurePgRoundTrips } from './pg-round-trips.js';
 import { reportTasks } from './tasks.js';
+import { benchScript } from './child-script.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -82,7 +83,8 @@ function verdict(ok: boolean): string {
 }
 
 function memoryInChild(count: number): MemoryResult {
-  const child = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(BENCH_DIR, 'memory.ts'), String(count)], {
+  const script = benchScript('memory');
+  const child = spawnSync(process.execPath, ['--expose-gc', ...script.execArgv, script.file, String(count)], {
     cwd: ROOT,
     encoding: 'utf8',
     timeout: 120_000,

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect } from 'amqplib';
 import pg from 'pg';
@@ -8,6 +8,7 @@ import { postgresTaskStorage } from '../storage/postgres.js';
 import type { TaskStorage } from '../storage/task-storage.js';
 import { AmqpLink, createTaskEventConsumer, storageFetcher, submitTask, taskTopology, type TaskEventConsumer, type TaskEventEnvelope } from '../src/index.js';
 import { median } from './common.js';
+import { benchScript } from './child-script.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -75,7 +76,8 @@ class Deployment {
 
   async spawnWorker(concurrency: number, stepMs: number): Promise<void> {
     const config = { databaseUrl: this.databaseUrl, amqpUrl: this.amqpUrl, namespace: this.namespace, concurrency, stepMs };
-    const child = spawn(process.execPath, ['--import', 'tsx', join(BENCH_DIR, 'task-worker-process.ts'), JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const script = benchScript('task-worker-process');
+    const child = spawn(process.execPath, [...script.execArgv, script.file, JSON.stringify(config)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     await new Promise<void>((resolve, reject) => {
       let output = '';
