@@ -10,6 +10,7 @@ import { beginTurnInOneStatement, beginTurnInTransaction } from './begin-turn.js
 import { enqueueTurnInOneStatement, enqueueTurnInTransaction } from './enqueue-turn.js';
 import { assertFence, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
 import { insertMessageFenced } from './message-insert.js';
+import { KeptStatement } from './kept-statement.js';
 import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
 import { executeKept } from './prepared-statements.js';
@@ -67,6 +68,70 @@ export async function withMigrationLock(db: Kysely<Database>, work: (connection:
   });
 }
 
+/** A new session's row, with its first owner's lease when it has one (the fencing token then starts at 1). */
+const createSessionStatement = new KeptStatement<{ row: SessionRow; owner: LeaseRequest | undefined }>(
+  (db, dialect, { row, owner }) =>
+    db
+      .insertInto('sessions')
+      .values({
+        id: row.id,
+        agent: row.agent,
+        permission_mode: row.permissionMode,
+        workspace_dir: row.workspaceDir,
+        created_at_ms: row.createdAtMs,
+        busy_policy: row.busyPolicy ?? 'reject',
+        update_sequence: row.updateSequence ?? 0,
+        fencing_token: owner ? 1 : 0,
+        ...(row.nonInteractive && { non_interactive: 1 }),
+        ...(row.parent && { parent_session_id: row.parent.sessionId, parent_turn_id: row.parent.turnId, parent_tool_call_id: row.parent.toolCallId }),
+        ...(owner && {
+          owner_id: owner.ownerId,
+          owner_host: owner.host,
+          owner_pid: owner.pid,
+          lease_expires_at_ms: sql<number>`${databaseNowMs(dialect)} + ${owner.ttlMs}`,
+        }),
+      })
+      .compile(),
+  ({ row, owner }) => [
+    row.id,
+    row.agent,
+    row.permissionMode,
+    row.workspaceDir,
+    row.createdAtMs,
+    row.busyPolicy ?? 'reject',
+    row.updateSequence ?? 0,
+    owner ? 1 : 0,
+    ...(row.nonInteractive ? [1] : []),
+    ...(row.parent ? [row.parent.sessionId, row.parent.turnId, row.parent.toolCallId] : []),
+    ...(owner ? [owner.ownerId, owner.host, owner.pid, owner.ttlMs] : []),
+  ],
+  ({ row, owner }) => `${row.nonInteractive ? 'n' : ''}${row.parent ? 'p' : ''}${owner ? 'o' : ''}`,
+);
+
+/** A running turn's terminal status, once per turn: kept, since the builder cost more than the update on SQLite. */
+const endTurnStatement = new KeptStatement<{ turnId: string; end: TurnEnd; fence: number | undefined }>(
+  (db, dialect, { turnId, end, fence }) => {
+    let query = db
+      .updateTable('turns')
+      .set({
+        status: end.status,
+        error_code: end.errorCode,
+        error_message: encodeText(end.errorMessage),
+        final_text: encodeText(end.finalText),
+        finished_at_ms: end.finishedAtMs,
+      })
+      .where('id', '=', turnId)
+      .where('status', '=', 'running');
+    if (fence !== undefined) query = query.where(fenceHolds(dialect, sql.ref('turns.session_id'), fence));
+    return query.compile();
+  },
+  ({ turnId, end, fence }) => {
+    const head = [end.status, end.errorCode, encodeText(end.errorMessage), encodeText(end.finalText), end.finishedAtMs, turnId, 'running'];
+    return fence === undefined ? head : [...head, fence];
+  },
+  ({ fence }) => (fence === undefined ? 'unfenced' : 'fenced'),
+);
+
 /** Written once for both dialects; everything dialect-specific lives in the connection setup. */
 export class KyselySessionStorage implements SessionStorage {
   constructor(
@@ -100,29 +165,8 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async createSession(row: SessionRow, owner?: LeaseRequest): Promise<number> {
-    const fence = owner ? 1 : 0;
-    const insert = this.db
-      .insertInto('sessions')
-      .values({
-        id: row.id,
-        agent: row.agent,
-        permission_mode: row.permissionMode,
-        workspace_dir: row.workspaceDir,
-        created_at_ms: row.createdAtMs,
-        busy_policy: row.busyPolicy ?? 'reject',
-        update_sequence: row.updateSequence ?? 0,
-        fencing_token: fence,
-        ...(row.nonInteractive && { non_interactive: 1 }),
-        ...(row.parent && { parent_session_id: row.parent.sessionId, parent_turn_id: row.parent.turnId, parent_tool_call_id: row.parent.toolCallId }),
-        ...(owner && {
-          owner_id: owner.ownerId,
-          owner_host: owner.host,
-          owner_pid: owner.pid,
-          lease_expires_at_ms: sql<number>`${databaseNowMs(this.dialect)} + ${owner.ttlMs}`,
-        }),
-      });
-    await executeKept(this.db, this.dialect, insert.compile());
-    return fence;
+    await executeKept(this.db, this.dialect, createSessionStatement.compile(this.db, this.dialect, { row, owner }));
+    return owner ? 1 : 0;
   }
 
   async getSession(id: string): Promise<SessionRow | undefined> {
@@ -234,19 +278,7 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async endTurn(turnId: string, end: TurnEnd, fence?: number): Promise<void> {
-    let query = this.db
-      .updateTable('turns')
-      .set({
-        status: end.status,
-        error_code: end.errorCode,
-        error_message: encodeText(end.errorMessage),
-        final_text: encodeText(end.finalText),
-        finished_at_ms: end.finishedAtMs,
-      })
-      .where('id', '=', turnId)
-      .where('status', '=', 'running');
-    if (fence !== undefined) query = query.where(fenceHolds(this.dialect, sql.ref('turns.session_id'), fence));
-    const result = await executeKept(this.db, this.dialect, query.compile());
+    const result = await executeKept(this.db, this.dialect, endTurnStatement.compile(this.db, this.dialect, { turnId, end, fence }));
     if ((result.numAffectedRows ?? 0n) > 0n) return;
     const row = await this.getTurn(turnId);
     if (row) await throwIfFenced(this.db, row.sessionId, fence);
