@@ -1,4 +1,4 @@
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type QueryResult, type RawBuilder } from 'kysely';
 import type { StoredMessage } from '../src/protocol/messages.js';
 import { fenceCheck, insertWhere } from './fencing.js';
 import { messageToRow } from './rows.js';
@@ -6,6 +6,7 @@ import type { Database } from './schema.js';
 import { FencedWriteError, type TurnStart } from './session-storage.js';
 import { runInTransaction, type PlannedStatement } from './transaction.js';
 import { executeKept } from './prepared-statements.js';
+import { KeptStatement } from './kept-statement.js';
 
 function turnRow(turn: TurnStart) {
   return {
@@ -29,27 +30,44 @@ function notQueued(turn: TurnStart): Error {
   return new Error(`beginTurn: turn ${turn.id} is not queued`);
 }
 
+/** The statements of beginning a turn on SQLite, each built once and then run with the values listed (kept-statement.ts). */
+const turnInsert = new KeptStatement<TurnStart>(
+  (db, _dialect, turn) => db.insertInto('turns').values(turnRow(turn)).compile(),
+  (turn) => [turn.id, turn.sessionId, turn.clientRequestId, 'running', null, null, null, turn.startedAtMs, null],
+);
+const runInsert = new KeptStatement<{ turn: TurnStart; run: { id: string; trigger: string } }>(
+  (db, _dialect, { turn, run }) => db.insertInto('runs').values(runRow(turn.sessionId, turn.id, run, turn.startedAtMs)).compile(),
+  ({ turn, run }) => [run.id, turn.sessionId, turn.id, run.trigger, turn.startedAtMs],
+);
+const messageInsert = new KeptStatement<StoredMessage>(
+  (db, _dialect, message) => db.insertInto('messages').values(messageToRow(message)).compile(),
+  (m) => [m.id, m.sessionId, m.turnId, m.sequence, m.message.role, m.message.role === 'user' ? m.message.kind : 'normal', JSON.stringify(m.message), m.createdAtMs],
+);
+const queuedStart = new KeptStatement<TurnStart>(
+  (db, _dialect, turn) =>
+    db
+      .updateTable('turns')
+      .set({ status: 'running', started_at_ms: turn.startedAtMs, input: null, queue_position: null })
+      .where('id', '=', turn.id)
+      .where('status', '=', 'queued')
+      .compile(),
+  (turn) => ['running', turn.startedAtMs, null, null, turn.id, 'queued'],
+);
+
 /** SQLite (in process, so a transaction costs no round trips): fence check, turn, run, messages. */
 export async function beginTurnInTransaction(db: Kysely<Database>, turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void> {
   const statements: PlannedStatement[] = [];
   if (fence !== undefined) statements.push(fenceCheck(db, 'sqlite', turn.sessionId, fence));
   if (turn.fromQueue) {
-    const started = db
-      .updateTable('turns')
-      .set({ status: 'running', started_at_ms: turn.startedAtMs, input: null, queue_position: null })
-      .where('id', '=', turn.id)
-      .where('status', '=', 'queued');
-    statements.push({
-      query: started.compile(),
-      check: (result) => {
-        if (!result.numAffectedRows) throw notQueued(turn);
-      },
-    });
+    const check = (result: QueryResult<unknown>) => {
+      if (!result.numAffectedRows) throw notQueued(turn);
+    };
+    statements.push({ query: queuedStart.compile(db, 'sqlite', turn), check });
   } else {
-    statements.push({ query: db.insertInto('turns').values(turnRow(turn)).compile() });
-    if (turn.run) statements.push({ query: db.insertInto('runs').values(runRow(turn.sessionId, turn.id, turn.run, turn.startedAtMs)).compile() });
+    statements.push({ query: turnInsert.compile(db, 'sqlite', turn) });
+    if (turn.run) statements.push({ query: runInsert.compile(db, 'sqlite', { turn, run: turn.run }) });
   }
-  if (messages.length > 0) statements.push({ query: db.insertInto('messages').values(messages.map(messageToRow)).compile() });
+  for (const message of messages) statements.push({ query: messageInsert.compile(db, 'sqlite', message) });
   await runInTransaction(db, statements);
 }
 

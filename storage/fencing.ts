@@ -3,6 +3,7 @@ import type { DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 import { FencedWriteError } from './session-storage.js';
 import type { PlannedStatement } from './transaction.js';
+import { KeptStatement } from './kept-statement.js';
 
 /**
  * Fencing (one owner per session): every write of a session carries the token its owner was given,
@@ -24,10 +25,15 @@ export async function assertFence(db: Kysely<Database>, dialect: DialectName, se
   if (held.rows.length === 0) throw new FencedWriteError(sessionId);
 }
 
+const fenceQuery = new KeptStatement<{ sessionId: string; token: number }>(
+  (db, dialect, { sessionId, token }) => sql`select 1 as held where ${fenceHolds(dialect, sql.val(sessionId), token)}`.compile(db),
+  ({ sessionId, token }) => [sessionId, token],
+);
+
 /** `assertFence` as a statement of a planned transaction (transaction.ts). */
 export function fenceCheck(db: Kysely<Database>, dialect: DialectName, sessionId: string, token: number): PlannedStatement {
   return {
-    query: sql`select 1 as held where ${fenceHolds(dialect, sql.val(sessionId), token)}`.compile(db),
+    query: fenceQuery.compile(db, dialect, { sessionId, token }),
     check: (result) => {
       if (result.rows.length === 0) throw new FencedWriteError(sessionId);
     },

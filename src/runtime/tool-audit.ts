@@ -1,18 +1,22 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 import type { WriteResultInput } from '../../machines/tool-call.machine.js';
 import { parseArguments, stableStringify } from '../../machines/signature.js';
 import type { ToolAudit } from '../protocol/audit.js';
 import type { ToolCallPart } from '../protocol/messages.js';
 
+/** sha256 in hex: Node's one-shot `hash` where it has one (20.12 and later), about twice as fast for short text. */
+const sha256: (text: string) => string =
+  typeof crypto.hash === 'function' ? (text) => crypto.hash('sha256', text, 'hex') : (text) => crypto.createHash('sha256').update(text).digest('hex');
+
 /** sha256 (hex) of canonical JSON: keys sorted at every level, so equal arguments hash equally however they were spelled. */
 export function argumentsHash(args: unknown): string {
-  return createHash('sha256').update(stableStringify(args)).digest('hex');
+  return sha256(stableStringify(args));
 }
 
 /** The arguments as the model sent them: canonical JSON when they parse to an object, else the raw text itself. */
 function sentArgumentsHash(call: ToolCallPart): string {
   const parsed = parseArguments(call.argumentsText);
-  return parsed === undefined ? createHash('sha256').update(call.argumentsText).digest('hex') : argumentsHash(parsed);
+  return parsed === undefined ? sha256(call.argumentsText) : argumentsHash(parsed);
 }
 
 /**
