@@ -55,6 +55,8 @@ import { measureHostMemory } from './host-memory.js';
 import { measureClusterRouting } from './cluster.js';
 import { measurePgRoundTrips } from './pg-round-trips.js';
 import { reportTasks } from './tasks.js';
+import { measureXstateFloor } from './xstate-floor.js';
+import { measurePgCommit } from './pg-commit.js';
 import { benchScript } from './child-script.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -66,6 +68,7 @@ const FLOOD_DELTAS = 200_000;
 // The runtime's charts take a few thousand steps before V8 has optimized them; warm-up covers that, so
 // the figure is the steady state a long-running host sees, not the first seconds after start.
 const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 20, reps: 21, orchestrationReps: 7 };
+const FLOOR = { toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 };
 const INSPECT = { toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 };
 const CLUSTER = { requests: 200, chatRequests: 50, warmupRounds: 1, rounds: 5 };
 const PG_ROUND_TRIPS = { turns: 5 };
@@ -129,6 +132,14 @@ async function main(): Promise<void> {
     log(`  informational: null storage on both sides (orchestration only) runtime ${round(o.runtime.median, 1)} µs/step,` +
       ` baseline ${round(o.baseline.median, 1)} µs/step → ${round(o.ratio, 1)}×`);
   }
+  log();
+
+  // 2a. What XState alone costs for a step's events, against the same bare loop.
+  const floor = await measureXstateFloor(FLOOR);
+  const floorRatio = round(floor.ratio, 1);
+  log(`[xstate floor] two charts reduced to a step's events (5 effect replies, a tool-call child actor started and done), nothing of turnchart in them`);
+  log(`  reduced charts ${round(floor.chartsUs, 1)} µs/step, bare loop (null storage) ${round(floor.bareUs, 1)} µs/step in the same run`);
+  log(`  (bare loop + reduced charts) ÷ bare loop = ${floorRatio}×: the least orchestration_ratio could be with one child actor per tool call (informational)`);
   log();
 
   // 2b. A session an inspector page watches, against the same session unwatched.
@@ -256,6 +267,18 @@ async function main(): Promise<void> {
     log(`  ${tripsPerStep} statements per step — spec floor 2 (assistant message, tool result), bar ≤ 2.5: ${verdict(tripsPerStep <= 2.5)}`);
   }
   log();
+  // 8d. One durable write on that PostgreSQL: a tool step waits for two.
+  const commit = await measurePgCommit();
+  let commitUs: number | null = null;
+  let commitFloor: number | null = null;
+  if ('skipped' in commit) log(`[pg commit] skipped — ${commit.skipped}`);
+  else {
+    commitUs = round(commit.commitUs);
+    commitFloor = round((2 * commit.commitUs) / step.runtime.median, 2);
+    log(`[pg commit] a one-row insert committed on its own (synchronous_commit ${commit.synchronousCommit}, wal_sync_method ${commit.walSyncMethod}), median of 400`);
+    log(`  ${commitUs} µs a commit; a tool step waits for two (RT-12): ${round(2 * commit.commitUs)} µs = ${commitFloor}× the runtime's SQLite step of this run (informational)`);
+  }
+  log();
   // 9. Tasks over RabbitMQ: throughput with one and two workers, and recovery after a SIGKILL.
   const taskLines = await reportTasks(log);
   log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s, load average ${loadAverage()}`);
@@ -263,6 +286,7 @@ async function main(): Promise<void> {
 
   log(`step_overhead_ratio: ${ratio}`);
   log(`orchestration_ratio: ${step.orchestration ? round(step.orchestration.ratio, 1) : 'skipped'}`);
+  log(`xstate_floor_ratio: ${floorRatio}`);
   log(`inspect_overhead_ratio: ${inspectRatio}`);
   log(`idle_session_bytes: ${idleBytes}`);
   log(`concurrent_sessions_completed: ${conc.completed}`);
@@ -277,6 +301,8 @@ async function main(): Promise<void> {
   log(`cluster_routed_ratio: ${clusterRatio ?? 'skipped'}`);
   log(`cluster_chat_routed_ratio: ${chatRatio ?? 'skipped'}`);
   log(`pg_round_trips_per_step: ${tripsPerStep ?? 'skipped'}`);
+  log(`pg_commit_us: ${commitUs ?? 'skipped'}`);
+  log(`pg_two_commits_over_sqlite_step: ${commitFloor ?? 'skipped'}`);
   for (const line of taskLines) log(line);
 }
 

@@ -1,0 +1,53 @@
+/**
+ * `pg_commit_us`: what one durable write costs on the PostgreSQL the benchmarks use — a one-row
+ * insert in its own transaction, committed with the server's settings (`synchronous_commit` as
+ * configured, so the commit waits for the WAL flush), sent from Node over one connection, median of
+ * 400 after 100 warm-up inserts into a table of a fresh schema (dropped after). A tool step must
+ * wait for two such commits (RT-12: the assistant message before its tool runs, the result before
+ * the next model call), so twice this figure is the least a PostgreSQL step can cost, whatever the
+ * runtime does around it. Skipped, with the reason, when PostgreSQL does not answer.
+ */
+import { randomUUID } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { median } from './common.js';
+
+const DATABASE_URL = process.env.TURNCHART_BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface PgCommitResult {
+  /** Median µs of one committed one-row insert. */
+  commitUs: number;
+  /** The server's `synchronous_commit` and `wal_sync_method`, as read. */
+  synchronousCommit: string;
+  walSyncMethod: string;
+}
+
+export async function measurePgCommit(inserts = 400, warmup = 100): Promise<PgCommitResult | { skipped: string }> {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  try {
+    await client.connect();
+  } catch (error) {
+    return { skipped: `no PostgreSQL at ${DATABASE_URL}: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  const schema = `tc_commit_${randomUUID().replaceAll('-', '')}`;
+  try {
+    await client.query(`create schema ${schema}`);
+    await client.query(`create table ${schema}.writes (id bigint primary key, body text not null)`);
+    const insert = { name: 'tc_commit_insert', text: `insert into ${schema}.writes (id, body) values ($1, $2)` };
+    const samples: number[] = [];
+    for (let i = 0; i < warmup + inserts; i++) {
+      const started = performance.now();
+      await client.query({ ...insert, values: [i, 'a message of a few dozen bytes, as a step writes'] });
+      if (i >= warmup) samples.push((performance.now() - started) * 1000);
+    }
+    const setting = async (name: string) => String((await client.query<{ value: string }>(`select current_setting('${name}') as value`)).rows[0]?.value);
+    return { commitUs: median(samples), synchronousCommit: await setting('synchronous_commit'), walSyncMethod: await setting('wal_sync_method') };
+  } finally {
+    await client.query(`drop schema if exists ${schema} cascade`).catch(() => undefined);
+    await client.end().catch(() => undefined);
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  console.log(JSON.stringify(await measurePgCommit(), null, 2));
+}
