@@ -34,6 +34,11 @@ const STORABLE = 'must not contain NUL or a lone UTF-16 surrogate';
 
 export const idSchema = z.string().min(1).max(200).refine(storable, STORABLE);
 
+/** What `idSchema` accepts, as a plain check for a value already known to be a string (a provider's tool call id, every call). */
+export function isValidId(value: string): boolean {
+  return value.length >= 1 && value.length <= 200 && storable(value);
+}
+
 /** A session id handed to `openSession` or `inspectContextWindow`. */
 export const sessionIdSchema = readSafely(idSchema.clone());
 

@@ -1,6 +1,6 @@
 import type { ToolCallPart } from '../protocol/messages.js';
 import type { ModelResponse } from '../protocol/model.js';
-import { idSchema } from '../protocol/commands.js';
+import { isValidId } from '../protocol/commands.js';
 
 /**
  * RT-15: each tool call gets the runtime's own id. Providers reuse ids (`call_0` in every response)
@@ -14,7 +14,7 @@ export function assignToolCallIds(response: ModelResponse, usedInSession: (id: s
   const taken = new Set<string>();
   let changed = false;
   const toolCalls = response.toolCalls.map((call): ToolCallPart => {
-    const adoptable = idSchema.safeParse(call.id).success && !usedInSession(call.id) && !taken.has(call.id);
+    const adoptable = isValidId(call.id) && !usedInSession(call.id) && !taken.has(call.id);
     const id = adoptable ? call.id : freshId(mint, usedInSession, taken);
     taken.add(id);
     if (adoptable) return call;
