@@ -4,6 +4,7 @@
  *
  *   step_overhead_ratio: X          runtime ÷ bare-loop µs/step, median of per-round ratios   bar ≤ 2.0
  *   orchestration_ratio: X          the same with null storage on both sides (orchestration alone); issue 14's bar ≤ 8
+ *   xstate_floor_ratio: X           (bare loop + two charts reduced to a step's events) ÷ bare loop: the least the line above could be
  *   inspect_overhead_ratio: X       µs/step with an inspector page's watch ÷ without, median of per-round ratios   bar ≤ 1.5
  *   idle_session_bytes: X           JS heap per idle open session                    bar ≤ 51200
  *   concurrent_sessions_completed: X  of 1 000 concurrent 3-step turns               expect 1000
@@ -25,6 +26,8 @@
  *   pg_round_trips_per_step: X      PostgreSQL statements per model step: (a 10-tool-step turn − an
  *                                   answer-only turn) ÷ 10, trace writes included; spec floor 2   bar ≤ 2.5
  *                                   (skipped without PostgreSQL)
+ *   pg_commit_us: X                 one committed one-row insert on that PostgreSQL (a tool step waits for two)
+ *   pg_two_commits_over_sqlite_step: X  twice that ÷ the runtime's SQLite step: the least PostgreSQL ÷ SQLite could be
  *   host_rss_growth_mb_per_1000_sessions: X  host RSS (end − start) over 10 000 sessions served one
  *                                   after another with idleTtlSeconds 0, per 1 000 sessions     bar ≤ 5
  *   tasks_per_s_1_worker: X         tasks submitted at once → all closed, one worker process (median)
@@ -33,8 +36,8 @@
  *   task_recovery_max_ms: X         on the other worker (p50 and max); the task figures need
  *                                   PostgreSQL and RabbitMQ and print n/a without them
  *
- * Memory needs `global.gc`: without it (the usual `tsx bench/run.ts`), that figure is measured in a
- * child `node --expose-gc --import tsx bench/memory.ts`, which also gives it a clean heap. The host's
+ * Memory needs `global.gc`: without it (as `npm run bench` runs), that figure is measured in a child
+ * `node --expose-gc` running `memory`, which also gives it a clean heap. The host's
  * memory is always measured in a child (`bench/host-memory.ts`), with this process as its HTTP client.
  */
 import { spawnSync } from 'node:child_process';
