@@ -247,372 +247,372 @@ const toolCallSetup = setup({
  */
 export function toolCallChart(validate: ArgumentValidator) {
   return toolCallSetup.createMachine({
-      id: 'toolCall',
-      context: ({ input }) => initialContext(input, validate),
-      initial: 'active',
-      states: {
-        active: {
-          initial: 'screening',
-          // The arguments were parsed, validated and counted for the loop rules as the context was made.
-          entry: ['startSpan', 'emitToolCallStarted'],
-          states: {
-            /**
-             * Everything decided before a tool runs, as one ordered list: the first guard that holds
-             * picks the outcome. One state instead of a chain of eventless states, because every
-             * microstep costs a snapshot; the order is the order the checks were specified in.
-             */
-            screening: {
-              always: [
-                // The arguments text is not a JSON object of bounded depth: nothing else can be checked.
+    id: 'toolCall',
+    context: ({ input }) => initialContext(input, validate),
+    initial: 'active',
+    states: {
+      active: {
+        initial: 'screening',
+        // The arguments were parsed, validated and counted for the loop rules as the context was made.
+        entry: ['startSpan', 'emitToolCallStarted'],
+        states: {
+          /**
+           * Everything decided before a tool runs, as one ordered list: the first guard that holds
+           * picks the outcome. One state instead of a chain of eventless states, because every
+           * microstep costs a snapshot; the order is the order the checks were specified in.
+           */
+          screening: {
+            always: [
+              // The arguments text is not a JSON object of bounded depth: nothing else can be checked.
+              {
+                guard: not('argumentsAreJsonObject'),
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: ({ context }) => ({
+                    status: 'failed',
+                    content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
+                  }),
+                }),
+              },
+              // No control tool and no registry tool has this name.
+              {
+                guard: not(or(['isControlTool', 'isRegistryTool'])),
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: ({ context }) => ({
+                    status: 'failed',
+                    content: `ToolNotFound: no tool named '${context.call.name}' is available`,
+                  }),
+                }),
+              },
+              // The arguments fail the tool's schema.
+              {
+                guard: not('argumentsMatchSchema'),
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: ({ context }) => ({
+                    status: 'failed',
+                    content: `InvalidArguments: ${context.validation?.ok === false ? context.validation.message : 'no schema'}`,
+                  }),
+                }),
+              },
+              // RT-14 / GR-1: the same call too many times in a row, or a sequence repeated too often, ends the turn.
+              {
+                guard: 'loopStopReached',
+                target: '#toolCall.writing_result',
+                actions: [
+                  { type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) },
+                  assign({
+                    result: ({ context }) => ({ status: 'failed', content: stopReason(context.verdict!, context.call.name).result }),
+                    termination: ({ context }) => ({ kind: 'failed', code: 'doom_loop', message: stopReason(context.verdict!, context.call.name).message }),
+                  }),
+                ],
+              },
+              // GR-1: a soft threshold is announced once; the call goes on, and its result will carry the hint.
+              {
+                guard: 'loopHintDue',
+                actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, assign({ hintAnnounced: true })],
+              },
+              // Delegation: only an agent that allows it, only to the agents it names, only so many live children per turn.
+              {
+                guard: and(['isDelegationTool', 'delegationForbidden']),
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: ({ context }) => ({ status: 'denied', content: `denied by rule: this agent may not delegate ('${context.call.name}')` }),
+                  decision: DENIED_BY_RULE,
+                }),
+              },
+              {
+                guard: and(['isSpawnAgent', 'childAgentForbidden']),
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: ({ context }) => ({ status: 'denied', content: `denied by rule: UnknownAgent: '${String(context.args.agent)}' is not an agent this agent may delegate to` }),
+                  decision: DENIED_BY_RULE,
+                }),
+              },
+              {
+                guard: and(['isSpawnAgent', 'childLimitReached']),
+                target: '#toolCall.writing_result',
+                actions: assign({
+                  result: { status: 'denied', content: 'denied by rule: ChildLimitReached: this turn already runs as many sub-agents as its agent allows; wait for one first' },
+                  decision: DENIED_BY_RULE,
+                }),
+              },
+              { guard: 'isWaitAgent', target: 'waiting_agent' },
+              { guard: 'isDelegationTool', target: 'delegating' },
+              // Control tools (e.g. `update_plan`) run without authorization.
+              { guard: 'isControlTool', target: '#toolCall.running_control' },
+              // RL-4: dispatch hooks first — they may deny or rewrite, and a rewritten call is what the user is asked about.
+              { guard: 'hasBeforeDispatchHooks', target: 'before_dispatch' },
+              // RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's mode.
+              { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
+              // The session's mode rule-denies the call (e.g. a write when read-only).
+              { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+              // The session's mode wants the user's approval — unless nobody can give it (non-interactive).
+              { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+              { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+              // Nothing stands in the way.
+              { target: 'executing' },
+            ],
+          },
+          before_dispatch: {
+            entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'beforeToolDispatch', input: effectInput(context) }) },
+            on: {
+              'effect.done': [
                 {
-                  guard: not('argumentsAreJsonObject'),
+                  guard: ({ event }) => dispatchOf(event).decision === 'deny',
+                  target: '#toolCall.writing_result',
+                  actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by hook: ${hookReason(dispatchOf(event))}` }), decision: DENIED_BY_HOOK }),
+                },
+                {
+                  // A rewrite is checked against the tool's schema again; one that fails it fails the call.
+                  guard: ({ event }) => dispatchOf(event).decision === 'invalid_rewrite',
                   target: '#toolCall.writing_result',
                   actions: assign({
-                    result: ({ context }) => ({
-                      status: 'failed',
-                      content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
-                    }),
+                    result: ({ event }) => ({ status: 'failed', content: `hook_invalid_rewrite: ${hookReason(dispatchOf(event))}` }),
+                    hookError: 'hook_invalid_rewrite',
+                    decision: DENIED_BY_HOOK,
+                    rewritten: true,
                   }),
                 },
-                // No control tool and no registry tool has this name.
                 {
-                  guard: not(or(['isControlTool', 'isRegistryTool'])),
+                  guard: ({ event }) => dispatchOf(event).decision === 'rewrite',
+                  target: 'dispatch_allowed',
+                  actions: assign({ args: ({ event }) => rewrittenArgs(dispatchOf(event)), rewritten: true }),
+                },
+                { target: 'dispatch_allowed' },
+              ],
+              'effect.failed': { target: '#toolCall.writing_result', actions: 'assignBeforeHookFailure' },
+            },
+          },
+          /** The hooks let the call through: the rest of the screening list, with the (possibly rewritten) arguments. */
+          dispatch_allowed: {
+            always: [
+              { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
+              { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+              { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+              { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+              { target: 'executing' },
+            ],
+          },
+          consulting_tool: {
+            entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'authorize', input: effectInput(context) }) },
+            on: {
+              'effect.done': [
+                { guard: ({ event }) => decisionOf(event).decision === 'allow', target: 'tool_allowed' },
+                {
+                  guard: ({ event }) => decisionOf(event).decision === 'ask',
+                  target: 'tool_asked',
+                  actions: assign({ requestedPaths: ({ event }) => askedPaths(decisionOf(event)) }),
+                },
+                {
                   target: '#toolCall.writing_result',
                   actions: assign({
-                    result: ({ context }) => ({
-                      status: 'failed',
-                      content: `ToolNotFound: no tool named '${context.call.name}' is available`,
-                    }),
+                    result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }),
+                    decision: DENIED_BY_RULE,
                   }),
                 },
-                // The arguments fail the tool's schema.
+              ],
+              'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+            },
+          },
+          tool_asked: {
+            always: [
+              { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+              { guard: 'approvalNonInteractive', target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+              { target: 'waiting_permission' },
+            ],
+          },
+          tool_allowed: {
+            always: [
+              { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+              { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+              { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+              { target: 'executing' },
+            ],
+          },
+          waiting_permission: {
+            // The session announces the request once it has recorded it, so a UI that answers at once is not refused.
+            entry: [
+              { type: 'setLiveStatus', params: { status: 'waiting_permission' } },
+              sendParent(({ context }) => ({
+                type: 'tool.permission_requested',
+                toolCallId: context.call.id,
+                name: context.call.name,
+                paths: context.requestedPaths,
+              })),
+            ],
+            exit: sendParent(({ context }) => ({ type: 'tool.permission_settled', toolCallId: context.call.id })),
+            on: {
+              'permission.resolve': [
                 {
-                  guard: not('argumentsMatchSchema'),
-                  target: '#toolCall.writing_result',
-                  actions: assign({
-                    result: ({ context }) => ({
-                      status: 'failed',
-                      content: `InvalidArguments: ${context.validation?.ok === false ? context.validation.message : 'no schema'}`,
-                    }),
-                  }),
+                  guard: ({ event }) => event.decision === 'allow_once',
+                  target: 'executing',
+                  actions: [
+                    { type: 'emitPermissionResolved', params: { decision: 'allow_once' } },
+                    assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ALLOWED_BY_USER }),
+                  ],
                 },
-                // RT-14 / GR-1: the same call too many times in a row, or a sequence repeated too often, ends the turn.
                 {
-                  guard: 'loopStopReached',
                   target: '#toolCall.writing_result',
                   actions: [
-                    { type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) },
+                    { type: 'emitPermissionResolved', params: { decision: 'deny' } },
                     assign({
-                      result: ({ context }) => ({ status: 'failed', content: stopReason(context.verdict!, context.call.name).result }),
-                      termination: ({ context }) => ({ kind: 'failed', code: 'doom_loop', message: stopReason(context.verdict!, context.call.name).message }),
+                      result: { status: 'denied', content: 'denied by the user' },
+                      termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
+                      decision: DENIED_BY_USER,
                     }),
                   ],
                 },
-                // GR-1: a soft threshold is announced once; the call goes on, and its result will carry the hint.
-                {
-                  guard: 'loopHintDue',
-                  actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, assign({ hintAnnounced: true })],
-                },
-                // Delegation: only an agent that allows it, only to the agents it names, only so many live children per turn.
-                {
-                  guard: and(['isDelegationTool', 'delegationForbidden']),
-                  target: '#toolCall.writing_result',
-                  actions: assign({
-                    result: ({ context }) => ({ status: 'denied', content: `denied by rule: this agent may not delegate ('${context.call.name}')` }),
-                    decision: DENIED_BY_RULE,
-                  }),
-                },
-                {
-                  guard: and(['isSpawnAgent', 'childAgentForbidden']),
-                  target: '#toolCall.writing_result',
-                  actions: assign({
-                    result: ({ context }) => ({ status: 'denied', content: `denied by rule: UnknownAgent: '${String(context.args.agent)}' is not an agent this agent may delegate to` }),
-                    decision: DENIED_BY_RULE,
-                  }),
-                },
-                {
-                  guard: and(['isSpawnAgent', 'childLimitReached']),
-                  target: '#toolCall.writing_result',
-                  actions: assign({
-                    result: { status: 'denied', content: 'denied by rule: ChildLimitReached: this turn already runs as many sub-agents as its agent allows; wait for one first' },
-                    decision: DENIED_BY_RULE,
-                  }),
-                },
-                { guard: 'isWaitAgent', target: 'waiting_agent' },
-                { guard: 'isDelegationTool', target: 'delegating' },
-                // Control tools (e.g. `update_plan`) run without authorization.
-                { guard: 'isControlTool', target: '#toolCall.running_control' },
-                // RL-4: dispatch hooks first — they may deny or rewrite, and a rewritten call is what the user is asked about.
-                { guard: 'hasBeforeDispatchHooks', target: 'before_dispatch' },
-                // RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's mode.
-                { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
-                // The session's mode rule-denies the call (e.g. a write when read-only).
-                { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-                // The session's mode wants the user's approval — unless nobody can give it (non-interactive).
-                { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-                { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-                // Nothing stands in the way.
-                { target: 'executing' },
               ],
-            },
-            before_dispatch: {
-              entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'beforeToolDispatch', input: effectInput(context) }) },
-              on: {
-                'effect.done': [
-                  {
-                    guard: ({ event }) => dispatchOf(event).decision === 'deny',
-                    target: '#toolCall.writing_result',
-                    actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by hook: ${hookReason(dispatchOf(event))}` }), decision: DENIED_BY_HOOK }),
-                  },
-                  {
-                    // A rewrite is checked against the tool's schema again; one that fails it fails the call.
-                    guard: ({ event }) => dispatchOf(event).decision === 'invalid_rewrite',
-                    target: '#toolCall.writing_result',
-                    actions: assign({
-                      result: ({ event }) => ({ status: 'failed', content: `hook_invalid_rewrite: ${hookReason(dispatchOf(event))}` }),
-                      hookError: 'hook_invalid_rewrite',
-                      decision: DENIED_BY_HOOK,
-                      rewritten: true,
-                    }),
-                  },
-                  {
-                    guard: ({ event }) => dispatchOf(event).decision === 'rewrite',
-                    target: 'dispatch_allowed',
-                    actions: assign({ args: ({ event }) => rewrittenArgs(dispatchOf(event)), rewritten: true }),
-                  },
-                  { target: 'dispatch_allowed' },
-                ],
-                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignBeforeHookFailure' },
+              'tool.cancel': {
+                target: '#toolCall.writing_result',
+                actions: [{ type: 'emitPermissionResolved', params: { decision: 'cancelled' } }, 'assignCancelled'],
+              },
+              'tool.stop': {
+                target: '#toolCall.writing_result',
+                actions: [{ type: 'emitPermissionResolved', params: { decision: 'actor_stopped' } }, 'assignStopped'],
               },
             },
-            /** The hooks let the call through: the rest of the screening list, with the (possibly rewritten) arguments. */
-            dispatch_allowed: {
-              always: [
-                { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
-                { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-                { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-                { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-                { target: 'executing' },
-              ],
+          },
+          /** `spawn_agent` / `send_agent_message`: the child is started or written to; the call answers at once. */
+          delegating: {
+            entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'delegate', input: effectInput(context) }) },
+            on: {
+              'effect.done': { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+              'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
             },
-            consulting_tool: {
-              entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'authorize', input: effectInput(context) }) },
-              on: {
-                'effect.done': [
-                  { guard: ({ event }) => decisionOf(event).decision === 'allow', target: 'tool_allowed' },
-                  {
-                    guard: ({ event }) => decisionOf(event).decision === 'ask',
-                    target: 'tool_asked',
-                    actions: assign({ requestedPaths: ({ event }) => askedPaths(decisionOf(event)) }),
-                  },
-                  {
-                    target: '#toolCall.writing_result',
-                    actions: assign({
-                      result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }),
-                      decision: DENIED_BY_RULE,
-                    }),
-                  },
-                ],
-                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
-              },
-            },
-            tool_asked: {
-              always: [
-                { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-                { guard: 'approvalNonInteractive', target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-                { target: 'waiting_permission' },
-              ],
-            },
-            tool_allowed: {
-              always: [
-                { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-                { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-                { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-                { target: 'executing' },
-              ],
-            },
-            waiting_permission: {
-              // The session announces the request once it has recorded it, so a UI that answers at once is not refused.
-              entry: [
-                { type: 'setLiveStatus', params: { status: 'waiting_permission' } },
-                sendParent(({ context }) => ({
-                  type: 'tool.permission_requested',
-                  toolCallId: context.call.id,
-                  name: context.call.name,
-                  paths: context.requestedPaths,
-                })),
-              ],
-              exit: sendParent(({ context }) => ({ type: 'tool.permission_settled', toolCallId: context.call.id })),
-              on: {
-                'permission.resolve': [
-                  {
-                    guard: ({ event }) => event.decision === 'allow_once',
-                    target: 'executing',
-                    actions: [
-                      { type: 'emitPermissionResolved', params: { decision: 'allow_once' } },
-                      assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ALLOWED_BY_USER }),
-                    ],
-                  },
-                  {
-                    target: '#toolCall.writing_result',
-                    actions: [
-                      { type: 'emitPermissionResolved', params: { decision: 'deny' } },
-                      assign({
-                        result: { status: 'denied', content: 'denied by the user' },
-                        termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
-                        decision: DENIED_BY_USER,
+          },
+          /** `wait_agent`: inside `active`, so a cancel or stop of the parent reaches the wait at once. */
+          waiting_agent: {
+            entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'waitAgent', input: effectInput(context) }) },
+            on: {
+              'effect.done': [
+                // RT-14: waits are not repeats, but waits in a row that time out end the turn like a loop.
+                {
+                  guard: 'waitTimeoutsReachStop',
+                  target: '#toolCall.writing_result',
+                  actions: [
+                    { type: 'emitGuardrailTriggered', params: ({ context }) => ({ rule: 'loop', level: 'hard', toolName: WAIT_AGENT, count: context.loop.waitTimeouts + 1 }) },
+                    assign({
+                      result: { status: 'failed', content: `doom loop detected for tool '${WAIT_AGENT}'` },
+                      termination: ({ context }) => ({
+                        kind: 'failed',
+                        code: 'doom_loop',
+                        message: `'${WAIT_AGENT}' timed out ${context.loop.waitTimeouts + 1} times in a row`,
                       }),
-                    ],
-                  },
-                ],
-                'tool.cancel': {
-                  target: '#toolCall.writing_result',
-                  actions: [{ type: 'emitPermissionResolved', params: { decision: 'cancelled' } }, 'assignCancelled'],
+                      loop: ({ context }) => afterWait(context.loop, true),
+                    }),
+                  ],
                 },
-                'tool.stop': {
-                  target: '#toolCall.writing_result',
-                  actions: [{ type: 'emitPermissionResolved', params: { decision: 'actor_stopped' } }, 'assignStopped'],
-                },
-              },
-            },
-            /** `spawn_agent` / `send_agent_message`: the child is started or written to; the call answers at once. */
-            delegating: {
-              entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'delegate', input: effectInput(context) }) },
-              on: {
-                'effect.done': { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
-              },
-            },
-            /** `wait_agent`: inside `active`, so a cancel or stop of the parent reaches the wait at once. */
-            waiting_agent: {
-              entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'waitAgent', input: effectInput(context) }) },
-              on: {
-                'effect.done': [
-                  // RT-14: waits are not repeats, but waits in a row that time out end the turn like a loop.
-                  {
-                    guard: 'waitTimeoutsReachStop',
-                    target: '#toolCall.writing_result',
-                    actions: [
-                      { type: 'emitGuardrailTriggered', params: ({ context }) => ({ rule: 'loop', level: 'hard', toolName: WAIT_AGENT, count: context.loop.waitTimeouts + 1 }) },
-                      assign({
-                        result: { status: 'failed', content: `doom loop detected for tool '${WAIT_AGENT}'` },
-                        termination: ({ context }) => ({
-                          kind: 'failed',
-                          code: 'doom_loop',
-                          message: `'${WAIT_AGENT}' timed out ${context.loop.waitTimeouts + 1} times in a row`,
-                        }),
-                        loop: ({ context }) => afterWait(context.loop, true),
-                      }),
-                    ],
-                  },
-                  {
-                    guard: 'waitTimedOut',
-                    target: '#toolCall.writing_result',
-                    actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, true) }),
-                  },
-                  {
-                    target: '#toolCall.writing_result',
-                    actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, false) }),
-                  },
-                ],
-                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
-              },
-            },
-            executing: {
-              entry: [
-                { type: 'setLiveStatus', params: { status: 'running' } },
                 {
-                  type: 'requestEffect',
-                  params: ({ context }) => ({ name: 'executeTool', input: executeInput(context) }),
+                  guard: 'waitTimedOut',
+                  target: '#toolCall.writing_result',
+                  actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, true) }),
+                },
+                {
+                  target: '#toolCall.writing_result',
+                  actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, false) }),
                 },
               ],
-              on: {
-                'effect.done': [
-                  {
-                    guard: ({ event }) => outputOf<ToolResult>(event).status === 'cancelled',
-                    target: '#toolCall.writing_result',
-                    actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
-                  },
-                  // RL-4: hooks that watch results see this one before it is written.
-                  { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-                  { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-                ],
-                'effect.failed': [
-                  { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignFailedResult' },
-                  { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
-                ],
-              },
+              'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
             },
-            /** Read-only: the hooks see the result; one that fails withholds it (fails closed). A cancel still ends the call as cancelled. */
-            after_dispatch: {
-              entry: {
+          },
+          executing: {
+            entry: [
+              { type: 'setLiveStatus', params: { status: 'running' } },
+              {
                 type: 'requestEffect',
-                params: ({ context }) => ({ name: 'afterToolDispatch', input: afterDispatchInput(context) }),
+                params: ({ context }) => ({ name: 'executeTool', input: executeInput(context) }),
               },
-              on: {
-                'effect.done': { target: '#toolCall.writing_result' },
-                'effect.failed': { target: '#toolCall.writing_result', actions: 'assignAfterHookFailure' },
-              },
+            ],
+            on: {
+              'effect.done': [
+                {
+                  guard: ({ event }) => outputOf<ToolResult>(event).status === 'cancelled',
+                  target: '#toolCall.writing_result',
+                  actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
+                },
+                // RL-4: hooks that watch results see this one before it is written.
+                { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+                { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+              ],
+              'effect.failed': [
+                { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignFailedResult' },
+                { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+              ],
             },
           },
-          on: {
-            // Cancelling the pending request aborts its signal: cancel reaches a running tool or hook.
-            'tool.cancel': { target: 'writing_result', actions: ['cancelEffect', 'assignCancelled'] },
-            'tool.stop': { target: 'writing_result', actions: ['cancelEffect', 'assignStopped'] },
+          /** Read-only: the hooks see the result; one that fails withholds it (fails closed). A cancel still ends the call as cancelled. */
+          after_dispatch: {
+            entry: {
+              type: 'requestEffect',
+              params: ({ context }) => ({ name: 'afterToolDispatch', input: afterDispatchInput(context) }),
+            },
+            on: {
+              'effect.done': { target: '#toolCall.writing_result' },
+              'effect.failed': { target: '#toolCall.writing_result', actions: 'assignAfterHookFailure' },
+            },
           },
         },
-        running_control: {
-          // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
-          entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
-          on: {
-            'effect.done': { target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-            'effect.failed': { target: 'writing_result', actions: 'assignFailedResult' },
-          },
+        on: {
+          // Cancelling the pending request aborts its signal: cancel reaches a running tool or hook.
+          'tool.cancel': { target: 'writing_result', actions: ['cancelEffect', 'assignCancelled'] },
+          'tool.stop': { target: 'writing_result', actions: ['cancelEffect', 'assignStopped'] },
         },
-        writing_result: {
-          entry: {
-            type: 'requestEffect',
-            params: ({ context }) => ({
-              name: 'writeResult',
-              input: {
-                sessionId: context.sessionId,
-                turnId: context.turnId,
-                call: context.call,
-                result: resultOf(context),
-                args: context.args,
-                argumentsParsed: context.argumentsParsed,
-                decision: context.decision,
-                hookError: context.hookError,
-                rewritten: context.rewritten,
+      },
+      running_control: {
+        // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
+        entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
+        on: {
+          'effect.done': { target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+          'effect.failed': { target: 'writing_result', actions: 'assignFailedResult' },
+        },
+      },
+      writing_result: {
+        entry: {
+          type: 'requestEffect',
+          params: ({ context }) => ({
+            name: 'writeResult',
+            input: {
+              sessionId: context.sessionId,
+              turnId: context.turnId,
+              call: context.call,
+              result: resultOf(context),
+              args: context.args,
+              argumentsParsed: context.argumentsParsed,
+              decision: context.decision,
+              hookError: context.hookError,
+              rewritten: context.rewritten,
+            },
+          }),
+        },
+        on: {
+          'effect.done': { target: 'done', actions: 'finishCall' },
+          'effect.failed': {
+            target: 'done',
+            actions: assign({
+              // A result chat state refuses is chat_state_error; any other failed write, persistence_error (RT-9).
+              termination: ({ event }) => {
+                const failure = failureOf(errorOf(event), 'persistence_error');
+                return {
+                  kind: 'failed',
+                  code: failure.code === 'chat_state_error' ? 'chat_state_error' : 'persistence_error',
+                  message: `the tool result could not be written: ${failure.message}`,
+                };
               },
             }),
           },
-          on: {
-            'effect.done': { target: 'done', actions: 'finishCall' },
-            'effect.failed': {
-              target: 'done',
-              actions: assign({
-                // A result chat state refuses is chat_state_error; any other failed write, persistence_error (RT-9).
-                termination: ({ event }) => {
-                  const failure = failureOf(errorOf(event), 'persistence_error');
-                  return {
-                    kind: 'failed',
-                    code: failure.code === 'chat_state_error' ? 'chat_state_error' : 'persistence_error',
-                    message: `the tool result could not be written: ${failure.message}`,
-                  };
-                },
-              }),
-            },
-          },
         },
-        done: { type: 'final' },
       },
-      output: ({ context }) => ({
-        toolCallId: context.call.id,
-        result: resultOf(context),
-        termination: context.termination,
-        loop: context.loop,
-      }),
+      done: { type: 'final' },
+    },
+    output: ({ context }) => ({
+      toolCallId: context.call.id,
+      result: resultOf(context),
+      termination: context.termination,
+      loop: context.loop,
+    }),
   });
 }
 
