@@ -4,21 +4,40 @@ import type { ToolResultStatus } from '../src/protocol/messages.js';
 import { toMs, type ToolAuditView } from './schema.js';
 import { decodeText, encodeText } from './text-codec.js';
 
-/** The audit columns of a tool result's row (RL-4), written with the message in one insert. */
-export function auditColumns(audit: ToolAudit) {
+/** The audit columns of a tool result's row (RL-4), written with the message in one insert; null for a message without one. */
+export function auditColumns(audit: ToolAudit | null) {
   return {
     // The call id and name come from the model: they may hold what a PostgreSQL text column cannot.
-    audit_tool_call_id: encodeText(audit.toolCallId),
-    audit_tool_name: encodeText(audit.toolName),
-    audit_status: audit.status,
-    audit_arguments_hash: audit.argumentsHash,
-    audit_dispatched_arguments_hash: audit.dispatchedArgumentsHash,
-    audit_verdict: audit.verdict,
-    audit_decided_by: audit.decidedBy,
-    audit_error_code: audit.errorCode,
-    audit_permission_wait_ms: audit.permissionWaitMs,
-    audit_execution_ms: audit.executionMs,
+    audit_tool_call_id: audit && encodeText(audit.toolCallId),
+    audit_tool_name: audit && encodeText(audit.toolName),
+    audit_status: audit?.status ?? null,
+    audit_arguments_hash: audit?.argumentsHash ?? null,
+    audit_dispatched_arguments_hash: audit?.dispatchedArgumentsHash ?? null,
+    audit_verdict: audit?.verdict ?? null,
+    audit_decided_by: audit?.decidedBy ?? null,
+    audit_error_code: audit?.errorCode ?? null,
+    audit_permission_wait_ms: audit?.permissionWaitMs ?? null,
+    audit_execution_ms: audit?.executionMs ?? null,
   };
+}
+
+const NO_AUDIT = [null, null, null, null, null, null, null, null, null, null];
+
+/** `auditColumns`' values in its column order, without the object: the message insert lists them on every write. */
+export function auditValues(audit: ToolAudit | null): unknown[] {
+  if (!audit) return NO_AUDIT;
+  return [
+    encodeText(audit.toolCallId),
+    encodeText(audit.toolName),
+    audit.status,
+    audit.argumentsHash,
+    audit.dispatchedArgumentsHash,
+    audit.verdict,
+    audit.decidedBy,
+    audit.errorCode,
+    audit.permissionWaitMs,
+    audit.executionMs,
+  ];
 }
 
 export function rowToAudit(row: Selectable<ToolAuditView>): AuditEntry {

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type QueryResult, type RawBuilder } from 'kysely';
 import type { StoredMessage } from '../src/protocol/messages.js';
 import { fenceCheck, insertWhere } from './fencing.js';
-import { messageToRow } from './rows.js';
+import { messageToRow, messageValues } from './rows.js';
 import type { Database } from './schema.js';
 import { FencedWriteError, type TurnStart } from './session-storage.js';
 import { runInTransaction, type PlannedStatement } from './transaction.js';
@@ -41,7 +41,7 @@ const runInsert = new KeptStatement<{ turn: TurnStart; run: { id: string; trigge
 );
 const messageInsert = new KeptStatement<StoredMessage>(
   (db, _dialect, message) => db.insertInto('messages').values(messageToRow(message)).compile(),
-  (m) => [m.id, m.sessionId, m.turnId, m.sequence, m.message.role, m.message.role === 'user' ? m.message.kind : 'normal', JSON.stringify(m.message), m.createdAtMs],
+  messageValues,
 );
 const queuedStart = new KeptStatement<TurnStart>(
   (db, _dialect, turn) =>

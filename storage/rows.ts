@@ -39,6 +39,11 @@ export function messageToRow(m: StoredMessage) {
   };
 }
 
+/** `messageToRow`'s values in its column order, without the object: for the statements every step runs. */
+export function messageValues(m: StoredMessage): unknown[] {
+  return [m.id, m.sessionId, m.turnId, m.sequence, m.message.role, m.message.role === 'user' ? m.message.kind : 'normal', JSON.stringify(m.message), m.createdAtMs];
+}
+
 export function rowToMessage(row: Selectable<MessagesTable>): StoredMessage {
   return {
     id: row.id,

@@ -96,13 +96,7 @@ export async function applySpanPlan(db: Kysely<Database>, dialect: DialectName, 
     statements.push({ query, check: (result) => (matched = result.rows.length) });
   }
   if (rows.length > 0) statements.push({ query: sql`insert into trace_spans (${columnList(SPAN_COLUMNS)}) ${fromJson(rows, SPAN_COLUMNS)}`.compile(db) });
-  // SQLite is in process: a transaction costs no round trip, only a single statement can skip it.
-  if (statements.length > 1) await runInTransaction(db, statements);
-  else if (statements.length === 1) {
-    const [only] = statements as [PlannedStatement];
-    const result = await executeKept(db, 'sqlite', only.query);
-    only.check?.(result);
-  }
+  await runInTransaction(db, statements);
   return matched;
 }
 

@@ -29,12 +29,20 @@ export interface PlannedStatement {
 }
 
 /**
- * Runs compiled statements in order as one transaction, each result checked before the next runs.
- * On an SQLite connection no transaction holds, all of it runs at once, synchronously
- * (sqlite-direct.ts): in process, a transaction's awaits are its only cost beyond the statements.
+ * Runs compiled statements in order as one transaction, each result checked before the next runs;
+ * a single statement is atomic by itself and runs without one. On an SQLite connection no
+ * transaction holds, all of it runs at once, synchronously (sqlite-direct.ts): in process, a
+ * transaction's awaits are its only cost beyond the statements.
  */
 export async function runInTransaction(db: Kysely<Database>, statements: readonly PlannedStatement[]): Promise<void> {
   const direct = directIfFree(db);
+  if (statements.length <= 1) {
+    const [only] = statements;
+    if (!only) return;
+    const result = direct ? direct.execute(only.query) : await db.executeQuery(only.query);
+    only.check?.(result);
+    return;
+  }
   if (direct) {
     direct.transaction(() => {
       for (const { query, check } of statements) {
