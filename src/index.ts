@@ -48,6 +48,7 @@ export { CONCLUDE_INSTRUCTION } from './runtime/turn-effects.js';
 export { defineTool, type Tool, type AnyTool, type ToolEffect, type ExecuteContext, type AuthorizeContext, type ToolExecutionResult } from './tools/define-tool.js';
 export { UPDATE_PLAN } from './tools/toolset.js';
 export { workspaceTools, type WorkspaceToolsOptions, type WorkspaceLimits } from './tools/workspace/index.js';
+export { reapLeftoverCommands, type ReapReport } from './tools/sandbox/index.js';
 export { scriptedModel, type ScriptedModel, type ScriptedStep, type ScriptedReply, type ScriptedToolCall } from './model/scripted-model.js';
 export { aiSdkModel, type AiSdkModelOptions } from './model/ai-sdk-model.js';
 

@@ -5,6 +5,7 @@ import { modelFromSpec } from '../model/model-spec.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { workspaceTools } from '../tools/workspace/index.js';
+import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
 import { asChatError, ChatError, type ChatClient, type Feed, type SessionSummary } from './chat-client.js';
 import { ToolCallIndex } from './chat-tool-calls.js';
 
@@ -15,6 +16,8 @@ export interface EmbeddedOptions {
   workspace: string;
   /** `scripted:FILE`, or undefined for the demo model (as `turnchart serve --model`). */
   model?: string;
+  /** Variables of this process's environment run_command's commands get besides the baseline (`workspaceTools({ commandEnv })`). */
+  commandEnv?: readonly string[];
   /** Notes from the runtime (a skill folder it skipped, a subscriber that threw, …). */
   warn?: (message: string) => void;
 }
@@ -28,12 +31,16 @@ export interface EmbeddedOptions {
 export async function embeddedChatClient(options: EmbeddedOptions): Promise<ChatClient & { runtime: Runtime; modelDescription: string }> {
   const choice = await modelFromSpec(options.model);
   const workspaceDir = resolve(options.workspace);
+  const warn = options.warn ?? (() => undefined);
+  const tools = workspaceTools({ root: workspaceDir, ...(options.commandEnv && { commandEnv: options.commandEnv }), warn });
+  // Commands a dead chat or host left running end before restart correction reports their turns interrupted.
+  await reapLeftoverCommands({ warn });
   const storage = sqliteStorage({ filename: options.db });
   const runtime = await createRuntime({
     storage,
     model: choice.model,
-    tools: workspaceTools({ root: workspaceDir }),
-    warn: options.warn ?? (() => undefined),
+    tools,
+    warn,
   }).catch(async (error: unknown) => {
     await storage.close().catch(() => undefined);
     throw asChatError(error);

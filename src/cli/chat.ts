@@ -8,6 +8,7 @@ import { formatError } from './chat-format.js';
 import { httpChatClient } from './chat-http.js';
 import { runInputLoop } from './chat-input.js';
 import { Screen } from './chat-screen.js';
+import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
 
 /** `turnchart chat`: each flag also read from its environment variable, flags winning. */
 const FLAGS = {
@@ -18,11 +19,12 @@ const FLAGS = {
   db: { env: 'TURNCHART_DB', help: 'embedded: SQLite file (default .turnchart/turnchart.db)' },
   workspace: { env: 'TURNCHART_WORKSPACE', help: 'embedded: directory the sessions work in (default: the current directory)' },
   model: { env: 'TURNCHART_MODEL', help: 'embedded: scripted:FILE (default: the demo model)' },
+  'command-env': { env: 'TURNCHART_COMMAND_ENV', help: 'embedded: variables run_command passes to commands (repeatable or comma-separated)' },
 } as const;
 
 type Flag = keyof typeof FLAGS;
 
-const EMBEDDED_ONLY: Flag[] = ['db', 'workspace', 'model'];
+const EMBEDDED_ONLY: Flag[] = ['db', 'workspace', 'model', 'command-env'];
 
 const settingsSchema = z.object({
   url: z.url({ protocol: /^https?$/ }).optional(),
@@ -32,6 +34,7 @@ const settingsSchema = z.object({
   db: z.string().min(1).default(resolve('.turnchart', 'turnchart.db')),
   workspace: z.string().min(1).default('.'),
   model: z.string().optional(),
+  'command-env': commandEnvFlagSchema.default([]),
 });
 
 export type ChatSettings = z.infer<typeof settingsSchema>;
@@ -51,9 +54,13 @@ export function chatUsage(): string {
 
 /** Flags over environment variables, validated; throws a message fit for the terminal. */
 export function chatSettings(args: string[], env: NodeJS.ProcessEnv): ChatSettings {
-  const options = Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const }]));
+  const options = Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const, multiple: name === 'command-env' }]));
   const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
-  const flag = (name: Flag) => values[name] as string | undefined;
+  // --command-env is repeatable: its values joined as the variable would list them.
+  const flag = (name: Flag) => {
+    const given = values[name] as string | string[] | undefined;
+    return Array.isArray(given) ? given.join(',') : given;
+  };
   const variable = (name: Flag): string | undefined => {
     const key = FLAGS[name].env;
     return key && env[key] !== '' ? env[key] : undefined;
@@ -96,6 +103,7 @@ export async function runChat(settings: ChatSettings, io: ChatIo): Promise<numbe
         db: settings.db,
         workspace: settings.workspace,
         ...(settings.model !== undefined && { model: settings.model }),
+        commandEnv: settings['command-env'],
         warn: (message) => screen.line(screen.paint('dim', `turnchart: ${message}`)),
       });
       client = embedded;

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /** The `turnchart` command: argument parsing and wiring only. */
 import { chatSettings, chatUsage, runChat } from './chat.js';
-import { serve, serveSettings, serveUsage } from './serve.js';
+import { hideSecretArguments } from './process-title.js';
+import { SECRET_FLAGS, serve, serveSettings, serveUsage } from './serve.js';
 import { runSubmit, submitSettings, submitUsage } from './submit.js';
 import { runWorker, workerSettings, workerUsage } from './worker.js';
 
@@ -45,6 +46,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}\n\n${serveUsage()}`);
     return 2;
   }
+  hideSecretArguments('serve', rest, SECRET_FLAGS);
   const host = await serve(settings, (line) => console.log(line));
   console.log(`turnchart listening on ${host.url}`);
   await new Promise<void>((resolve) => {

@@ -1,15 +1,19 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { allowedHostSchema } from '../host/host-check.js';
 import { startHost, type RunningHost } from '../host/host.js';
 import { permissionModeSchema } from '../protocol/commands.js';
 import { modelFromSpec, type ProviderSettings } from '../model/model-spec.js';
+import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
+import { readSecretFile } from './secret-file.js';
 
-/** `turnchart serve`: each flag also read from its environment variable, flags winning. */
+/** `turnchart serve`: each flag also read from its environment variable, flags winning; an empty variable is unset. */
 const FLAGS = {
   host: { env: 'TURNCHART_HOST', help: 'interface to bind (default 127.0.0.1; anything else needs --token)' },
   port: { env: 'TURNCHART_PORT', help: 'port (default 4477; 0 picks a free one)' },
   db: { env: 'TURNCHART_DB', help: 'SQLite file (default .turnchart/turnchart.db)' },
   'database-url': { env: 'DATABASE_URL', help: 'PostgreSQL URL (instead of SQLite)' },
+  'database-url-file': { env: 'DATABASE_URL_FILE', help: 'file holding the PostgreSQL URL (keeps its password off the command line)' },
   workspace: { env: 'TURNCHART_WORKSPACE', help: 'directory the sessions work in (default: the current directory)' },
   model: { env: 'TURNCHART_MODEL', help: 'openai-compatible:BASE_URL#MODEL or scripted:FILE (default: the demo model); API key from TURNCHART_API_KEY' },
   'context-window': { env: 'TURNCHART_CONTEXT_WINDOW', help: "the model's context window in tokens (default 128000)" },
@@ -19,18 +23,29 @@ const FLAGS = {
   'stall-timeout': { env: 'TURNCHART_STALL_TIMEOUT', help: 'seconds without a stream part before a model call fails (default 180; 0: never)' },
   'provider-name': { env: 'TURNCHART_PROVIDER_NAME', help: "provider metadata key (default openai-compatible; 'google' for Gemini's endpoint)" },
   'permission-mode': { env: 'TURNCHART_PERMISSION_MODE', help: 'mode of sessions created without one: ask, auto or read_only (default ask)' },
-  token: { env: 'TURNCHART_TOKEN', help: 'bearer token every route but /healthz requires' },
+  token: { env: 'TURNCHART_TOKEN', help: 'bearer token every route but /healthz requires (prefer the variable or --token-file)' },
+  'token-file': { env: 'TURNCHART_TOKEN_FILE', help: 'file holding the bearer token' },
   'idle-ttl': { env: 'TURNCHART_IDLE_TTL', help: 'seconds before an unused session is closed (default 300)' },
   'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
+  'allowed-hosts': { env: 'TURNCHART_ALLOWED_HOSTS', help: 'comma-separated names the Host header may give besides the bound address and loopback (a proxy\'s public names)' },
+  'max-sessions': { env: 'TURNCHART_MAX_SESSIONS', help: 'sessions open at once before requests that open more are refused (default 1000)' },
+  'max-streams': { env: 'TURNCHART_MAX_STREAMS', help: 'concurrent event and chat streams before new ones are refused (default 1000)' },
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: 'seconds a session lease lasts unrenewed (default 30)' },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this process holds leases under (default: os.hostname())' },
   'stately-inspect': { env: 'TURNCHART_STATELY_INSPECT', help: "ws:// URL to forward inspection events to in @statelyai/inspect's format (default: off)" },
   'amqp-url': { env: 'TURNCHART_AMQP_URL', help: 'RabbitMQ URL: join the cluster of hosts on this broker and this database, and serve the task routes (POST /tasks …)' },
   'route-timeout': { env: 'TURNCHART_ROUTE_TIMEOUT', help: 'seconds a command routed to another host may take (default 15)' },
   'amqp-namespace': { env: 'TURNCHART_AMQP_NAMESPACE', help: 'prefix of the task queue and exchanges (default turnchart)' },
+  'command-env': { env: 'TURNCHART_COMMAND_ENV', help: "variables run_command's commands get besides PATH, HOME, LANG, TERM, LC_* (repeatable or comma-separated; never TURNCHART_*, DATABASE_URL)" },
 } as const;
 
 type Flag = keyof typeof FLAGS;
+
+/** Flags whose values are secrets: kept out of the process's command line once read (`hideSecretArguments`). */
+export const SECRET_FLAGS: readonly Flag[] = ['token', 'database-url', 'amqp-url'];
+
+/** Secrets that may come from a file instead, and the flag of that file. */
+const SECRET_FILES = { token: 'token-file', 'database-url': 'database-url-file' } as const satisfies Partial<Record<Flag, Flag>>;
 
 const settingsSchema = z.object({
   host: z.string().min(1).default('127.0.0.1'),
@@ -51,6 +66,13 @@ const settingsSchema = z.object({
   token: z.string().min(1).optional(),
   'idle-ttl': z.coerce.number().int().min(0).max(2_000_000).default(300),
   'cors-origin': z.string().min(1).optional(),
+  'allowed-hosts': z
+    .string()
+    .transform((list) => list.split(',').filter((host) => host.trim() !== ''))
+    .pipe(z.array(allowedHostSchema))
+    .default([]),
+  'max-sessions': z.coerce.number().int().min(1).max(10_000_000).optional(),
+  'max-streams': z.coerce.number().int().min(1).max(10_000_000).optional(),
   'lease-ttl': z.coerce.number().min(0.1).max(86_400).default(30),
   'owner-host': z.string().min(1).max(255).optional(),
   'stately-inspect': z
@@ -60,9 +82,16 @@ const settingsSchema = z.object({
   'amqp-url': z.string().regex(/^amqps?:\/\//, 'an amqp:// or amqps:// URL').optional(),
   'route-timeout': z.coerce.number().min(0.1).max(3_600).optional(),
   'amqp-namespace': z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/).optional(),
+  'command-env': commandEnvFlagSchema.default([]),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema>;
+
+/** Where a setting comes from, for an error message: the flag and its variable. */
+function source(name: string): string {
+  if (name === 'apiKey') return 'TURNCHART_API_KEY';
+  return Object.hasOwn(FLAGS, name) ? `--${name} (${FLAGS[name as Flag].env})` : name;
+}
 
 export function serveUsage(): string {
   const lines = Object.entries(FLAGS).map(([name, { env, help }]) => `  --${name.padEnd(21)} ${help} [${env}]`);
@@ -71,13 +100,21 @@ export function serveUsage(): string {
 
 /** Flags over environment variables, validated; throws a message fit for the terminal. */
 export function serveSettings(args: string[], env: NodeJS.ProcessEnv): ServeSettings {
-  const options = Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const }]));
+  const options = Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const, multiple: name === 'command-env' }]));
   const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
   const merged: Record<string, string | undefined> = {};
-  for (const name of Object.keys(FLAGS) as Flag[]) merged[name] = (values[name] as string | undefined) ?? env[FLAGS[name].env] ?? undefined;
+  for (const name of Object.keys(FLAGS) as Flag[]) merged[name] = (values[name] as string | undefined) ?? (env[FLAGS[name].env] || undefined);
+  // Repeatable: every --command-env given, joined as the variable would list them.
+  if (values['command-env']) merged['command-env'] = (values['command-env'] as string[]).join(',');
   merged.apiKey = env.TURNCHART_API_KEY || undefined;
+  for (const [name, fileFlag] of Object.entries(SECRET_FILES)) {
+    const file = merged[fileFlag];
+    if (file === undefined) continue;
+    if (merged[name] !== undefined) throw new Error(`${source(name)} and ${source(fileFlag)} are both set; give one`);
+    merged[name] = readSecretFile(file, source(fileFlag));
+  }
   const parsed = settingsSchema.safeParse(merged);
-  if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
+  if (!parsed.success) throw new Error(parsed.error.issues.map((issue) => `${source(String(issue.path[0]))}: ${issue.message}`).join('\n'));
   return parsed.data;
 }
 
@@ -98,6 +135,9 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     token: settings.token ?? null,
     idleTtlSeconds: settings['idle-ttl'],
     corsOrigin: settings['cors-origin'] ?? null,
+    allowedHosts: settings['allowed-hosts'],
+    ...(settings['max-sessions'] !== undefined && { maxSessions: settings['max-sessions'] }),
+    ...(settings['max-streams'] !== undefined && { maxStreams: settings['max-streams'] }),
     cluster: settings['amqp-url']
       ? { amqpUrl: settings['amqp-url'], ...(settings['route-timeout'] !== undefined && { routeTimeoutMs: Math.round(settings['route-timeout'] * 1000) }) }
       : null,
@@ -108,6 +148,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     },
     warn: (message) => log(`turnchart: ${message}`),
     ...(settings['stately-inspect'] && { statelyInspect: settings['stately-inspect'] }),
+    ...(settings['command-env'].length > 0 && { commandEnv: settings['command-env'] }),
   });
 }
 

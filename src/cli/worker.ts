@@ -6,6 +6,8 @@ import { sqliteStorage, sqliteTaskStorage } from '../../storage/sqlite.js';
 import { modelFromSpec } from '../model/model-spec.js';
 import { startWorker, type TaskWorker } from '../tasks/worker.js';
 import { workspaceTools } from '../tools/workspace/index.js';
+import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
+import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
 
 /** `turnchart worker` and `turnchart submit` share how they reach storage and the broker. */
 export const CONNECTION_FLAGS = {
@@ -22,6 +24,7 @@ const FLAGS = {
   model: { env: 'TURNCHART_MODEL', help: 'as for serve (default: the demo model); API key from TURNCHART_API_KEY' },
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: "seconds before a dead worker's tasks may be resumed elsewhere (default 10)" },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this worker holds leases under (default: os.hostname())' },
+  'command-env': { env: 'TURNCHART_COMMAND_ENV', help: 'as for serve: variables run_command passes to commands (repeatable or comma-separated)', multiple: true },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -41,6 +44,7 @@ const settingsSchema = z.object({
   apiKey: z.string().min(1).optional(),
   'lease-ttl': z.coerce.number().min(0.1).max(86_400).default(10),
   'owner-host': z.string().min(1).max(255).optional(),
+  'command-env': commandEnvFlagSchema.default([]),
 });
 
 export type WorkerSettings = z.infer<typeof settingsSchema>;
@@ -63,12 +67,15 @@ export function workerSettings(args: string[], env: NodeJS.ProcessEnv): WorkerSe
   return parsed.data;
 }
 
-/** Each flag from the command line, else from its environment variable. */
-export function mergeFlags(args: string[], env: NodeJS.ProcessEnv, flags: Record<string, { env: string }>, allowPositionals: boolean) {
-  const options = Object.fromEntries(Object.keys(flags).map((name) => [name, { type: 'string' as const }]));
+/** Each flag from the command line, else from its environment variable; a `multiple` flag's values joined with commas. */
+export function mergeFlags(args: string[], env: NodeJS.ProcessEnv, flags: Record<string, { env: string; multiple?: boolean }>, allowPositionals: boolean) {
+  const options = Object.fromEntries(Object.keys(flags).map((name) => [name, { type: 'string' as const, multiple: flags[name]!.multiple === true }]));
   const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals });
   const merged: Record<string, string | undefined> = {};
-  for (const name of Object.keys(flags)) merged[name] = (values[name] as string | undefined) ?? env[flags[name]!.env] ?? undefined;
+  for (const name of Object.keys(flags)) {
+    const given = values[name] as string | string[] | undefined;
+    merged[name] = (Array.isArray(given) ? given.join(',') : given) ?? env[flags[name]!.env] ?? undefined;
+  }
   return { values: merged, positionals };
 }
 
@@ -83,19 +90,29 @@ export function storagesOf(settings: { 'database-url'?: string | undefined; db?:
 /** Starts a worker from settings and reports on the terminal. */
 export async function runWorker(settings: WorkerSettings, log: (line: string) => void): Promise<TaskWorker> {
   const choice = await modelFromSpec(settings.model, settings.apiKey ? { apiKey: settings.apiKey } : {});
+  const warn = (message: string) => log(`turnchart worker: ${message}`);
+  // Built before storage is opened: a variable that may not reach commands is a startup error.
+  const tools = workspaceTools({
+    root: resolve(settings.workspace),
+    commandEnv: settings['command-env'],
+    hostSecrets: [settings['database-url'], settings['amqp-url'], settings.apiKey],
+    warn,
+  });
   const { sessions, tasks, description } = storagesOf(settings);
   log(`turnchart worker: model: ${choice.description}; storage: ${description}; concurrency ${settings.concurrency}`);
+  // Commands a dead worker left running end before its tasks' turns are corrected.
+  await reapLeftoverCommands({ warn });
   return startWorker({
     sessions,
     tasks,
     amqpUrl: settings['amqp-url'],
     ...(settings['amqp-namespace'] && { namespace: settings['amqp-namespace'] }),
     model: choice.model,
-    tools: workspaceTools({ root: resolve(settings.workspace) }),
+    tools,
     concurrency: settings.concurrency,
     leaseTtlMs: Math.round(settings['lease-ttl'] * 1000),
     ...(settings['owner-host'] && { ownerHost: settings['owner-host'] }),
-    warn: (message) => log(`turnchart worker: ${message}`),
+    warn,
   });
 }
 

@@ -4,9 +4,12 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
-import { bearerAuth } from './auth.js';
+import { bearerAuth, tokenCheck } from './auth.js';
 import { commandError, errorResponse } from './errors.js';
+import { hostCheck, type HostNames } from './host-check.js';
 import type { HostContext } from './host-context.js';
+import { jsonOnly } from './media-type.js';
+import { originCheck } from './origin-check.js';
 import { auditRoutes } from './routes/audit.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -23,8 +26,10 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export interface AppSecurity {
   /** Required as `Authorization: Bearer …` on every route but `/healthz`; null for none. */
   token: string | null;
-  /** The one origin CORS allows; null leaves CORS off. */
+  /** The one origin CORS allows, and the one besides the host's own that may send commands; null leaves CORS off. */
   corsOrigin: string | null;
+  /** What a request's Host header may name (DNS rebinding). */
+  hosts: HostNames;
 }
 
 /**
@@ -38,11 +43,14 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
       if (!result.success) return commandError(c, { code: 'InvalidInput', message: z.prettifyError(result.error) });
     },
   });
+  const token = tokenCheck(security.token);
   app.use('*', closeAfterUnreadBody);
+  app.use('*', hostCheck(security.hosts));
   if (security.corsOrigin) app.use('*', cors({ origin: security.corsOrigin, allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
-  app.use('*', bearerAuth(security.token, (path) => path === '/healthz' || isInspectorPagePath(path)));
+  app.use('*', bearerAuth(token, (path) => path === '/healthz' || isInspectorPagePath(path)));
+  app.use('*', originCheck(security.corsOrigin));
   app.use('*', limitBody());
-  healthRoutes(app, host);
+  healthRoutes(app, host, (c) => token.accepts(c.req.header('authorization')));
   sessionRoutes(app, host);
   turnRoutes(app, host);
   sessionCommandRoutes(app, host);
@@ -60,6 +68,8 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   app.notFound((c) => commandError(c, { code: 'NotFound', message: `no route ${c.req.method} ${c.req.path}` }));
   app.onError((error, c) => {
+    // @hono/zod-openapi's media-type gate: a body that is not JSON.
+    if (error instanceof HTTPException && error.status === 415) return jsonOnly(c);
     if (error instanceof HTTPException && error.status < 500) {
       return commandError(c, { code: error.status === 413 ? 'PayloadTooLarge' : 'InvalidInput', message: error.message || 'malformed request' });
     }

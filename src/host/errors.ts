@@ -31,6 +31,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   AgentSwitchNotAllowed: 409,
   InvalidCursor: 400,
   Unauthorized: 401,
+  ForbiddenOrigin: 403,
   UnknownSession: 404,
   UnknownTurn: 404,
   UnknownCompaction: 404,
@@ -48,6 +49,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   InvalidTransition: 409,
   PayloadTooLarge: 413,
   UnsupportedMediaType: 415,
+  MisdirectedRequest: 421,
   InternalError: 500,
   PersistenceError: 503,
   StorageUnavailable: 503,
@@ -56,6 +58,8 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   InspectorNotBuilt: 503,
   OwnerUnavailable: 503,
   TransportUnavailable: 503,
+  HostAtCapacity: 503,
+  TooManyStreams: 503,
   OwnerTimeout: 504,
 };
 

@@ -9,7 +9,9 @@ import type { SessionHandle } from '../runtime/session-handle.js';
 import { ApiError, defaultMessage, viaStorage } from './errors.js';
 import { LocalSession } from './local-session.js';
 import type { SessionAccess } from './session-access.js';
+import type { SessionLimit } from './session-limit.js';
 import type { SseOptions } from './sse-stream.js';
+import type { StreamLimit } from './stream-limit.js';
 import type { TaskClient } from '../tasks/task-client.js';
 
 /** How a host in a cluster reaches a session another host holds. */
@@ -36,6 +38,8 @@ export interface HostContext {
   inspector: { hub: InspectHub; list: SessionListFeed; assets: string };
   /** Set when the host is one of a cluster: sessions held elsewhere are routed rather than refused. */
   router?: SessionRouter | null;
+  /** The host's capacity: every session a request opens, and every stream, is taken through these. */
+  limits: { sessions: SessionLimit; streams: StreamLimit };
 }
 
 /**
@@ -81,7 +85,7 @@ async function heldElsewhere(host: HostContext, sessionId: string): Promise<Sess
 export async function localHandle(host: HostContext, sessionId: string): Promise<SessionHandle> {
   const open = host.runtime.openHandle(sessionId);
   if (open?.isOpen) return reloadedIfRequired(open);
-  return viaStorage(() => host.runtime.openSession(sessionId));
+  return host.limits.sessions.open(sessionId);
 }
 
 /**

@@ -1,5 +1,7 @@
+import { createServer, type Server } from 'node:http';
 import { resolve } from 'node:path';
-import { serve, type ServerType } from '@hono/node-server';
+import { z } from 'zod';
+import { getRequestListener, RequestError } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { PermissionMode, SessionStorage } from '../../storage/session-storage.js';
@@ -17,13 +19,17 @@ import { joinCluster, type ClusterOptions } from '../cluster/cluster.js';
 import { DEFAULT_LEASE_TTL_MS } from '../runtime/ownership.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import { workspaceTools } from '../tools/workspace/index.js';
+import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
 import { InspectHub } from '../inspect/inspect-hub.js';
 import { SessionListFeed } from '../inspect/session-list.js';
 import { statelyForward, type StatelyForward } from '../inspect/stately-forward.js';
 import { createApp } from './app.js';
+import { allowedHostSchema } from './host-check.js';
 import { defaultInspectorAssets } from './inspector-assets.js';
 import type { HostContext } from './host-context.js';
+import { DEFAULT_MAX_SESSIONS, SessionLimit } from './session-limit.js';
 import { DEFAULT_SSE_OPTIONS, type SseOptions } from './sse-stream.js';
+import { DEFAULT_MAX_STREAMS, StreamLimit } from './stream-limit.js';
 
 export interface HostOptions {
   /** Interface to bind; anything but loopback needs a token. */
@@ -45,6 +51,12 @@ export interface HostOptions {
   /** Sessions idle this long (seconds) are closed and reopened from storage on their next request. */
   idleTtlSeconds: number;
   corsOrigin?: string | null;
+  /** Names (or addresses) a request's Host header may give besides the bound address and loopback, with any port: those a proxy in front forwards. */
+  allowedHosts?: readonly string[];
+  /** Sessions open at once, past which a request that would open one more is refused (503 `HostAtCapacity`); 1 000 by default. */
+  maxSessions?: number;
+  /** Concurrent streams (SSE, the AI SDK's responses), past which a new one is refused (503 `TooManyStreams`); 1 000 by default. */
+  maxStreams?: number;
   sse?: Partial<SseOptions>;
   /** Joins a cluster of hosts on one database and one RabbitMQ: sessions held by other hosts are routed to them. */
   cluster?: ClusterOptions | null;
@@ -61,6 +73,16 @@ export interface HostOptions {
   inspectorAssets?: string;
   /** A WebSocket URL to forward every session's inspection events to, in `@statelyai/inspect`'s format. */
   statelyInspect?: string | null;
+  /** Variables of this process's environment run_command's commands get besides the baseline (`workspaceTools({ commandEnv })`). */
+  commandEnv?: readonly string[];
+  /** `process-group` forces run_command's fallback containment (`workspaceTools({ commandContainment })`). */
+  commandContainment?: 'auto' | 'process-group';
+  /**
+   * How long a request's headers, and the whole request, may take to arrive before it is answered
+   * 408 and its connection closed (a slowloris client), and how often that is checked: Node's
+   * `headersTimeout` (60 s), `requestTimeout` (300 s) and `connectionsCheckingInterval` (30 s) by default.
+   */
+  requestTimeouts?: { headersMs?: number; requestMs?: number; checkIntervalMs?: number };
 }
 
 export interface RunningHost {
@@ -72,14 +94,33 @@ export interface RunningHost {
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
+const limitsSchema = z.object({
+  allowedHosts: z.array(allowedHostSchema).default([]),
+  maxSessions: z.number().int().min(1).default(DEFAULT_MAX_SESSIONS),
+  maxStreams: z.number().int().min(1).default(DEFAULT_MAX_STREAMS),
+});
+
 /** Starts the service: storage, runtime, the HTTP API; resolves once it accepts connections. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   const token = options.token ?? null;
   if (!LOOPBACK.test(options.host) && token === null) {
     throw new TurnchartError('InsecureBinding', `refusing to listen on ${options.host} without a token: set --token or TURNCHART_TOKEN, or bind to 127.0.0.1`);
   }
+  const checked = limitsSchema.safeParse({ allowedHosts: options.allowedHosts, maxSessions: options.maxSessions, maxStreams: options.maxStreams });
+  if (!checked.success) throw new TurnchartError('InvalidOptions', z.prettifyError(checked.error));
+  const { allowedHosts, maxSessions, maxStreams } = checked.data;
   const warn = options.warn ?? ((message: string) => console.warn(`turnchart: ${message}`));
   const workspaceDir = resolve(options.workspace);
+  // Built before anything is opened: a variable that may not reach commands is a startup error.
+  const workspace = workspaceTools({
+    root: workspaceDir,
+    ...(options.commandEnv && { commandEnv: options.commandEnv }),
+    ...(options.commandContainment && { commandContainment: options.commandContainment }),
+    hostSecrets: [token, options.databaseUrl, options.amqpUrl, options.cluster?.amqpUrl],
+    warn,
+  });
+  // Commands a dead host left running end before restart correction reports their turns interrupted.
+  await reapLeftoverCommands({ warn });
   const context = { storageDown: false } as HostContext;
   const storage = openStorage(options, (error) => {
     context.storageDown = true;
@@ -92,7 +133,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     ...(forward && { inspect: userInspect ? (event) => (userInspect(event), forward.inspect(event)) : (event) => forward.inspect(event) }),
     storage,
     model: options.model,
-    tools: [...workspaceTools({ root: workspaceDir }), ...(options.runtime?.tools ?? [])],
+    tools: [...workspace, ...(options.runtime?.tools ?? [])],
     idleTtlMs: options.idleTtlSeconds * 1000,
     warn,
   }).catch(async (error: unknown) => {
@@ -111,7 +152,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await forward?.close();
     throw error;
   }) : null;
-  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector, tasks });
+  const limits = { sessions: new SessionLimit(runtime, maxSessions), streams: new StreamLimit(maxStreams) };
+  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector, tasks, limits });
   const cluster = options.cluster
     ? await joinCluster(context, options.cluster, options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS).catch(async (error: unknown) => {
         await runtime.shutdown();
@@ -122,8 +164,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       })
     : null;
   context.router = cluster?.router ?? null;
-  const app = createApp(context, { token, corsOrigin: options.corsOrigin ?? null });
-  const server = await listen(app.fetch, options.host, options.port).catch(async (error: unknown) => {
+  const app = createApp(context, { token, corsOrigin: options.corsOrigin ?? null, hosts: { bound: options.host, allowed: allowedHosts } });
+  const server = await listen(app.fetch, options.host, options.port, options.requestTimeouts ?? {}).catch(async (error: unknown) => {
     cluster?.quiesce();
     await runtime.shutdown();
     await forward?.close();
@@ -178,12 +220,37 @@ function openStorage(options: HostOptions, onConnectionError: (error: Error) => 
   return sqliteStorage({ filename: options.db ?? resolve('.turnchart', 'turnchart.db') });
 }
 
-function listen(fetch: (request: Request) => Response | Promise<Response>, hostname: string, port: number): Promise<ServerType> {
+function listen(fetch: (request: Request) => Response | Promise<Response>, hostname: string, port: number, timeouts: NonNullable<HostOptions['requestTimeouts']>): Promise<Server> {
   return new Promise((resolvePromise, reject) => {
-    const server = serve({ fetch, hostname, port }, () => resolvePromise(server));
+    // `serve` of @hono/node-server, but with an error handler for the requests it cannot build.
+    const listener = getRequestListener(fetch, { hostname, errorHandler: answerUnbuildable });
+    const serverOptions = {
+      ...(timeouts.headersMs !== undefined && { headersTimeout: timeouts.headersMs }),
+      ...(timeouts.requestMs !== undefined && { requestTimeout: timeouts.requestMs }),
+      ...(timeouts.checkIntervalMs !== undefined && { connectionsCheckingInterval: timeouts.checkIntervalMs }),
+    };
+    const server = createServer(serverOptions, (incoming, outgoing) => void listener(incoming, outgoing));
+    server.listen(port, hostname, () => resolvePromise(server));
     server.once('error', reject);
     server.on('clientError', answerUnparsable);
   });
+}
+
+/**
+ * A request @hono/node-server cannot make a `Request` of never reaches the app either. A Host
+ * whose URL would name another host (`evil.example:1@127.0.0.1`) is misdirected, as the app answers
+ * any Host that is not this host's; one no URL can be built with (`a, b`), or a malformed path, is
+ * malformed (RFC 9112 §3.2 has an invalid Host answered 400). Both are answered in the API's error
+ * shape, where the adapter's own answer is an empty 400, and the connection is closed.
+ */
+function answerUnbuildable(error: unknown): Response {
+  const reason = error instanceof Error ? error.message : String(error);
+  const [status, code, message] = !(error instanceof RequestError)
+    ? [500, 'InternalError', 'the host could not answer this request']
+    : /host header/i.test(reason)
+      ? [421, 'MisdirectedRequest', 'the Host header names no address or name of this host']
+      : [400, 'InvalidInput', `malformed request: ${reason}`];
+  return Response.json({ error: { code, message } }, { status, headers: { connection: 'close' } });
 }
 
 /**

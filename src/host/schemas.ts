@@ -133,17 +133,20 @@ export const EventsQuery = z.object({ after: z.coerce.number().int().min(0).max(
 
 export const Health = z.object({ ok: z.boolean() }).catchall(z.unknown()).openapi('Health');
 
-/** The responses every route may give besides its own. */
-export function errors(...statuses: (400 | 401 | 404 | 409 | 413 | 503)[]) {
+/** The error responses a route may give besides its own; every route may answer 421. */
+export function errors(...statuses: (400 | 401 | 403 | 404 | 409 | 413 | 415 | 503)[]) {
   const described: Record<number, string> = {
     400: 'invalid input',
     401: 'missing or wrong bearer token',
+    403: "ForbiddenOrigin: the request's Origin is neither this host's own nor the --cors-origin",
     404: 'unknown session or turn',
     409: 'refused in the current state (Busy, TurnNotActive, PermissionNotPending, SessionOwnedElsewhere, …)',
     413: 'body over 1 MiB',
-    503: 'storage unavailable',
+    415: 'UnsupportedMediaType: a body that is not application/json, or any body on a route that takes none',
+    421: "MisdirectedRequest: the Host header names no address or name of this host (DNS rebinding)",
+    503: 'storage unavailable; or the host is at its limit of open sessions (HostAtCapacity) or streams (TooManyStreams), with Retry-After',
   };
-  return Object.fromEntries(statuses.map((s) => [s, { description: described[s]!, content: { 'application/json': { schema: ErrorSchema } } }]));
+  return Object.fromEntries([...statuses, 421].map((s) => [s, { description: described[s]!, content: { 'application/json': { schema: ErrorSchema } } }]));
 }
 
 /**

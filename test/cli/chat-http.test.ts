@@ -14,7 +14,8 @@ describe('the chat client over HTTP', { timeout: 30_000 }, () => {
 
   async function setUp(steps: Parameters<typeof testHost>[1]): Promise<{ host: TestHost; proxy: TcpProxy; client: ChatClient }> {
     const db = sqliteFile();
-    const host = await testHost(db, steps);
+    // The client reaches the host through a proxy on another port, as through a port forward: its Host names that port.
+    const host = await testHost(db, steps, { allowedHosts: ['127.0.0.1'] });
     cleanup.push(() => db.drop(), () => host.close());
     const proxy = await tcpProxy('127.0.0.1', Number(new URL(host.url).port));
     cleanup.push(() => proxy.close());

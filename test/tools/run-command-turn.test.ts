@@ -1,11 +1,13 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { workspaceTools } from '../../src/index.js';
+import { useFifoHolders } from '../support/fifo-holders.js';
 import { harness, startTurn, type Harness } from '../support/harness.js';
 import { useTempDirs } from '../support/workspace.js';
-import { eventually, isAlive, pidsIn, toolResults } from './support.js';
+import { toolResults } from './support.js';
 
 const tempDir = useTempDirs('turnchart-cancel-');
+const fifo = useFifoHolders();
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -13,7 +15,8 @@ afterEach(async () => {
   h = undefined;
 });
 
-const SLEEPERS = 'sleep 100 & echo $! > pids; sleep 100 & echo $! >> pids; echo $$ >> pids; wait';
+/** The shell and two background sleeps hold the FIFO `holders`: its end-of-file means all three are gone. */
+const SLEEPERS = 'exec 3>holders; sleep 100 & sleep 100 & echo ready >&3; wait';
 
 describe('run_command in a real turn', () => {
   it('cancelTurn while it runs: the turn ends cancelled, the stored result is cancelled, the whole group is killed', async () => {
@@ -22,13 +25,13 @@ describe('run_command in a real turn', () => {
       tools: workspaceTools({ root }),
       permissionMode: 'auto',
     });
+    const holders = fifo(path.join(root, 'holders'));
     const turnId = await startTurn(h.session, 'run');
-    const pids = await pidsIn(path.join(root, 'pids'), 3);
-    expect(pids.every(isAlive)).toBe(true);
+    await holders.read('ready');
     expect(await h.session.cancelTurn(turnId)).toEqual({ ok: true });
     expect(await h.session.waitForTurn(turnId)).toEqual({ status: 'cancelled' });
     expect(await toolResults(h)).toMatchObject([{ toolCallId: 'x1', toolName: 'run_command', status: 'cancelled' }]);
-    await eventually(() => pids.every((pid) => !isAlive(pid)), 'the shell and both sleeps are gone');
+    await holders.allClosed();
   });
 
   it('a runtime shutdown while it runs kills the group too', async () => {
@@ -37,13 +40,14 @@ describe('run_command in a real turn', () => {
       tools: workspaceTools({ root }),
       permissionMode: 'auto',
     });
+    const holders = fifo(path.join(root, 'holders'));
     const turnId = await startTurn(h.session, 'run');
-    const pids = await pidsIn(path.join(root, 'pids'), 3);
+    await holders.read('ready');
     const outcome = h.session.waitForTurn(turnId);
     await h.runtime.shutdown();
     h = undefined;
     expect(await outcome).toMatchObject({ status: 'failed', code: 'actor_stopped' });
-    await eventually(() => pids.every((pid) => !isAlive(pid)), 'the shell and both sleeps are gone');
+    await holders.allClosed();
   });
 
   it('a finished command goes back to the model with its exit code', async () => {

@@ -22,10 +22,13 @@ const route = createRoute({
 export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(route, async (c) => {
     const after = resumePoint(c.req.header('last-event-id'), c.req.valid('query').after);
-    const feed = await feedOf(host, c.req.valid('param').sessionId, after, c.req.raw.signal);
     // Node's response, so a client that falls behind can be cut off at once (the Node adapter passes it as env).
     const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
-    return new Response(sessionEventStream(feed, host.sse, outgoing && (() => outgoing.destroy())), {
+    const stream = await host.limits.streams.open(c.req.method, async () => {
+      const feed = await feedOf(host, c.req.valid('param').sessionId, after, c.req.raw.signal);
+      return sessionEventStream(feed, host.sse, outgoing && (() => outgoing.destroy()));
+    });
+    return new Response(stream, {
       status: 200,
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',

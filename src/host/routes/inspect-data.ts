@@ -23,12 +23,14 @@ export function inspectDataRoutes(app: OpenAPIHono, host: HostContext): void {
     const early: string[] = [];
     let write = (text: string): void => void early.push(text);
     const listener = { entry: (entry: unknown) => write(sseFrame(JSON.stringify(entry))) };
-    const entries = await viaStorage(() => host.inspector.list.listen(listener));
-    const body = sseBody(host.sse, disconnectOf(c), (sink) => {
-      sink.write(sseFrame(JSON.stringify({ sessions: entries }), 'list'));
-      for (const text of early) sink.write(text);
-      write = (text) => sink.write(text);
-      return () => host.inspector.list.unlisten(listener);
+    const body = await host.limits.streams.open(c.req.method, async () => {
+      const entries = await viaStorage(() => host.inspector.list.listen(listener));
+      return sseBody(host.sse, disconnectOf(c), (sink) => {
+        sink.write(sseFrame(JSON.stringify({ sessions: entries }), 'list'));
+        for (const text of early) sink.write(text);
+        write = (text) => sink.write(text);
+        return () => host.inspector.list.unlisten(listener);
+      });
     });
     return new Response(body, { status: 200, headers: SSE_HEADERS });
   });
@@ -52,15 +54,16 @@ export function inspectDataRoutes(app: OpenAPIHono, host: HostContext): void {
     const params = SessionParams.safeParse(c.req.param());
     const query = AfterQuery.safeParse(c.req.query());
     if (!params.success || !query.success) return commandError(c, { code: 'InvalidInput', message: 'expected a session id and an optional ?after=N' });
-    const session = await localHandle(host, params.data.sessionId);
     const after = resumePoint(c.req.header('last-event-id'), query.data.after);
-    const watch = host.inspector.hub.watch(session);
-    const body = sseBody(host.sse, disconnectOf(c), (sink) => {
-      const listener: WatchListener = { item: (sent) => sink.write(sseFrame(sent.json, undefined, sent.cursor)), end: () => sink.close() };
-      const { hello, replay } = watch.listen(listener, after);
-      sink.write(sseFrame(JSON.stringify(hello), 'hello', hello.cursor));
-      for (const sent of replay) sink.write(sseFrame(sent.json, undefined, sent.cursor));
-      return () => watch.unlisten(listener);
+    const body = await host.limits.streams.open(c.req.method, async () => {
+      const watch = host.inspector.hub.watch(await localHandle(host, params.data.sessionId));
+      return sseBody(host.sse, disconnectOf(c), (sink) => {
+        const listener: WatchListener = { item: (sent) => sink.write(sseFrame(sent.json, undefined, sent.cursor)), end: () => sink.close() };
+        const { hello, replay } = watch.listen(listener, after);
+        sink.write(sseFrame(JSON.stringify(hello), 'hello', hello.cursor));
+        for (const sent of replay) sink.write(sseFrame(sent.json, undefined, sent.cursor));
+        return () => watch.unlisten(listener);
+      });
     });
     return new Response(body, { status: 200, headers: SSE_HEADERS });
   });

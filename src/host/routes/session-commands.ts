@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { sessionOf, unwrap, type HostContext } from '../host-context.js';
+import { takesNoBody } from '../media-type.js';
 import { AgentBody, AgentMessageBody, AgentSwitched, Compacted, errors, ModeBody, Ok, RewindBody, SessionParams } from '../schemas.js';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
@@ -9,7 +10,7 @@ const mode = createRoute({
   path: '/sessions/{sessionId}/permission-mode',
   summary: 'Set the permission mode (from the next tool call on)',
   request: { params: SessionParams, body: { content: json(ModeBody), required: true } },
-  responses: { 200: { description: 'stored', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+  responses: { 200: { description: 'stored', content: json(Ok) }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
 });
 
 const agent = createRoute({
@@ -17,7 +18,7 @@ const agent = createRoute({
   path: '/sessions/{sessionId}/agent',
   summary: "Switch the session's agent from the next turn on (only to an agent the current one allows, only while no turn runs)",
   request: { params: SessionParams, body: { content: json(AgentBody), required: true } },
-  responses: { 200: { description: 'switched', content: json(AgentSwitched) }, ...errors(400, 401, 404, 409, 413, 503) },
+  responses: { 200: { description: 'switched', content: json(AgentSwitched) }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
 });
 
 const agentMessage = createRoute({
@@ -25,7 +26,7 @@ const agentMessage = createRoute({
   path: '/sessions/{sessionId}/agent-messages',
   summary: 'Deliver an agent message to the mailbox (drained before the next model call of a user turn)',
   request: { params: SessionParams, body: { content: json(AgentMessageBody), required: true } },
-  responses: { 200: { description: 'enqueued', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+  responses: { 200: { description: 'enqueued', content: json(Ok) }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
 });
 
 const compact = createRoute({
@@ -33,7 +34,8 @@ const compact = createRoute({
   path: '/sessions/{sessionId}/compact',
   summary: 'Compact the conversation into a checkpoint (only while no turn runs)',
   request: { params: SessionParams },
-  responses: { 200: { description: 'compacted', content: json(Compacted) }, ...errors(400, 401, 404, 409, 503) },
+  middleware: [takesNoBody],
+  responses: { 200: { description: 'compacted', content: json(Compacted) }, ...errors(400, 401, 403, 404, 409, 415, 503) },
 });
 
 const rewind = createRoute({
@@ -41,7 +43,7 @@ const rewind = createRoute({
   path: '/sessions/{sessionId}/rewind',
   summary: 'Make an earlier checkpoint the active one again (only while no turn runs)',
   request: { params: SessionParams, body: { content: json(RewindBody), required: true } },
-  responses: { 200: { description: 'rewound', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+  responses: { 200: { description: 'rewound', content: json(Ok) }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
 });
 
 export function sessionCommandRoutes(app: OpenAPIHono, host: HostContext): void {

@@ -23,7 +23,7 @@ const create = createRoute({
   path: '/sessions',
   summary: 'Create a session in the host workspace',
   request: { body: { content: json(CreateSessionBody), required: false } },
-  responses: { 201: { description: 'created', content: json(CreatedSession) }, ...errors(400, 401, 413, 503) },
+  responses: { 201: { description: 'created', content: json(CreatedSession) }, ...errors(400, 401, 403, 413, 415, 503) },
 });
 
 const list = createRoute({
@@ -61,7 +61,7 @@ const context = createRoute({
 export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(create, async (c) => {
     const body = c.req.valid('json');
-    const session = await viaStorage(() => host.runtime.createSession({ permissionMode: host.defaultPermissionMode, ...body, workspaceDir: host.workspaceDir }));
+    const session = await host.limits.sessions.create({ permissionMode: host.defaultPermissionMode, ...body, workspaceDir: host.workspaceDir });
     return c.json({ sessionId: session.id, snapshot: session.snapshot() }, 201);
   });
 

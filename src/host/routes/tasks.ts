@@ -3,6 +3,7 @@ import type { TaskControl } from '../../../storage/task-storage.js';
 import { requestTaskControl, submitTask, type TaskClient } from '../../tasks/task-client.js';
 import { toEnvelope } from '../../tasks/task-envelope.js';
 import { ApiError, viaStorage } from '../errors.js';
+import { takesNoBody } from '../media-type.js';
 import { errors } from '../schemas.js';
 import { SubmitTaskBody, TaskEventPage, TaskEventsQuery, TaskParams, TaskView, taskView } from '../task-schemas.js';
 
@@ -14,7 +15,7 @@ const submit = createRoute({
   summary: 'Submit a task: stored PENDING, then queued for a worker',
   description: 'Idempotent by `taskId`: 201 when it is new, 200 with the stored task when that id was submitted before.',
   request: { body: { content: json(SubmitTaskBody), required: true } },
-  responses: { 201: { description: 'submitted', content: json(TaskView) }, 200: { description: 'already submitted', content: json(TaskView) }, ...errors(400, 401, 413, 503) },
+  responses: { 201: { description: 'submitted', content: json(TaskView) }, 200: { description: 'already submitted', content: json(TaskView) }, ...errors(400, 401, 403, 413, 415, 503) },
 });
 
 const get = createRoute({
@@ -42,7 +43,8 @@ function controlRoute(control: TaskControl) {
       'Recorded on the task first, then sent to the owning worker; 202 once recorded. A transition LC-1 does not allow from the stored state is 409 `InvalidTransition`. ' +
       (control === 'pause' ? 'A pause takes effect at the next checkpoint (before a model call, or between turns).' : ''),
     request: { params: TaskParams },
-    responses: { 202: { description: 'requested', content: json(TaskView) }, ...errors(400, 401, 404, 409, 503) },
+    middleware: [takesNoBody],
+    responses: { 202: { description: 'requested', content: json(TaskView) }, ...errors(400, 401, 403, 404, 409, 415, 503) },
   });
 }
 

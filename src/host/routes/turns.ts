@@ -1,6 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { TurnStatusResult } from '../../runtime/session-handle.js';
 import { sessionOf, unwrap, type HostContext } from '../host-context.js';
+import { takesNoBody } from '../media-type.js';
 import { AcceptedTurn, DecisionBody, errors, Ok, PermissionParams, SessionParams, StartTurnBody, TurnParams, TurnState, WaitQuery } from '../schemas.js';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
@@ -14,7 +15,7 @@ const start = createRoute({
     'The same `clientRequestId` answers with the same turn. Under the `reject` policy a busy session answers 409 Busy; ' +
     'under `enqueue` and `interrupt` the turn is queued (`status: "queued"`).',
   request: { params: SessionParams, body: { content: json(StartTurnBody), required: true } },
-  responses: { 202: { description: 'accepted', content: json(AcceptedTurn) }, ...errors(400, 401, 404, 409, 413, 503) },
+  responses: { 202: { description: 'accepted', content: json(AcceptedTurn) }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
 });
 
 const get = createRoute({
@@ -30,7 +31,8 @@ const cancel = createRoute({
   path: '/sessions/{sessionId}/turns/{turnId}/cancel',
   summary: 'Cancel the running turn (its model call and tool are aborted) or a queued one (it never starts)',
   request: { params: TurnParams },
-  responses: { 200: { description: 'cancelled', content: json(Ok) }, ...errors(400, 401, 404, 409, 503) },
+  middleware: [takesNoBody],
+  responses: { 200: { description: 'cancelled', content: json(Ok) }, ...errors(400, 401, 403, 404, 409, 415, 503) },
 });
 
 const decide = createRoute({
@@ -38,7 +40,7 @@ const decide = createRoute({
   path: '/sessions/{sessionId}/turns/{turnId}/permissions/{toolCallId}',
   summary: 'Answer a pending approval',
   request: { params: PermissionParams, body: { content: json(DecisionBody), required: true } },
-  responses: { 200: { description: 'resolved', content: json(Ok) }, ...errors(400, 401, 404, 409, 413, 503) },
+  responses: { 200: { description: 'resolved', content: json(Ok) }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
 });
 
 export function turnRoutes(app: OpenAPIHono, host: HostContext): void {

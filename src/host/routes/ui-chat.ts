@@ -1,5 +1,5 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { createUIMessageStreamResponse } from 'ai';
+import { createUIMessageStreamResponse, type UIMessageChunk } from 'ai';
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { TurnchartError } from '../../protocol/errors.js';
@@ -25,7 +25,7 @@ const post = createRoute({
     'A last message from the assistant with tool parts in `approval-responded` answers the pending approval, and the response continues that message. ' +
     'A response ends with the turn, or at an approval request while the turn waits. Only the last message is read.',
   request: { body: { content: { 'application/json': { schema: UiChatRequest } }, required: true } },
-  responses: { 200: { description: STREAM }, ...errors(400, 401, 404, 409, 413, 503) },
+  responses: { 200: { description: STREAM }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
 });
 
 const resume = createRoute({
@@ -48,8 +48,8 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
       throw new ApiError('InvalidInput', 'regenerating a response is not supported: a turn, once stored, is never replaced; send a new message instead');
     }
     const last = body.messages.at(-1)!;
-    if (last.role === 'user') return startTurn(c, host, await sessions.get(body.id), last);
-    if (last.role === 'assistant') return answerApprovals(c, host, await sessionOf(host, body.id), last);
+    if (last.role === 'user') return respond(host, await host.limits.streams.open(c.req.method, async () => startTurn(c, host, await sessions.get(body.id), last)));
+    if (last.role === 'assistant') return respond(host, await host.limits.streams.open(c.req.method, async () => answerApprovals(c, host, await sessionOf(host, body.id), last)));
     throw new ApiError('InvalidInput', 'the last message must be the user\'s new message or the assistant message whose approval was answered');
   });
 
@@ -59,14 +59,17 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
     const session = await openSessionOf(host, id);
     const view = session ? (await session.snapshot()).runtime : null;
     if (!session || view?.kind !== 'running') return c.body(null, 204);
-    // Should the turn end before the tap opens, the replay finds its outcome in the snapshot it reads after.
-    const tap = await UpdateTap.open(session);
-    return respond(c, host, tap, await prepared(tap, () => replayTurn(session, host.storage, view.turnId, view.turnId)));
+    const stream = await host.limits.streams.open(c.req.method, async () => {
+      // Should the turn end before the tap opens, the replay finds its outcome in the snapshot it reads after.
+      const tap = await UpdateTap.open(session);
+      return chunks(c, host, tap, await prepared(tap, () => replayTurn(session, host.storage, view.turnId, view.turnId)));
+    });
+    return respond(host, stream);
   });
 }
 
 /** The turn the user's message starts, or the one it started before (the same message id): replayed from its start. */
-async function startTurn(c: Context, host: HostContext, session: SessionAccess, message: UiMessage): Promise<Response> {
+async function startTurn(c: Context, host: HostContext, session: SessionAccess, message: UiMessage): Promise<ReadableStream<UIMessageChunk>> {
   if (message.parts.some((part) => part.type === 'file')) throw new ApiError('InvalidInput', 'file parts are not supported; send text');
   const texts: string[] = [];
   for (const part of message.parts) {
@@ -76,7 +79,7 @@ async function startTurn(c: Context, host: HostContext, session: SessionAccess, 
     texts.push(text.data.text);
   }
   const tap = await UpdateTap.open(session);
-  return respond(
+  return chunks(
     c,
     host,
     tap,
@@ -92,13 +95,13 @@ async function startTurn(c: Context, host: HostContext, session: SessionAccess, 
  * and the response continues the same assistant message from there. The client holds everything
  * up to the approval already, so only what follows is sent.
  */
-async function answerApprovals(c: Context, host: HostContext, session: SessionAccess, message: UiMessage): Promise<Response> {
+async function answerApprovals(c: Context, host: HostContext, session: SessionAccess, message: UiMessage): Promise<ReadableStream<UIMessageChunk>> {
   const answers = message.parts.filter((part) => (part as { state?: unknown }).state === 'approval-responded').map((part) => approvalAnswer(part));
   if (answers.length === 0) throw new ApiError('InvalidInput', 'the last message is the assistant\'s but answers no approval');
   const turnId = answers[0]!.turnId;
   if (answers.some((answer) => answer.turnId !== turnId)) throw new ApiError('InvalidInput', 'the approvals answered belong to different turns');
   const tap = await UpdateTap.open(session);
-  return respond(
+  return chunks(
     c,
     host,
     tap,
@@ -133,14 +136,17 @@ async function prepared(tap: UpdateTap, prepare: () => Promise<PreparedTurn>): P
   }
 }
 
-function respond(c: Context, host: HostContext, tap: UpdateTap, turn: PreparedTurn): Response {
+function chunks(c: Context, host: HostContext, tap: UpdateTap, turn: PreparedTurn): ReadableStream<UIMessageChunk> {
   // Node's response, so a client that falls behind can be cut off at once (the Node adapter passes it as env).
   const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
-  const stream = uiChunkStream(tap, turn, {
+  return uiChunkStream(tap, turn, {
     bufferBytes: host.sse.bufferBytes,
     signal: c.req.raw.signal,
     ...(outgoing && { disconnect: () => outgoing.destroy() }),
   });
+}
+
+function respond(host: HostContext, stream: ReadableStream<UIMessageChunk>): Response {
   return createUIMessageStreamResponse({ stream, keepAliveMs: host.sse.heartbeatMs });
 }
 
@@ -168,8 +174,8 @@ class ChatSessions {
   private create(id: string): Promise<SessionAccess> {
     let creation = this.creating.get(id);
     if (creation) return creation;
-    const { runtime, defaultPermissionMode, workspaceDir } = this.host;
-    creation = viaStorage(() => runtime.createSession({ id, permissionMode: defaultPermissionMode, workspaceDir })).then(
+    const { runtime, defaultPermissionMode, workspaceDir, limits } = this.host;
+    creation = limits.sessions.create({ id, permissionMode: defaultPermissionMode, workspaceDir }).then(
       (handle) => new LocalSession(handle, runtime),
       (error: unknown) => {
         // Another host (or a request before this one) created it meanwhile: it is the chat's session all the same.

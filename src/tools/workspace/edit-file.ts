@@ -4,8 +4,8 @@ import { authorizePath, mustConfine } from './confine.js';
 import { failed, withFsErrors } from './fs-errors.js';
 import type { Workspace } from './workspace.js';
 import { pathField } from './schemas.js';
-import { readTextFile } from './text-file.js';
-import { writeText } from './write-text.js';
+import { openFileBeneath, writeFileBeneath } from './beneath.js';
+import { READ_FLAGS, readTextFile } from './text-file.js';
 
 export function editFileTool(ws: Workspace): AnyTool {
   const text = z.string().max(ws.limits.maxFileBytes);
@@ -22,14 +22,17 @@ export function editFileTool(ws: Workspace): AnyTool {
     execute: (args) =>
       withFsErrors(args.path, async () => {
         const target = await mustConfine(ws.root, args.path);
-        const file = await readTextFile(target.real, { maxBytes: ws.limits.maxFileBytes, whenLarger: 'refuse' });
+        const file = await readTextFile(openFileBeneath(target.root, target.relative, READ_FLAGS), { maxBytes: ws.limits.maxFileBytes, whenLarger: 'refuse' });
         if (file.kind === 'refused') return failed(`'${target.relative}' ${file.reason}`);
         const count = occurrences(file.text, args.oldText);
         if (count === 0) return failed(`oldText was not found in '${target.relative}'; the file is unchanged`);
         if (count > 1) return failed(`oldText occurs ${count} times in '${target.relative}'; it must occur exactly once. The file is unchanged`);
         const at = file.text.indexOf(args.oldText);
         // Sliced, not String.replace: `$&` and friends in newText must be written as they are.
-        await writeText(target.real, file.text.slice(0, at) + args.newText + file.text.slice(at + args.oldText.length));
+        const written = await writeFileBeneath(target.root, target.relative, file.text.slice(0, at) + args.newText + file.text.slice(at + args.oldText.length), {
+          createParents: false,
+        });
+        if (written.refused) return failed(written.refused);
         return { status: 'succeeded', content: `edited ${target.relative}: replaced 1 occurrence` };
       }),
   });

@@ -11,7 +11,7 @@ const EXPLANATIONS: Record<string, string> = {
   EEXIST: 'already exists',
   ENOSPC: 'cannot be written: no space left on the device',
   EROFS: 'is on a read-only file system',
-  // A FIFO or device: what `writeText` raises for anything that is not a regular file.
+  // A FIFO or device: what `writeFileBeneath` raises for anything that is not a regular file.
   ENXIO: 'is not a regular file',
 };
 

@@ -1,14 +1,15 @@
 import path from 'node:path';
+import { setImmediate } from 'node:timers/promises';
 import { z } from 'zod';
 import { defineTool, type AnyTool, type ToolExecutionResult } from '../define-tool.js';
 import { authorizePath, mustConfine, type Confined } from './confine.js';
 import { failed, withFsErrors } from './fs-errors.js';
-import { globToRegExp } from './glob.js';
+import { NameGlob } from './glob.js';
 import type { Workspace, WorkspaceLimits } from './workspace.js';
 import { capLine, capOutput } from './output-cap.js';
 import { RegexMatcher } from './regex-worker.js';
 import { pathField } from './schemas.js';
-import { readTextFile, splitLines } from './text-file.js';
+import { READ_FLAGS, readTextFile, splitLines } from './text-file.js';
 import { walkFiles } from './walk.js';
 
 const input = z.object({
@@ -18,6 +19,9 @@ const input = z.object({
 });
 
 type Args = z.output<typeof input>;
+
+/** Names the walk passes before it gives the event loop a turn (each costs at most one glob match). */
+const NAMES_BETWEEN_YIELDS = 64;
 
 export function grepTool(ws: Workspace): AnyTool {
   return defineTool({
@@ -62,19 +66,22 @@ interface Findings {
 
 async function search(ws: Workspace, args: Args, start: Confined, matcher: RegexMatcher, signal: AbortSignal): Promise<ToolExecutionResult> {
   const { limits } = ws;
-  const include = args.include === undefined ? null : globToRegExp(args.include);
+  const include = args.include === undefined ? null : new NameGlob(args.include);
   const deadline = Date.now() + limits.grepTimeoutMs;
   const found: Findings = { lines: [], searched: 0, skipped: 0, stopped: null };
+  let named = 0;
   for await (const file of walkFiles(start)) {
+    // A large directory's names arrive without I/O between them: let other sessions' work run now and then.
+    if (++named % NAMES_BETWEEN_YIELDS === 0) await setImmediate();
     // Checked here as well as in the matcher: a walk over many non-matching names takes time too.
     if (signal.aborted) return { status: 'cancelled', content: 'grep cancelled' };
     if (Date.now() > deadline) return timedOut(found, limits);
-    if (include && !include.test(path.basename(file.display || file.real))) continue;
+    if (include && !include.matches(path.posix.basename(file.display))) continue;
     if (found.searched === limits.maxGrepFiles) {
       found.stopped = `stopped after searching ${limits.maxGrepFiles} files; narrow the path or the include glob`;
       break;
     }
-    const text = await readTextFile(file.real, { maxBytes: limits.maxFileBytes, whenLarger: 'refuse' }).catch(() => null);
+    const text = await readTextFile(file.open(READ_FLAGS), { maxBytes: limits.maxFileBytes, whenLarger: 'refuse' }).catch(() => null);
     if (text?.kind !== 'text') {
       found.skipped++;
       continue;

@@ -2,6 +2,7 @@ import type { Dirent } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool, type AnyTool } from '../define-tool.js';
+import { openDirBeneath } from './beneath.js';
 import { authorizePath, mustConfine } from './confine.js';
 import { withFsErrors } from './fs-errors.js';
 import type { Workspace } from './workspace.js';
@@ -21,7 +22,13 @@ export function listDirTool(ws: Workspace): AnyTool {
     execute: (args) =>
       withFsErrors(args.path ?? '.', async () => {
         const target = await mustConfine(ws.root, args.path ?? '.');
-        const entries = await readdir(target.real, { withFileTypes: true });
+        const dir = await openDirBeneath(target.root, target.relative);
+        let entries: Dirent[];
+        try {
+          entries = await readdir(dir.self(), { withFileTypes: true });
+        } finally {
+          await dir.close();
+        }
         if (entries.length === 0) return { status: 'succeeded', content: `(${target.relative} is empty)` };
         const listing = entries.sort((a, b) => byCodePoint(a.name, b.name)).map(label).join('\n');
         return { status: 'succeeded', content: capOutput(listing, ws.limits.maxOutputChars) };

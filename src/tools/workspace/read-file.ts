@@ -5,7 +5,8 @@ import { failed, withFsErrors } from './fs-errors.js';
 import type { Workspace, WorkspaceLimits } from './workspace.js';
 import { capLine, truncationNote } from './output-cap.js';
 import { pathField } from './schemas.js';
-import { readTextFile, splitLines } from './text-file.js';
+import { openFileBeneath } from './beneath.js';
+import { READ_FLAGS, readTextFile, splitLines } from './text-file.js';
 
 const input = z.object({
   path: pathField,
@@ -30,7 +31,7 @@ export function readFileTool(ws: Workspace): AnyTool {
 
 async function readLines(ws: Workspace, args: Args) {
   const target = await mustConfine(ws.root, args.path);
-  const file = await readTextFile(target.real, { maxBytes: ws.limits.maxFileBytes, whenLarger: 'read_prefix' });
+  const file = await readTextFile(openFileBeneath(target.root, target.relative, READ_FLAGS), { maxBytes: ws.limits.maxFileBytes, whenLarger: 'read_prefix' });
   if (file.kind === 'refused') return failed(`'${target.relative}' ${file.reason}`);
   if (file.text === '') return { status: 'succeeded' as const, content: file.truncated ? prefixNote(file.size, ws.limits) : '(empty file)' };
   const lines = splitLines(file.text);

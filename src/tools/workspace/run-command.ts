@@ -1,8 +1,10 @@
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool, type AnyTool, type ToolExecutionResult } from '../define-tool.js';
+import { lifetimeDescription } from '../sandbox/containment.js';
+import { runContained, type ContainedRun } from '../sandbox/run-contained.js';
 import type { Workspace } from './workspace.js';
-import { runInGroup, type GroupRun } from './process-group.js';
+import { OutputCollector } from './output-collector.js';
 
 /** Below the kernel's limit on one argument (128 KiB). */
 const MAX_COMMAND_CHARS = 100_000;
@@ -22,30 +24,44 @@ export function runCommandTool(ws: Workspace): AnyTool {
       .optional()
       .describe(`milliseconds before the command is killed; default ${ws.limits.defaultTimeoutMs}`),
   });
+  const { containment, env } = ws.commands;
   return defineTool({
     name: 'run_command',
+    // Says the containment actually in force: the model plans around what it is told.
     description:
       'Run a shell command (`/bin/sh -c`) in the workspace root and return its exit code and output (stdout and ' +
-      'stderr together). Processes it leaves in the background are ended when it exits. The command itself is ' +
-      'not confined to the workspace.',
+      `stderr together). ${lifetimeDescription(containment)} It gets a minimal environment (PATH, HOME, locale, ` +
+      'TERM and what the operator allowed), not the host\'s. The command itself is not confined to the workspace: ' +
+      'it can read and write wherever the host\'s user can.',
     effect: 'execute',
     input,
     execute: async (args, { signal }) => {
-      const run = await runInGroup(args.command, {
-        cwd: await realpath(ws.root),
-        timeoutMs: args.timeoutMs ?? ws.limits.defaultTimeoutMs,
+      const timeoutMs = args.timeoutMs ?? ws.limits.defaultTimeoutMs;
+      let cwd: string;
+      try {
+        cwd = await realpath(ws.root);
+      } catch (error) {
+        return { status: 'failed', content: `command not started: the workspace root cannot be resolved (${(error as Error).message})` };
+      }
+      const output = new OutputCollector(ws.limits.maxOutputChars);
+      const run = await runContained(args.command, {
+        cwd,
+        env,
+        containment,
+        timeoutMs,
         signal,
         killGraceMs: ws.limits.killGraceMs,
-        maxOutputBytes: ws.limits.maxOutputChars,
+        onOutput: (chunk) => output.add(chunk),
       });
-      return resultOf(run, args.timeoutMs ?? ws.limits.defaultTimeoutMs);
+      return resultOf(run, output.text(), timeoutMs);
     },
   });
 }
 
 /** The output is already bounded by the collector; only a one-line header is added. */
-function resultOf(run: GroupRun, timeoutMs: number): ToolExecutionResult {
-  const output = run.output === '' ? '(no output)' : run.output;
+function resultOf(run: ContainedRun, text: string, timeoutMs: number): ToolExecutionResult {
+  if (run.ending === 'not_started') return { status: 'failed', content: `command not started: ${run.reason}` };
+  const output = text === '' ? '(no output)' : text;
   if (run.ending === 'aborted') return { status: 'cancelled', content: `command cancelled; its process group was killed. Output until then:\n${output}` };
   if (run.ending === 'timed_out') {
     return { status: 'failed', content: `command timed out after ${timeoutMs} ms; its process group was killed. Output until then:\n${output}` };

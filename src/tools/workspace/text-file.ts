@@ -1,11 +1,11 @@
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 
 /**
- * O_NOFOLLOW: the path was resolved to a real path, so a symlink here appeared since — refuse it.
+ * The flags a text file is opened with (O_NOFOLLOW is added by the walk beneath the root).
  * O_NONBLOCK: opening a FIFO must not hang the tool; it is refused below as not a regular file.
  */
-const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+export const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
 export type TextFile = { kind: 'text'; text: string; size: number; truncated: boolean } | { kind: 'refused'; reason: string };
 
@@ -15,9 +15,12 @@ export interface ReadTextOptions {
   whenLarger: 'read_prefix' | 'refuse';
 }
 
-/** A regular UTF-8 text file, read at most `maxBytes` deep: binary and non-UTF-8 content is refused. */
-export async function readTextFile(real: string, options: ReadTextOptions): Promise<TextFile> {
-  const handle = await open(real, READ_FLAGS);
+/**
+ * A regular UTF-8 text file, read at most `maxBytes` deep: binary and non-UTF-8 content is refused.
+ * `opening` opens it with `READ_FLAGS`; the handle is closed here.
+ */
+export async function readTextFile(opening: Promise<FileHandle>, options: ReadTextOptions): Promise<TextFile> {
+  const handle = await opening;
   try {
     const stat = await handle.stat();
     if (!stat.isFile()) return { kind: 'refused', reason: stat.isDirectory() ? 'is a directory' : 'is not a regular file' };

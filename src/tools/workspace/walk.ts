@@ -1,59 +1,85 @@
 import type { Dirent } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { MAX_PATH_DEPTH, openDirBeneath, openFileBeneath, type HeldDir } from './beneath.js';
 import { isInside, type Confined } from './confine.js';
 
-/** A file found by the walk: where it really is, and the path the model sees (relative to the root). */
+/** A file found by the walk: the path the model sees (relative to the root), and how to open it. */
 export interface WalkedFile {
-  real: string;
   display: string;
+  /** Opens the file (with O_NOFOLLOW added) from the directory the walk holds, never by a path. */
+  open(flags: number): Promise<FileHandle>;
 }
 
 /** Never searched: version-control internals and installed packages are not the project's text. */
 const SKIPPED_DIRS: ReadonlySet<string> = new Set(['.git', 'node_modules']);
 
-type Place = WalkedFile;
+
+interface Walk {
+  root: string;
+  /** Directories walked, by device and inode: a link back up the tree cannot loop. */
+  visited: Set<string>;
+}
 
 /**
  * Regular files under `start` (or `start` itself when it is a file), in name order, depth first.
- * A symlink is followed only when its real target is inside the root; each real directory is
- * walked once, so a link back up the tree cannot loop. Unreadable directories are passed over.
+ * Each directory is held open while its entries are read and opened, and each subdirectory is
+ * opened from it without following links (`beneath.ts`), so a directory swapped for a link while
+ * the walk runs cannot lead it outside. A symbolic link in the tree is followed only when its real
+ * target is inside the root, and then walked from the root by that target's path. Unreadable
+ * directories are passed over.
  */
 export async function* walkFiles(start: Confined): AsyncGenerator<WalkedFile> {
-  const place = { real: start.real, display: start.relative === '.' ? '' : start.relative };
   const info = await stat(start.real);
-  if (info.isFile()) yield place;
-  else if (info.isDirectory()) yield* walkDir(start.root, place, new Set());
+  const walk: Walk = { root: start.root, visited: new Set() };
+  if (info.isFile()) yield { display: start.relative, open: (flags) => openFileBeneath(start.root, start.relative, flags) };
+  else if (info.isDirectory()) yield* walkFrom(walk, start.relative, start.relative === '.' ? '' : start.relative, 0);
 }
 
-async function* walkDir(root: string, dir: Place, visited: Set<string>): AsyncGenerator<WalkedFile> {
-  if (visited.has(dir.real)) return;
-  visited.add(dir.real);
-  const entries = await readdir(dir.real, { withFileTypes: true }).catch(() => [] as Dirent[]);
-  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const entry of entries) {
-    const place = { real: path.join(dir.real, entry.name), display: path.posix.join(dir.display, entry.name) };
-    const kind = entry.isSymbolicLink() ? await followInside(root, place) : kindOf(entry);
-    if (kind === 'dir' && !SKIPPED_DIRS.has(entry.name)) yield* walkDir(root, place, visited);
-    else if (kind === 'file') yield place;
+/** Walks the directory at `relative` (real, from the root), opened from the root. */
+async function* walkFrom(walk: Walk, relative: string, display: string, depth: number): AsyncGenerator<WalkedFile> {
+  const dir = await openDirBeneath(walk.root, relative).catch(() => null);
+  if (dir) yield* walkDir(walk, dir, relative, display, depth);
+}
+
+/** Walks a held directory, and closes it. */
+async function* walkDir(walk: Walk, dir: HeldDir, relative: string, display: string, depth: number): AsyncGenerator<WalkedFile> {
+  try {
+    const info = await dir.stat();
+    const key = `${info.dev}:${info.ino}`;
+    // Deeper directories are passed over: the walk holds one descriptor per level.
+    if (walk.visited.has(key) || depth > MAX_PATH_DEPTH) return;
+    walk.visited.add(key);
+    const entries = await readdir(dir.self(), { withFileTypes: true }).catch(() => [] as Dirent[]);
+    entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const entry of entries) {
+      const shown = path.posix.join(display, entry.name);
+      const below = path.join(relative, entry.name);
+      if (entry.isSymbolicLink()) {
+        const target = await linkTargetInside(walk.root, dir.entry(entry.name));
+        if (target?.kind === 'dir' && !SKIPPED_DIRS.has(entry.name)) yield* walkFrom(walk, target.relative, shown, depth + 1);
+        else if (target?.kind === 'file') yield { display: shown, open: (flags) => openFileBeneath(walk.root, target.relative, flags) };
+      } else if (entry.isDirectory() && !SKIPPED_DIRS.has(entry.name)) {
+        const child = await dir.openDir(entry.name, below).catch(() => null);
+        if (child) yield* walkDir(walk, child, below, shown, depth + 1);
+      } else if (entry.isFile()) {
+        yield { display: shown, open: (flags) => dir.openFile(entry.name, flags, below) };
+      }
+    }
+  } finally {
+    await dir.close();
   }
 }
 
-type Kind = 'dir' | 'file' | 'other';
-
-/** For a `Dirent` or a `Stats`. */
-function kindOf(entry: { isDirectory(): boolean; isFile(): boolean }): Kind {
-  return entry.isDirectory() ? 'dir' : entry.isFile() ? 'file' : 'other';
-}
-
-/** Points `place.real` at the link's real target when that is inside the root; 'other' (skipped) when not. */
-async function followInside(root: string, place: Place): Promise<Kind> {
+/** A link's real target, relative to the root, when it is inside the root; null (skipped) when not. */
+async function linkTargetInside(root: string, link: string): Promise<{ kind: 'dir' | 'file'; relative: string } | null> {
   try {
-    const real = await realpath(place.real);
-    if (!isInside(root, real)) return 'other';
-    place.real = real;
-    return kindOf(await stat(real));
+    const real = await realpath(link);
+    if (!isInside(root, real)) return null;
+    const info = await stat(real);
+    const relative = path.relative(root, real) || '.';
+    return info.isDirectory() ? { kind: 'dir', relative } : info.isFile() ? { kind: 'file', relative } : null;
   } catch {
-    return 'other';
+    return null;
   }
 }

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { TurnchartError } from '../../protocol/errors.js';
+import { commandSettings, type CommandOptions, type CommandSettings } from '../sandbox/command-settings.js';
 
 const positiveInt = z.number().int().positive();
 
@@ -28,17 +29,19 @@ const limitsSchema = z.strictObject({
 
 export type WorkspaceLimits = z.output<typeof limitsSchema>;
 
-export type WorkspaceToolsOptions = { root: string } & Partial<WorkspaceLimits>;
+export type WorkspaceToolsOptions = { root: string } & Partial<WorkspaceLimits> & CommandOptions;
 
 /** What every workspace tool is built from: the root (absolute, not yet real) and the limits. */
 export interface Workspace {
   root: string;
   limits: WorkspaceLimits;
+  /** run_command's environment and containment, settled when the tools are built. */
+  commands: CommandSettings;
 }
 
 /** Checks the options once, when the tools are built, so a bad limit is a startup error and not a tool failure. */
 export function workspaceFrom(options: WorkspaceToolsOptions): Workspace {
-  const { root, ...rest } = options;
+  const { root, commandEnv, hostSecrets, commandContainment, warn, ...rest } = options;
   if (typeof root !== 'string' || root.length === 0 || root.includes('\0')) {
     throw new TurnchartError('InvalidWorkspaceOptions', 'workspaceTools needs a root directory path');
   }
@@ -47,5 +50,6 @@ export function workspaceFrom(options: WorkspaceToolsOptions): Workspace {
   if (parsed.data.defaultTimeoutMs > parsed.data.maxTimeoutMs) {
     throw new TurnchartError('InvalidWorkspaceOptions', 'defaultTimeoutMs is larger than maxTimeoutMs');
   }
-  return { root: path.resolve(root), limits: parsed.data };
+  const commands = commandSettings({ commandEnv, hostSecrets, commandContainment, warn });
+  return { root: path.resolve(root), limits: parsed.data, commands };
 }

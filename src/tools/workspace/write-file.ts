@@ -1,12 +1,10 @@
-import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import { z } from 'zod';
 import { defineTool, type AnyTool } from '../define-tool.js';
 import { authorizePath, mustConfine } from './confine.js';
 import { failed, withFsErrors } from './fs-errors.js';
 import type { Workspace } from './workspace.js';
 import { pathField } from './schemas.js';
-import { writeText } from './write-text.js';
+import { writeFileBeneath } from './beneath.js';
 
 export function writeFileTool(ws: Workspace): AnyTool {
   const input = z.object({
@@ -24,11 +22,9 @@ export function writeFileTool(ws: Workspace): AnyTool {
       withFsErrors(args.path, async () => {
         const target = await mustConfine(ws.root, args.path);
         if (target.relative === '.') return failed('the workspace root is a directory, not a file');
-        await mkdir(path.dirname(target.real), { recursive: true });
-        // Again after mkdir: a directory created or swapped in meanwhile must not carry the write outside.
-        const settled = await mustConfine(ws.root, args.path);
-        await writeText(settled.real, args.content);
-        return { status: 'succeeded', content: `wrote ${Buffer.byteLength(args.content)} bytes to ${settled.relative}` };
+        const written = await writeFileBeneath(target.root, target.relative, args.content, { createParents: true });
+        if (written.refused) return failed(written.refused);
+        return { status: 'succeeded', content: `wrote ${Buffer.byteLength(args.content)} bytes to ${target.relative}` };
       }),
   });
 }

@@ -10,11 +10,21 @@ const TOKEN = 's3cret-token';
 
 /**
  * Headers on every route of a host that requires a token: `Authorization` right, wrong, malformed,
- * repeated; odd and repeated `Content-Type`; `Last-Event-ID` junk; other headers with odd values.
- * Beyond being typed, an answer must be 401 exactly when the one right token was not sent.
+ * repeated; odd and repeated `Content-Type`; `Last-Event-ID` junk; other headers with odd values,
+ * `Origin` among them. Beyond being typed, an answer must be 401 exactly when the one right token
+ * was not sent, and, with it, 403 exactly when a command carried an `Origin`. (`Host` is not
+ * among them: fetch sends its own. test/hostile/dns-rebinding.test.ts sends hostile ones.)
  */
 export function describeHttpHeaders(size: Size, file: string): void {
-  describeHttpSuite({ name: 'http headers', file, size, seed: 9_004, token: TOKEN, request: (h, op) => headerRequest(h, op), check: authorization });
+  describeHttpSuite({
+    name: 'http headers',
+    file,
+    size,
+    seed: 9_004,
+    token: TOKEN,
+    request: (h, op) => headerRequest(h, op),
+    check: (h, request, answer) => authorization(h, request, answer) ?? origin(request, answer),
+  });
 }
 
 /** Header values fetch will send: Latin-1 without control characters, which it refuses. */
@@ -66,5 +76,20 @@ function authorization(_h: HostileHost, request: HttpRequest, answer: HttpAnswer
   if (request.path === '/healthz') return answer.status === 401 ? 'the health check asked for a token' : null;
   if (right && answer.status === 401) return 'the right token was refused';
   if (!right && !refused) return `no right token, yet answered ${answer.status}`;
+  return null;
+}
+
+/**
+ * With the right token, a request that is not a read and carries an `Origin` is refused 403
+ * `ForbiddenOrigin`, whatever else is wrong with it: none of the generated values is this host's
+ * own origin (`http://127.0.0.1:PORT`), and fetch sends none by itself. Nothing else is refused so.
+ */
+function origin(request: HttpRequest, answer: HttpAnswer): string | null {
+  if (answer.status === 431 || answer.status === 401) return null;
+  const command = request.method !== 'GET' && request.method !== 'HEAD';
+  const sent = request.headers.some(([name]) => name === 'origin');
+  const refused = answer.status === 403 && codeOf(answer) === 'ForbiddenOrigin';
+  if (command && sent && !refused) return `a command with a foreign Origin, yet answered ${answer.status}`;
+  if (!(command && sent) && answer.status === 403) return 'refused for an Origin it did not send';
   return null;
 }
