@@ -22,7 +22,10 @@ export interface LoopRules {
 
 /** The run of consecutive calls as the detectors see it; carried from call to call by the turn. */
 export interface LoopTracker {
-  /** The last counted call's signature (name + key-sorted, maybe normalized, arguments). */
+  /**
+   * The hash of the last counted call's signature (name + key-sorted, maybe normalized, arguments):
+   * the tracker is stored with the session (GR-2a), so it holds hashes, not whole arguments.
+   */
   signature: string | null;
   /** How many identical calls in a row end with it. */
   count: number;
@@ -42,6 +45,23 @@ export type LoopVerdict = {
 } | null;
 
 export const FRESH_TRACKER: LoopTracker = { signature: null, count: 0, recent: [], waitTimeouts: 0 };
+
+/**
+ * GR-2a: what the guardrails remember between a session's turns. Seed 003 keeps both trackers in the
+ * session, outliving any one run: the turn starts from the session's, gives them back as it ends,
+ * and the session stores them with the turn's terminal status, so a restart keeps them too. Nothing
+ * resets the mistake count but the seed's own rules: a step with a success or `onMistakeLimit`'s
+ * `continue` clears it. The loop tracker carries across turns under profiles with
+ * `loopAcrossTurns` (seed 003's), where only a different call ends a run of identical calls
+ * (`observeCall`); seed 000's doom loop (the default profile) counts the calls of one turn.
+ */
+export interface GuardrailTrackers {
+  loop: LoopTracker;
+  /** Model steps in a row whose tool calls all failed. */
+  mistakes: number;
+}
+
+export const FRESH_TRACKERS: GuardrailTrackers = { loop: FRESH_TRACKER, mistakes: 0 };
 
 /** The rules of the default profile (seed 000): the turn ends at the third identical call, nothing else. */
 export function defaultLoopRules(hard: number): LoopRules {
@@ -72,9 +92,9 @@ export function afterWait(tracker: LoopTracker, timedOut: boolean): LoopTracker 
 
 /** Counts one valid call and says whether it reached a threshold. */
 export function observeCall(tracker: LoopTracker, name: string, args: Record<string, unknown>, rules: LoopRules): { tracker: LoopTracker; verdict: LoopVerdict } {
-  const signature = `${name}:${stableStringify(rules.nearDuplicates ? normalizeArguments(args) : args)}`;
+  const signature = signatureHash(`${name}:${stableStringify(rules.nearDuplicates ? normalizeArguments(args) : args)}`);
   const count = signature === tracker.signature ? tracker.count + 1 : 1;
-  const recent = rules.cycles ? remember(tracker.recent, signatureHash(signature), MAX_PERIOD * rules.cycles.hard) : tracker.recent;
+  const recent = rules.cycles ? remember(tracker.recent, signature, MAX_PERIOD * rules.cycles.hard) : tracker.recent;
   // Any counted call between two waits ends their row of timeouts.
   const next: LoopTracker = { signature, count, recent, waitTimeouts: 0 };
   return { tracker: next, verdict: verdictOf(next, rules) };
@@ -136,7 +156,7 @@ export function normalizeArguments(value: unknown): unknown {
   return value;
 }
 
-/** A short, stable hash of a signature (FNV-1a, two 32-bit lanes): the cycle history holds these, not whole arguments. */
+/** A short, stable hash of a signature (FNV-1a, two 32-bit lanes): the trackers hold these, not whole arguments. */
 export function signatureHash(text: string): string {
   let a = 0x811c9dc5;
   let b = 0x01000193 ^ text.length;
@@ -196,12 +216,38 @@ export function mistakesAfter(mistakes: number, tally: StepTally): number {
 }
 
 /**
+ * GR-2: the breaker trips as a mistake is counted (seed 003 decides when it records one), so only
+ * right after a step whose calls all failed. A count carried over from earlier turns at or past the
+ * limit (a `stop` leaves it there) trips at this turn's next mistake, not before its first model call.
+ */
+export function mistakeLimitReached(mistakes: number, step: StepTally, limit: number | null): boolean {
+  return limit !== null && mistakes >= limit && step.failed > 0 && step.succeeded === 0;
+}
+
+/**
+ * Seed 003's stop without a callback (its `buildMistakeLimitStopMessage`): the run ends with an
+ * answer saying why, in the assistant's voice, quoting the last errors so the user can act on them.
+ */
+export function mistakeLimitStopMessage(count: number, lastErrors: readonly string[]): string {
+  const lead = `I stopped after ${count} steps in a row in which every tool call failed: going on the same way would not help.`;
+  if (lastErrors.length === 0) return `${lead} Please tell me how to proceed.`;
+  const errors = lastErrors.map((e) => `- ${e.replace(/\s+/g, ' ').trim()}`).join('\n');
+  return `${lead} Please look at the last errors, then tell me how to proceed:\n${errors}`;
+}
+
+/**
  * An agent's guardrail profile as the turn chart reads it (the loop's hard threshold is the
  * agent's `doomLoopThreshold`, in `TurnLimits`). Null switches a rule off.
  */
 export interface GuardrailLimits {
   /** Identical consecutive calls that earn a recovery hint. */
   loopHint: number | null;
+  /**
+   * Whether a run of identical calls goes on across the session's turns (seed 003's detector lives
+   * in the session) or starts afresh with each turn (seed 000's doom loop counts one turn's calls:
+   * a user who asks three times for the same file is not looping).
+   */
+  loopAcrossTurns: boolean;
   cycles: LoopRules['cycles'];
   nearDuplicates: boolean;
   /** Consecutive model steps whose tool calls all failed before `onMistakeLimit` decides (GR-2). */
@@ -212,12 +258,13 @@ export interface GuardrailLimits {
   stallTimeoutMs: number | null;
 }
 
-/** The default profile (seed 000): only the loop's hard stop. */
+/** The default profile: the loop's hard stop (seed 000) and the mistake breaker at GR-2's default of six. */
 export const DEFAULT_GUARDRAILS: GuardrailLimits = {
   loopHint: null,
+  loopAcrossTurns: false,
   cycles: null,
   nearDuplicates: false,
-  mistakeLimit: null,
+  mistakeLimit: 6,
   maxTurnTokens: null,
   stallTimeoutMs: null,
 };

@@ -2,6 +2,7 @@ import { assign, enqueueActions, fromCallback, sendTo, setup } from 'xstate';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision, QueuedTurnView } from '../src/protocol/updates.js';
 import { turnMachine, type TurnLimits } from './turn.machine.js';
+import type { GuardrailTrackers } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { EFFECT_PORT, doneOutput, failedError, requestEffectAction, type EffectErrorTraits, type EffectAbort, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
 
@@ -25,6 +26,8 @@ export interface SessionInput {
   busyPolicy: BusyPolicy;
   /** Turns stored `queued` (loaded on open): they start one by one. */
   queue: QueuedTurnView[];
+  /** GR-2a: the loop and mistake trackers as the session's last stored turn left them. */
+  trackers: GuardrailTrackers;
 }
 
 export type CommandReply =
@@ -72,6 +75,8 @@ export interface FinishTurnInput {
   sessionId: string;
   turnId: string;
   outcome: TurnOutcome;
+  /** Stored with the terminal status: the next turn, after a restart too, starts from them (GR-2a). */
+  trackers: GuardrailTrackers;
 }
 
 /** The effects the session asks the runtime for. */
@@ -259,6 +264,7 @@ export const sessionMachine = setup({
     reloadRequired: input.reloadRequired,
     busyPolicy: input.busyPolicy,
     queue: input.queue,
+    trackers: input.trackers,
     activeTurn: null,
     pendingPermission: null,
     lastOutcome: null,
@@ -323,10 +329,15 @@ export const sessionMachine = setup({
           sessionId: context.sessionId,
           turnId: context.activeTurn!.turnId,
           limits: context.limits,
+          trackers: context.trackers,
         }),
         onDone: {
           target: 'finishing',
-          actions: assign({ lastOutcome: ({ context, event }) => ({ turnId: context.activeTurn!.turnId, outcome: event.output }) }),
+          // The trackers come back with the outcome: the session keeps them for its next turn (GR-2a).
+          actions: assign({
+            lastOutcome: ({ context, event }) => ({ turnId: context.activeTurn!.turnId, outcome: event.output.outcome }),
+            trackers: ({ event }) => event.output.trackers,
+          }),
         },
         onError: {
           // An error escaping the turn chart is a defect, reported as a typed failure rather than a hang.
@@ -412,7 +423,7 @@ export const sessionMachine = setup({
         type: 'requestEffect',
         params: ({ context }) => ({
           name: 'finishTurn',
-          input: { sessionId: context.sessionId, turnId: context.lastOutcome!.turnId, outcome: context.lastOutcome!.outcome },
+          input: { sessionId: context.sessionId, turnId: context.lastOutcome!.turnId, outcome: context.lastOutcome!.outcome, trackers: context.trackers },
         }),
       },
       on: {

@@ -1,4 +1,4 @@
-import { assign, fromCallback, fromPromise, sendTo, setup } from 'xstate';
+import { assign, fromCallback, fromPromise, sendTo, setup, type EventObject } from 'xstate';
 import { notProvided } from './not-provided.js';
 
 /**
@@ -14,6 +14,14 @@ import { notProvided } from './not-provided.js';
  * or abort. Pause, resume and abort are commands: the chart decides and leaves the answer in
  * `context.reply`; a transition LC-1 does not allow is refused with `InvalidTransition`, never thrown.
  * A task recovered by another worker starts where its stored state says it was.
+ *
+ * Every change of state the chart makes is one of LC-1's (test/machines/task.machine.test.ts drives
+ * each state with each event to check it). So the ways a task ends sit where LC-1 allows them: the
+ * max duration and a failing session end a RUNNING task FAILED, while a PAUSED task — which LC-1
+ * lets only resume or abort — ends through ABORTING: a session that gives out, or a held turn that
+ * ends under the pause, abort it, with that as the reason. The max duration counts RUNNING time
+ * only: its clock is an actor of the `running` state, so a pause stops it and a resume goes on
+ * with what is left.
  */
 
 export type TaskState = 'PENDING' | 'RUNNING' | 'PAUSED' | 'ABORTING' | 'ABORTED' | 'COMPLETED' | 'FAILED' | 'REJECTED';
@@ -57,8 +65,6 @@ export interface TaskInput {
   turnsDone: number;
   /** Where the task starts: PENDING for a new one, the stored state for one recovered after its worker died. */
   startState: 'PENDING' | 'RUNNING' | 'PAUSED' | 'ABORTING';
-  /** What is left of the task's max duration (LC-4). */
-  remainingMs: number;
   /** How long an abort's cleanup may take before the task is ABORTED regardless (LC-4). */
   abortCleanupMs: number;
 }
@@ -73,6 +79,8 @@ export interface TaskContext extends TaskInput {
   risk: RiskLevel | null;
   /** A pause was asked for and takes effect at the next checkpoint. */
   pauseRequested: boolean;
+  /** Why the abort under way was made: `aborted` when asked for, else the failure that made it; ABORTED says so. */
+  abortReason: string;
   reply: { commandId: string; result: TaskReply } | null;
 }
 
@@ -86,8 +94,10 @@ export type TaskEvent =
   | { type: 'session.held' }
   /** From the session: the aborted turn is over (or cleaning up failed: it is best effort). */
   | { type: 'session.aborted' }
-  /** From the session: it could not go on (storage failed, it was lost to another owner). */
-  | { type: 'session.failed'; message: string };
+  /** From the session: it could not go on (storage failed, it closed or was lost to another owner). */
+  | { type: 'session.failed'; message: string }
+  /** From the running clock: the task has been RUNNING for its max duration (LC-4). */
+  | { type: 'clock.expired' };
 
 /** What the chart tells its session. */
 export type SessionOrder =
@@ -97,6 +107,15 @@ export type SessionOrder =
   | { type: 'abort' };
 
 export interface SessionActorInput {
+  taskId: string;
+}
+
+/**
+ * The running clock's input. The clock is supplied by the runtime, which knows the task's max
+ * duration and the RUNNING time it has spent (a recovered task's too); it counts while it lives,
+ * from one `running` to the next, and sends `clock.expired` once the time is spent.
+ */
+export interface RunningClockInput {
   taskId: string;
 }
 
@@ -120,11 +139,14 @@ export interface Change {
 }
 
 /**
- * The actions that move the task to `to`, for a reason fixed or read from the event: the durable
- * record first (it reads the state being left from the context), then the context.
+ * The actions that move the task to `to`, for a reason fixed or read from the event (or the context):
+ * the durable record first (it reads the state being left from the context), then the context.
  */
-function moveTo(to: TaskState, reason: string | ((event: never) => string)) {
-  const params = ({ event }: { event: unknown }): Change => ({ to, reason: typeof reason === 'string' ? reason : reason(event as never) });
+function moveTo(to: TaskState, reason: string | ((event: never, context: TaskContext) => string)) {
+  const params = ({ context, event }: { context: TaskContext; event: unknown }): Change => ({
+    to,
+    reason: typeof reason === 'string' ? reason : reason(event as never, context),
+  });
   return [
     { type: 'recordTransition' as const, params },
     { type: 'setState' as const, params },
@@ -145,9 +167,10 @@ export const taskMachine = setup({
     admit: fromPromise<AdmissionDecision, { taskId: string }>(notProvided('task', 'admit')),
     /** The agent session the task drives, supplied by the runtime. */
     session: fromCallback<SessionOrder, SessionActorInput>(notProvided('task', 'session')),
+    /** LC-4's max duration, counted over RUNNING time only (it lives in `running`), supplied by the runtime. */
+    runningClock: fromCallback<EventObject, RunningClockInput>(notProvided('task', 'runningClock')),
   },
   delays: {
-    maxDuration: ({ context }) => context.remainingMs,
     abortCleanup: ({ context }) => context.abortCleanupMs,
   },
   guards: {
@@ -172,6 +195,8 @@ export const taskMachine = setup({
     announceClosed: notProvided('task', 'announceClosed') as (_: unknown, params: { finalState: TaskState; reason: string }) => void,
     /** The context's half of a state change; it runs after `recordTransition`, which reads the state being left. */
     setState: assign((_, params: Change) => ({ state: params.to, reason: params.reason })),
+    /** A failure that aborts a PAUSED task: its reason is also the reason the task ends ABORTED. */
+    setAbortReason: assign((_, params: { reason: string }) => ({ abortReason: params.reason })),
     refuse: assign({
       reply: ({ context, event }, params: { to: TaskState }) => ({
         commandId: (event as Commanded).commandId,
@@ -189,12 +214,12 @@ export const taskMachine = setup({
     turnCount: input.turnCount,
     turnsDone: input.turnsDone,
     startState: input.startState,
-    remainingMs: input.remainingMs,
     abortCleanupMs: input.abortCleanupMs,
     state: input.startState,
     reason: 'submitted',
     risk: null,
     pauseRequested: false,
+    abortReason: 'aborted',
     reply: null,
   }),
   // A command in a state that does not take it: LC-1 does not allow that transition.
@@ -252,17 +277,9 @@ export const taskMachine = setup({
       invoke: { id: 'session', src: 'session', input: ({ context }) => ({ taskId: context.taskId }) },
       initial: 'live',
       states: {
-        /** RUNNING or PAUSED: the max duration runs (LC-4), paused or not. */
+        /** RUNNING or PAUSED: the task can be aborted (LC-1). What else ends it depends on which. */
         live: {
-          after: { maxDuration: { target: '#task.failed', actions: moveTo('FAILED', 'timeout') } },
           on: {
-            'session.failed': {
-              target: '#task.failed',
-              actions: [
-                { type: 'reportError', params: ({ event }) => ({ code: 'session_error', message: event.message }) },
-                ...moveTo('FAILED', (event: { message: string }) => `session_error: ${event.message}`),
-              ],
-            },
             'task.abort': {
               target: '#task.active.aborting',
               actions: ['replyOk', ...moveTo('ABORTING', 'abort_requested')],
@@ -270,7 +287,10 @@ export const taskMachine = setup({
           },
           initial: 'running',
           states: {
+            /** RUNNING: LC-1's FAILED (max duration, a turn or the session failing) and COMPLETED are reached from here only. */
             running: {
+              // LC-4: the max duration counts RUNNING time only — the clock lives here, so a pause stops it.
+              invoke: { id: 'runningClock', src: 'runningClock', input: ({ context }) => ({ taskId: context.taskId }) },
               initial: 'next_turn',
               states: {
                 next_turn: {
@@ -292,13 +312,7 @@ export const taskMachine = setup({
                       {
                         target: '#task.failed',
                         actions: [
-                          {
-                            type: 'reportError',
-                            params: ({ event }) => {
-                              const end = event.end as Exclude<TurnEnd, { status: 'completed' }>;
-                              return { code: end.code, message: end.message };
-                            },
-                          },
+                          { type: 'reportError', params: ({ event }) => endError(event.end) },
                           ...moveTo('FAILED', (event: { end: TurnEnd }) => `turn_${event.end.status}`),
                         ],
                       },
@@ -313,6 +327,14 @@ export const taskMachine = setup({
                 },
               },
               on: {
+                'clock.expired': { target: '#task.failed', actions: moveTo('FAILED', 'timeout') },
+                'session.failed': {
+                  target: '#task.failed',
+                  actions: [
+                    { type: 'reportError', params: ({ event }) => ({ code: 'session_error', message: event.message }) },
+                    ...moveTo('FAILED', (event: { message: string }) => `session_error: ${event.message}`),
+                  ],
+                },
                 'task.pause': { actions: [assign({ pauseRequested: true }), sendTo('session', { type: 'hold' } satisfies SessionOrder), 'replyOk'] },
                 // Resuming before the pause took effect withdraws it.
                 'task.resume': [
@@ -321,7 +343,19 @@ export const taskMachine = setup({
                 ],
               },
             },
+            /** PAUSED: LC-1 allows only RUNNING (resume) and ABORTING from here, so a failure aborts the task. */
             paused: {
+              on: {
+                // The session gave out (it closed, or was lost) while the task was paused: nothing can resume.
+                'session.failed': {
+                  target: '#task.active.aborting',
+                  actions: [
+                    { type: 'reportError', params: ({ event }) => ({ code: 'session_error', message: event.message }) },
+                    { type: 'setAbortReason', params: ({ event }) => ({ reason: `session_error: ${event.message}` }) },
+                    ...moveTo('ABORTING', (event: { message: string }) => `session_error: ${event.message}`),
+                  ],
+                },
+              },
               initial: 'between',
               states: {
                 /** Paused between turns: resuming starts the next one. */
@@ -345,6 +379,16 @@ export const taskMachine = setup({
                         ...moveTo('RUNNING', 'resumed'),
                       ],
                     },
+                    // The held turn ended under the pause (cancelled or timed out from outside the task; a held
+                    // turn cannot complete: it holds before a model call). There is nothing left to resume.
+                    'session.turn_finished': {
+                      target: '#task.active.aborting',
+                      actions: [
+                        { type: 'reportError', params: ({ event }) => endError(event.end) },
+                        { type: 'setAbortReason', params: ({ event }) => ({ reason: `turn_${event.end.status}` }) },
+                        ...moveTo('ABORTING', (event: { end: TurnEnd }) => `turn_${event.end.status}`),
+                      ],
+                    },
                   },
                 },
               },
@@ -357,7 +401,8 @@ export const taskMachine = setup({
           after: { abortCleanup: { target: '#task.aborted', actions: moveTo('ABORTED', 'cleanup_timed_out') } },
           on: {
             // Cleanup is best effort (seed 002): a session that fails while cleaning up still reports aborted.
-            'session.aborted': { target: '#task.aborted', actions: moveTo('ABORTED', 'aborted') },
+            // ABORTED says why the abort was made: asked for (`aborted`), or the failure that aborted a paused task.
+            'session.aborted': { target: '#task.aborted', actions: moveTo('ABORTED', (_: unknown, context) => context.abortReason) },
           },
         },
       },
@@ -369,6 +414,11 @@ export const taskMachine = setup({
   },
   output: ({ context }) => ({ state: context.state, reason: context.reason }),
 });
+
+/** The error a turn that did not complete reports (a completed one reports none, and never reaches here). */
+function endError(end: TurnEnd): { code: string; message: string } {
+  return end.status === 'completed' ? { code: 'turn_completed', message: 'the turn completed' } : { code: end.code, message: end.message };
+}
 
 function closing({ context }: { context: TaskContext }) {
   return { finalState: context.state, reason: context.reason };

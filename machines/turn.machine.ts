@@ -6,7 +6,19 @@ import type { ToolCallOutput, TurnTermination } from '../src/protocol/tool-resul
 import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
 import { toolCallMachine, type GuardrailTriggered } from './tool-call.machine.js';
 import { stallWatchdogMachine, WATCHDOG } from './stall-watchdog.machine.js';
-import { EMPTY_TALLY, FRESH_TRACKER, loopRulesOf, mistakesAfter, tallyResult, type GuardrailLimits, type LoopTracker, type StepTally } from './guardrails.js';
+import {
+  DEFAULT_GUARDRAILS,
+  EMPTY_TALLY,
+  FRESH_TRACKER,
+  loopRulesOf,
+  mistakeLimitReached,
+  mistakesAfter,
+  tallyResult,
+  type GuardrailLimits,
+  type GuardrailTrackers,
+  type LoopTracker,
+  type StepTally,
+} from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { abortEffectAction, cancelEffectAction, doneOutput, failedError, requestEffectAction, type EffectErrorTraits, type EffectReply } from './effect-port.js';
@@ -19,7 +31,7 @@ import { abortEffectAction, cancelEffectAction, doneOutput, failedError, request
  * → skipping_remaining. The guardrails (GR-1…GR-3) are its guards and transitions: the mistake
  * breaker in `checking` → `consulting`, the token budget in `preparing` and `writing_response`,
  * the no-progress watchdog an invoked chart of its own that sends `turn.timeout { limit: 'stall' }`.
- * `holding` is the checkpoint a paused task waits at (LC-2).
+ * `holding` is the checkpoint a paused task waits at (LC-1, LC-4).
  */
 
 export interface TurnLimits {
@@ -35,12 +47,21 @@ export interface TurnInput {
   sessionId: string;
   turnId: string;
   limits: TurnLimits;
+  /** GR-2a: the session's loop and mistake trackers as its last turn left them; the turn goes on from there. */
+  trackers: GuardrailTrackers;
+}
+
+/** How the turn ended, and the trackers it hands back to its session (GR-2a). */
+export interface TurnOutput {
+  outcome: TurnOutcome;
+  trackers: GuardrailTrackers;
 }
 
 /** What ended the turn early: a user cancel, the run's time limit (RL-3), no progress (the watchdog), or the session stopping. */
 export type Interrupt = 'cancel' | 'timeout' | 'stall' | 'stop' | null;
 
-export interface TurnContext extends TurnInput {
+/** The trackers of the input live on as `loop` and `mistakes`, which the turn moves. */
+export interface TurnContext extends Omit<TurnInput, 'trackers'> {
   /** The number of the model call the turn makes next (from 1): it moves on when a response arrives. */
   modelCallIndex: number;
   /** World-state sample of this model call: 1, or 2 right after an in-turn compaction (CW-2). */
@@ -52,11 +73,11 @@ export interface TurnContext extends TurnInput {
   response: ModelResponse | null;
   /** The next of the response's tool calls to run (`response.toolCalls`, provider order). */
   toolIndex: number;
-  /** The run of consecutive tool calls so far (GR-1), carried from call to call. */
+  /** The run of consecutive tool calls so far (GR-1), carried from call to call and from turn to turn (GR-2a). */
   loop: LoopTracker;
   /** What the current model step's tool calls came to (GR-2). */
   step: StepTally;
-  /** Model steps in a row whose tool calls all failed (GR-2). */
+  /** Model steps in a row whose tool calls all failed (GR-2), counted across the session's turns (GR-2a). */
   mistakes: number;
   /** The token budget is spent: this is the last model call, without tools. */
   concluding: boolean;
@@ -137,7 +158,8 @@ export type TurnEffects = {
   skipToolCalls: { input: SkipCallsInput; output: void };
   /**
    * GR-2: asks the agent's `onMistakeLimit`, then writes its guidance as a user-side note or its
-   * message as the final answer. No callback, or one that throws or answers nonsense: `mistake_limit`.
+   * message as the final answer; without a callback it stops with an explanatory message (seed 003).
+   * A callback that throws or answers nonsense: `mistake_limit`.
    */
   consultMistakeLimit: { input: MistakeLimitInput; output: MistakeDecision };
   /** Waits until the session's hold is released (a paused task resumes). */
@@ -195,7 +217,7 @@ export const turnMachine = setup({
     input: {} as TurnInput,
     context: {} as TurnContext,
     events: {} as TurnEvent,
-    output: {} as TurnOutcome,
+    output: {} as TurnOutput,
   },
   actors: {
     toolCall: toolCallMachine,
@@ -223,11 +245,8 @@ export const turnMachine = setup({
     terminationIsFailure: ({ context }) => context.termination?.kind === 'failed',
     timedOut: ({ context }) => context.interrupt === 'timeout',
     stalled: ({ context }) => context.interrupt === 'stall',
-    /** GR-2: that many model steps in a row had every tool call fail. */
-    reachedMistakeLimit: ({ context }) => {
-      const limit = guardrailsOf(context)?.mistakeLimit ?? null;
-      return limit !== null && context.mistakes >= limit;
-    },
+    /** GR-2: the step just closed was one more mistake, and the count (this turn's and earlier ones') reached the limit. */
+    reachedMistakeLimit: ({ context }) => mistakeLimitReached(context.mistakes, context.step, (guardrailsOf(context) ?? DEFAULT_GUARDRAILS).mistakeLimit),
     mistakeDecisionStops: ({ event }) => mistakeDecisionOf(event)?.action === 'stop',
     /** The token budget: the tokens reported so far plus this request would pass it (and the last call is not yet under way). */
     nextCallExceedsBudget: ({ context, event }) => {
@@ -313,9 +332,11 @@ export const turnMachine = setup({
     overflowRetried: false,
     response: null,
     toolIndex: 0,
-    loop: FRESH_TRACKER,
+    // GR-2a: the trackers are the session's, so the turn starts where the last one left them (the
+    // loop's only under a profile that counts it across turns).
+    loop: input.limits.guardrails?.loopAcrossTurns ? input.trackers.loop : FRESH_TRACKER,
     step: EMPTY_TALLY,
-    mistakes: 0,
+    mistakes: input.trackers.mistakes,
     concluding: false,
     interrupt: null,
     termination: null,
@@ -729,7 +750,7 @@ export const turnMachine = setup({
       ],
     },
   },
-  output: ({ context }) => context.outcome ?? STOPPED,
+  output: ({ context }) => ({ outcome: context.outcome ?? STOPPED, trackers: { loop: context.loop, mistakes: context.mistakes } }),
 });
 
 /** The tool calls of the stored response; none before the first response. */

@@ -15,6 +15,7 @@ import * as leases from './leases.js';
 import { migrationProvider } from './migrations/index.js';
 import { executeKept } from './prepared-statements.js';
 import { encodeText } from './text-codec.js';
+import { encodeTrackers } from './trackers-codec.js';
 import { inTransaction } from './transaction.js';
 import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn } from './rows.js';
 import { applySpanPlan, planSpanWrites } from './span-writes.js';
@@ -108,7 +109,10 @@ const createSessionStatement = new KeptStatement<{ row: SessionRow; owner: Lease
   ({ row, owner }) => `${row.nonInteractive ? 'n' : ''}${row.parent ? 'p' : ''}${owner ? 'o' : ''}`,
 );
 
-/** A running turn's terminal status, once per turn: kept, since the builder cost more than the update on SQLite. */
+/**
+ * A running turn's terminal status, once per turn: kept, since the builder cost more than the update on SQLite.
+ * The session's guardrail trackers go into the same row and statement (GR-2a): no extra write per turn.
+ */
 const endTurnStatement = new KeptStatement<{ turnId: string; end: TurnEnd; fence: number | undefined }>(
   (db, dialect, { turnId, end, fence }) => {
     let query = db
@@ -119,6 +123,7 @@ const endTurnStatement = new KeptStatement<{ turnId: string; end: TurnEnd; fence
         error_message: encodeText(end.errorMessage),
         final_text: encodeText(end.finalText),
         finished_at_ms: end.finishedAtMs,
+        guardrail_trackers: encodeTrackers(end.trackers),
       })
       .where('id', '=', turnId)
       .where('status', '=', 'running');
@@ -126,7 +131,7 @@ const endTurnStatement = new KeptStatement<{ turnId: string; end: TurnEnd; fence
     return query.compile();
   },
   ({ turnId, end, fence }) => {
-    const head = [end.status, end.errorCode, encodeText(end.errorMessage), encodeText(end.finalText), end.finishedAtMs, turnId, 'running'];
+    const head = [end.status, end.errorCode, encodeText(end.errorMessage), encodeText(end.finalText), end.finishedAtMs, encodeTrackers(end.trackers), turnId, 'running'];
     return fence === undefined ? head : [...head, fence];
   },
   ({ fence }) => (fence === undefined ? 'unfenced' : 'fenced'),

@@ -3,6 +3,7 @@ import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { SpanKind, SpanSource, SpanStatus, TraceSpan } from '../src/protocol/trace.js';
 import { decodeText, encodeText } from './text-codec.js';
+import { decodeTrackers } from './trackers-codec.js';
 import { toMs, type MessagesTable, type SessionsTable, type TraceSpansTable, type TurnsTable } from './schema.js';
 import type { BusyPolicy, PermissionMode, QueuedTurnRow, SessionRow, TriggerType, TurnRow } from './session-storage.js';
 
@@ -58,6 +59,7 @@ export function rowToMessage(row: Selectable<MessagesTable>): StoredMessage {
 export type TurnWithRun = Selectable<TurnsTable> & { run_id: string | null; trigger_type: string | null };
 
 export function rowToTurn(row: TurnWithRun): TurnRow {
+  const trackers = decodeTrackers(row.guardrail_trackers);
   return {
     id: row.id,
     sessionId: row.session_id,
@@ -70,6 +72,7 @@ export function rowToTurn(row: TurnWithRun): TurnRow {
     finalText: decodeText(row.final_text),
     startedAtMs: toMs(row.started_at_ms),
     finishedAtMs: toMs(row.finished_at_ms),
+    ...(trackers && { trackers }),
   };
 }
 

@@ -42,6 +42,8 @@ export interface TurnsTable {
   /** JSON of a queued turn's input messages; null once it started (or for turns never queued). */
   input: string | null;
   queue_position: number | null;
+  /** GR-2a (007): JSON of the session's guardrail trackers as this turn ended; null for a turn that did not end itself. */
+  guardrail_trackers: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface RunsTable {

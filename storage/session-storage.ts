@@ -3,6 +3,7 @@ import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { Plan } from '../src/protocol/plan.js';
 import type { SpanStatus, TraceSpan } from '../src/protocol/trace.js';
+import type { GuardrailTrackers } from '../machines/guardrails.js';
 
 export type PermissionMode = 'ask' | 'auto' | 'read_only';
 
@@ -118,6 +119,8 @@ export interface TurnRow {
   finalText: string | null;
   startedAtMs: number;
   finishedAtMs: number | null;
+  /** GR-2a: the session's guardrail trackers as this turn left them; absent for a turn that did not end itself (interrupted, cancelled while queued). */
+  trackers?: GuardrailTrackers;
 }
 
 export interface TurnEnd {
@@ -126,6 +129,8 @@ export interface TurnEnd {
   errorMessage: string | null;
   finalText: string | null;
   finishedAtMs: number;
+  /** GR-2a: the session's guardrail trackers after the turn, stored in the same write as its terminal status. */
+  trackers?: GuardrailTrackers | null;
 }
 
 export interface SpanEnd {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DEFAULT_GUARDRAILS, type GuardrailLimits } from '../../machines/guardrails.js';
 
 /**
- * GR-1…GR-3 as configuration: an agent names a profile (`'default'`, `'cline'`) or gives an object
+ * GR-1 and GR-2 as configuration: an agent names a profile (`'default'`, `'cline'`) or gives an object
  * with an optional `profile` and overrides of any threshold. Validated with zod when the runtime is
  * created; a threshold that makes no sense (a hint at or after the stop) is refused there.
  */
@@ -16,10 +16,10 @@ interface Profile {
 }
 
 const PROFILES: Record<GuardrailProfileName, Profile> = {
-  // Seed 000: the third identical call ends the turn; nothing else.
+  // Seed 000: the third identical call ends the turn; GR-2's default breaker trips at six steps in a row whose calls all failed.
   default: { loopStop: 3, limits: DEFAULT_GUARDRAILS },
-  // Seed 003: a recovery hint at the third identical call, the turn ends at the fifth; six steps in a row whose calls all failed trip the breaker.
-  cline: { loopStop: 5, limits: { ...DEFAULT_GUARDRAILS, loopHint: 3, mistakeLimit: 6 } },
+  // Seed 003: a recovery hint at the third identical call, the turn ends at the fifth; the breaker at six, as by default.
+  cline: { loopStop: 5, limits: { ...DEFAULT_GUARDRAILS, loopHint: 3, loopAcrossTurns: true, mistakeLimit: 6 } },
 };
 
 /** When cycle detection is switched on with `true`: a hint at two repetitions of the sequence, a stop at three. */
@@ -34,6 +34,7 @@ const overridesSchema = z
       .object({
         soft: z.number().int().min(2).max(100).nullable().optional(),
         hard: z.number().int().min(2).max(100).optional(),
+        acrossTurns: z.boolean().optional(),
       })
       .strict()
       .optional(),
@@ -105,6 +106,7 @@ export function resolveGuardrails(
   const loopStop = overrides.loop?.hard ?? doomLoopThreshold ?? profile.loopStop;
   const limits: GuardrailLimits = {
     loopHint: overrides.loop?.soft === undefined ? profile.limits.loopHint : overrides.loop.soft,
+    loopAcrossTurns: overrides.loop?.acrossTurns ?? profile.limits.loopAcrossTurns,
     cycles: cyclesOf(overrides.cycles, profile.limits.cycles),
     nearDuplicates: overrides.nearDuplicates ?? profile.limits.nearDuplicates,
     mistakeLimit: overrides.mistakeLimit === undefined ? profile.limits.mistakeLimit : overrides.mistakeLimit,

@@ -1,25 +1,27 @@
 import { z } from 'zod';
+import { mistakeLimitStopMessage } from '../../machines/guardrails.js';
 import type { MistakeDecision, MistakeLimitInput } from '../../machines/turn.machine.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import { EffectAborted, untilAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import { mistakeDecisionSchema, type MistakeLimitDecision } from './guardrail-profiles.js';
-import { persistAndAppend, type RuntimeDeps } from './session-env.js';
+import { persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
 
 /**
  * GR-2's effect: the turn chart decided the breaker tripped; the agent's `onMistakeLimit` says what
  * now. Its guidance is written as a user-side note before the next model call, its stop message as
- * the turn's final answer. Fails closed: no callback, a throw, or an answer that is not one of the
- * two fail the turn `mistake_limit`. A cancel aborts the callback's signal and stops waiting for it;
- * a write already under way finishes first.
+ * the turn's final answer. Without a callback the seed's default holds: stop, with an explanatory
+ * message (`mistakeLimitStopMessage`) as the final answer. A callback that throws or answers neither
+ * of the two is a host defect and fails closed: the turn fails `mistake_limit`. A cancel aborts the
+ * callback's signal and stops waiting for it; a write already under way finishes first.
  */
 export function consultMistakeLimitEffect(deps: RuntimeDeps) {
   return async (input: MistakeLimitInput, cancellation: EffectCancellation): Promise<MistakeDecision> => {
     const env = deps.env(input.sessionId);
     const callback = env.agent.onMistakeLimit;
     const tripped = `${input.count} model steps in a row had every tool call fail`;
-    if (!callback) throw new TurnFailure('mistake_limit', `${tripped} (the agent's limit, and no onMistakeLimit to decide)`);
     if (cancellation.aborted) throw new EffectAborted('onMistakeLimit');
+    if (!callback) return stop(env, deps, input.turnId, mistakeLimitStopMessage(input.count, input.lastErrors));
     const asked = Promise.resolve().then(() =>
       callback({ sessionId: input.sessionId, turnId: input.turnId, count: input.count, lastErrors: input.lastErrors, signal: cancellation.signal }),
     );
@@ -32,9 +34,14 @@ export function consultMistakeLimitEffect(deps: RuntimeDeps) {
       await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'guardrail_note', text: decision.guidance });
       return { action: 'continue' };
     }
-    await persistAndAppend(env, deps, input.turnId, { role: 'assistant', text: decision.message, reasoning: '', toolCalls: [] });
-    return { action: 'stop', message: decision.message };
+    return stop(env, deps, input.turnId, decision.message);
   };
+}
+
+/** The stop message is the turn's answer: written and appended like any assistant message, then the turn completes with it. */
+async function stop(env: SessionEnv, deps: RuntimeDeps, turnId: string, message: string): Promise<MistakeDecision> {
+  await persistAndAppend(env, deps, turnId, { role: 'assistant', text: message, reasoning: '', toolCalls: [] });
+  return { action: 'stop', message };
 }
 
 function parseDecision(answer: unknown, tripped: string): MistakeLimitDecision {

@@ -5,6 +5,7 @@ import { createActor, type AnyActorRef, type InspectionEvent } from 'xstate';
 import { REAL_CLOCK, type ChartClock } from './chart-clock.js';
 import { z } from 'zod';
 import type { AgentLink, CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
+import { FRESH_TRACKERS, type GuardrailTrackers } from '../../machines/guardrails.js';
 import { auditPageSchema, createSessionSchema, embedSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, SessionOwnedElsewhereError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
@@ -103,6 +104,8 @@ interface Loaded {
   accepted: Record<string, string>;
   runs: Map<string, string>;
   queued: QueuedTurnRow[];
+  /** GR-2a: the guardrail trackers the session's last ended turn stored. */
+  trackers: GuardrailTrackers;
 }
 
 /**
@@ -314,7 +317,7 @@ export class Runtime {
       if (parsed.data.id !== undefined && (await this.sessionExists(row.id).catch(() => false))) throw sessionTaken(row.id);
       throw persistenceError(error);
     });
-    return this.start({ row: { ...row, updateSequence: 0 }, fence, chat: new ChatState(), plan: null, accepted: {}, runs: new Map(), queued: [] });
+    return this.start({ row: { ...row, updateSequence: 0 }, fence, chat: new ChatState(), plan: null, accepted: {}, runs: new Map(), queued: [], trackers: FRESH_TRACKERS });
   }
 
   private async sessionExists(id: string): Promise<boolean> {
@@ -434,11 +437,14 @@ export class Runtime {
     });
     const accepted: Record<string, string> = Object.create(null) as Record<string, string>;
     const runs = new Map<string, string>();
+    // Turns come in start order and run one at a time: the last one that stored trackers left the session's (GR-2a).
+    let trackers = FRESH_TRACKERS;
     for (const turn of turns) {
       accepted[turn.clientRequestId] = turn.id;
       if (turn.runId) runs.set(turn.id, turn.runId);
+      if (turn.trackers) trackers = turn.trackers;
     }
-    return { row: acquired.session, fence: acquired.fence, chat, plan, accepted, runs, queued };
+    return { row: acquired.session, fence: acquired.fence, chat, plan, accepted, runs, queued, trackers };
   }
 
   private start(loaded: Loaded): SessionHandle {
@@ -505,6 +511,7 @@ export class Runtime {
         reloadRequired: false,
         busyPolicy: env.busyPolicy,
         queue: live.queue,
+        trackers: loaded.trackers,
       },
       inspect: this.options.inspect,
       ...(this.options.clock && { clock: this.options.clock }),

@@ -15,7 +15,8 @@ export function sessionEffects(deps: TurnEffectDeps) {
 
   const finishTurn = async (input: FinishTurnInput): Promise<FinishTurnOutput> => {
     const env = envOf(input.sessionId);
-    const end = turnEnd(input.outcome, now());
+    // The session's guardrail trackers go into the turn's terminal write: a restart starts from them (GR-2a).
+    const end: TurnEnd = { ...turnEnd(input.outcome, now()), trackers: input.trackers };
     env.preparedInputs.delete(input.turnId);
     env.stored.forget(input.turnId);
     abandonStartedReads(env);

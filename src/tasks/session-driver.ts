@@ -48,7 +48,8 @@ export class SessionDriver {
     private readonly deps: SessionDriverDeps,
     private readonly sendBack: (event: TaskEvent) => void,
   ) {
-    this.subscription = deps.handle.updates$.subscribe((update) => this.onUpdate(update));
+    // The stream completes when the session closes (it was closed, or lost to another owner): the task cannot go on.
+    this.subscription = deps.handle.updates$.subscribe({ next: (update) => this.onUpdate(update), complete: () => this.failed(new Error('the agent session closed')) });
   }
 
   receive(order: SessionOrder): void {
@@ -159,6 +160,7 @@ export class SessionDriver {
     if (!this.stopped) this.sendBack({ type: 'session.aborted' });
   }
 
+  /** The session could not go on; nothing is reported once the chart stopped listening (or the worker detached). */
   private failed(error: unknown): void {
     if (this.stopped) return;
     this.sendBack({ type: 'session.failed', message: error instanceof Error ? error.message : String(error) });

@@ -1,4 +1,4 @@
-import { createActor, fromCallback, fromPromise, toPromise, type Actor, type InspectionEvent } from 'xstate';
+import { createActor, fromCallback, fromPromise, toPromise, type Actor, type EventObject, type InspectionEvent } from 'xstate';
 import {
   COMMAND_TARGET,
   taskMachine,
@@ -6,6 +6,7 @@ import {
   type AdmissionDecision,
   type Change,
   type SessionActorInput,
+  type RunningClockInput,
   type SessionOrder,
   type TaskContext,
   type TaskOutput,
@@ -13,8 +14,9 @@ import {
 } from '../../machines/task.machine.js';
 import type { SessionStorage } from '../../storage/session-storage.js';
 import type { TaskControl, TaskRow, TaskStorage } from '../../storage/task-storage.js';
-import type { ChartClock } from '../runtime/runtime.js';
+import { REAL_CLOCK, type ChartClock } from '../runtime/chart-clock.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
+import { RunningTime } from './running-time.js';
 import { SessionDriver } from './session-driver.js';
 import type { TaskJournal } from './task-journal.js';
 
@@ -37,6 +39,8 @@ export interface TaskRunnerDeps {
   newId: () => string;
   warn: (message: string) => void;
   abortCleanupMs?: number;
+  /** LC-4: RUNNING time the task has already spent, as `runningTimeOf` reads it from the task's events; 0 for a new task. */
+  runningMs?: number;
   clock?: ChartClock;
   /** XState inspection of the task actor (the generated paths record its transitions). */
   inspect?: (event: InspectionEvent) => void;
@@ -51,14 +55,17 @@ export class TaskRunner {
   readonly actor: Actor<typeof taskMachine>;
   readonly done: Promise<TaskOutput>;
   private appliedControl: number;
-  /** The task has been RUNNING before: its max duration counts from then. */
+  /** The task has been RUNNING before (`startedAtMs` is stored once). */
   private started: boolean;
   private driver: SessionDriver | null = null;
+  /** The chart's running clock: the max duration, counted over RUNNING time only. */
+  private readonly runningTime: RunningTime;
 
   constructor(private readonly deps: TaskRunnerDeps) {
     const { task } = deps;
     this.appliedControl = task.controlSeq;
     this.started = task.startedAtMs !== null;
+    this.runningTime = new RunningTime(task.spec.maxDurationMs, deps.runningMs ?? 0, deps.clock ?? REAL_CLOCK, deps.now);
     const machine = this.provided();
     this.actor = createActor(machine, {
       input: {
@@ -66,7 +73,6 @@ export class TaskRunner {
         turnCount: task.spec.prompts.length,
         turnsDone: task.turnsDone,
         startState: startStateOf(task),
-        remainingMs: remainingOf(task, deps.now()),
         abortCleanupMs: deps.abortCleanupMs ?? DEFAULT_ABORT_CLEANUP_MS,
       },
       ...(deps.clock && { clock: deps.clock }),
@@ -145,6 +151,8 @@ export class TaskRunner {
           receive((order) => driver.receive(order));
           return () => driver.stop();
         }),
+        // Counts while the chart is in `running`; stopping the actor (a pause, or the end) stops the count.
+        runningClock: fromCallback<EventObject, RunningClockInput>(({ sendBack }) => this.runningTime.run(() => sendBack({ type: 'clock.expired' }))),
       },
       actions: {
         recordTransition: ({ context }: { context: TaskContext }, params: Change) =>
@@ -179,12 +187,6 @@ export class TaskRunner {
 function startStateOf(task: TaskRow): 'PENDING' | 'RUNNING' | 'PAUSED' | 'ABORTING' {
   if (task.state === 'RUNNING' || task.state === 'PAUSED' || task.state === 'ABORTING') return task.state;
   return 'PENDING';
-}
-
-/** What is left of the max duration, counted from the first time the task ran; at least 1 ms. */
-function remainingOf(task: TaskRow, now: number): number {
-  if (task.startedAtMs === null) return task.spec.maxDurationMs;
-  return Math.max(1, task.spec.maxDurationMs - (now - task.startedAtMs));
 }
 
 /** Whether the recorded request is not in effect yet in the state the task was stored in. */

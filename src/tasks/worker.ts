@@ -13,6 +13,7 @@ import type { AnyTool } from '../tools/define-tool.js';
 import { AmqpLink } from '../transport/amqp-link.js';
 import { DEFAULT_RELAY, OutboxRelay, type OutboxRelayOptions } from './outbox-relay.js';
 import { amqpSender, TaskJournal, type EventSender } from './task-journal.js';
+import { runningTimeOf } from './running-time.js';
 import { approveAll, TaskRunner, type AdmissionGate } from './task-runner.js';
 import { controlRoutingKey, declareTaskTopology, taskTopology, type TaskTopology } from './task-topology.js';
 
@@ -205,8 +206,11 @@ class Worker implements TaskWorker {
         return 'ack';
       }
       const journal = new TaskJournal(taskId, this.options.tasks, this.send, { sessionId: handle.id, token: handle.fence }, this.now, this.warn);
+      // LC-4: a task taken over goes on with the RUNNING time its events account for (none for a new one).
+      const runningMs = task.startedAtMs === null ? 0 : runningTimeOf(await this.options.tasks.listTaskEvents(taskId), this.now());
       const runner = new TaskRunner({
         task,
+        runningMs,
         handle,
         sessions: this.options.sessions,
         tasks: this.options.tasks,

@@ -27,7 +27,7 @@ export const initial: Migration = {
       .addColumn('finished_at_ms', 'bigint')
       .execute();
     await db.schema.createIndex('ix_turns_session_request').on('turns').columns(['session_id', 'client_request_id']).execute();
-    // RT-8: at most one running turn per session, enforced by the database rather than by the actor.
+    // RT-24: at most one running turn per session, enforced by the database rather than by the actor.
     await db.schema
       .createIndex('uq_turns_one_running_per_session')
       .on('turns')

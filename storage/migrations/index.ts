@@ -5,6 +5,7 @@ import { service } from './003_service.js';
 import { audit } from './004_audit.js';
 import { tasks } from './005_tasks.js';
 import { subagents } from './006_subagents.js';
+import { guardrailTrackers } from './007_guardrail_trackers.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -18,6 +19,7 @@ export const migrations: Record<string, Migration> = {
   '004_audit': audit,
   '005_tasks': tasks,
   '006_subagents': subagents,
+  '007_guardrail_trackers': guardrailTrackers,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -1,4 +1,4 @@
-import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyActorRef } from 'xstate';
+import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyActorRef, type EventObject } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import {
   isTaskTransition,
@@ -6,20 +6,28 @@ import {
   taskMachine,
   type AdmissionDecision,
   type Change,
+  type RunningClockInput,
   type SessionActorInput,
   type SessionOrder,
   type TaskInput,
   type TaskState,
   type TurnEnd,
 } from '../../machines/task.machine.js';
+import { RunningTime } from '../../src/tasks/running-time.js';
+import { exploreAllPairs, LC1_TABLE, PROBES } from './task-pairs.js';
 
 const ALL_STATES = Object.keys(TASK_TRANSITIONS) as TaskState[];
+const MAX_DURATION_MS = 60_000;
 
-/** The task chart with a stub gate and a stub session the test drives by hand. */
-function task(options: { decision?: AdmissionDecision | Error; input?: Partial<TaskInput> } = {}) {
+/**
+ * The task chart with a stub gate and a stub session the test drives by hand. Its running clock is
+ * the runtime's (`RunningTime`) on the test's simulated clock, so time passes only when told to.
+ */
+function task(options: { decision?: AdmissionDecision | Error; input?: Partial<TaskInput>; runningMs?: number } = {}) {
   const orders: SessionOrder[] = [];
   const log: string[] = [];
   const clock = new SimulatedClock();
+  const runningTime = new RunningTime(MAX_DURATION_MS, options.runningMs ?? 0, clock, () => clock.now());
   let session: AnyActorRef | null = null;
   const machine = taskMachine.provide({
     actors: {
@@ -33,6 +41,7 @@ function task(options: { decision?: AdmissionDecision | Error; input?: Partial<T
         receive((order) => orders.push(order));
         return () => log.push('session stopped');
       }),
+      runningClock: fromCallback<EventObject, RunningClockInput>(({ sendBack }) => runningTime.run(() => sendBack({ type: 'clock.expired' }))),
     },
     actions: {
       recordTransition: ({ context }, params: Change) => log.push(`${context.state}→${params.to} (${params.reason})`),
@@ -42,7 +51,7 @@ function task(options: { decision?: AdmissionDecision | Error; input?: Partial<T
       announceClosed: (_, params) => log.push(`closed ${params.finalState} (${params.reason})`),
     },
   });
-  const input: TaskInput = { taskId: 'task-1', turnCount: 2, turnsDone: 0, startState: 'PENDING', remainingMs: 60_000, abortCleanupMs: 5_000, ...options.input };
+  const input: TaskInput = { taskId: 'task-1', turnCount: 2, turnsDone: 0, startState: 'PENDING', abortCleanupMs: 5_000, ...options.input };
   const actor = createActor(machine, { input, clock });
   actor.start();
   let commands = 0;
@@ -51,6 +60,7 @@ function task(options: { decision?: AdmissionDecision | Error; input?: Partial<T
     orders,
     log,
     clock,
+    runningTime,
     /** An event from the session, as the runtime's session actor would send it. */
     fromSession: (event: Parameters<typeof actor.send>[0]) => session!.send(event),
     finishTurn: (end: TurnEnd = { status: 'completed' }) => session!.send({ type: 'session.turn_finished', end }),
@@ -68,21 +78,20 @@ function task(options: { decision?: AdmissionDecision | Error; input?: Partial<T
 const settled = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('task chart (LC-1)', () => {
-  it('allows exactly the transitions of LC-1', () => {
+  it('the table of LC-1 is the seed’s, exactly', () => {
     const allowed = ALL_STATES.flatMap((from) => ALL_STATES.filter((to) => isTaskTransition(from, to)).map((to) => `${from}→${to}`));
-    expect(allowed.sort()).toEqual(
-      [
-        'PENDING→RUNNING',
-        'PENDING→REJECTED',
-        'RUNNING→PAUSED',
-        'RUNNING→ABORTING',
-        'RUNNING→COMPLETED',
-        'RUNNING→FAILED',
-        'PAUSED→RUNNING',
-        'PAUSED→ABORTING',
-        'ABORTING→ABORTED',
-      ].sort(),
-    );
+    expect(allowed.sort()).toEqual(LC1_TABLE.slice().sort());
+  });
+
+  it('drives every state the chart can reach with every event: each change of state it makes is in LC-1’s table, and it makes them all', () => {
+    const { pairs, taken, problems, configurations, pending } = exploreAllPairs();
+    expect(problems).toEqual([]);
+    // Every (state, event) pair was tried, from each state a task can start in (the gate's answers only where the gate runs);
+    // and each of LC-1's transitions occurs.
+    expect(configurations).toBeGreaterThan(20);
+    const gateAnswers = PROBES.filter((p) => 'gate' in p).length;
+    expect(pairs).toBe(configurations * (PROBES.length - gateAnswers) + pending * gateAnswers);
+    expect([...taken].sort()).toEqual(LC1_TABLE.slice().sort());
   });
 
   it('admits, runs each turn in order and completes, announcing the session and closing it', async () => {
@@ -176,19 +185,84 @@ describe('task chart (LC-1)', () => {
     expect(t.actor.getSnapshot().output).toEqual({ state: 'ABORTED', reason: 'cleanup_timed_out' });
   });
 
-  it('fails with reason timeout at the max duration, running or paused (LC-4)', async () => {
-    for (const paused of [false, true]) {
+  it('fails with reason timeout once the task has been RUNNING for its max duration (LC-4)', async () => {
+    const t = task();
+    await settled();
+    t.clock.increment(MAX_DURATION_MS - 1);
+    expect(t.actor.getSnapshot().status).toBe('active');
+    t.clock.increment(1);
+    expect(t.actor.getSnapshot().output).toEqual({ state: 'FAILED', reason: 'timeout' });
+    expect(t.log).toContain('RUNNING→FAILED (timeout)');
+  });
+
+  it('counts RUNNING time only: a pause stops the clock, however long it lasts, and a resume goes on with what is left', async () => {
+    for (const where of ['holding', 'between'] as const) {
       const t = task();
       await settled();
-      if (paused) {
-        t.command('task.pause');
-        t.fromSession({ type: 'session.held' });
-      }
-      t.clock.increment(59_999);
-      expect(t.actor.getSnapshot().status).toBe('active');
+      t.clock.increment(40_000);
+      t.command('task.pause');
+      if (where === 'holding') t.fromSession({ type: 'session.held' });
+      else t.finishTurn();
+      expect(t.state()).toBe('PAUSED');
+      // A paused task never reaches FAILED: LC-1 has no PAUSED → FAILED.
+      t.clock.increment(10 * MAX_DURATION_MS);
+      expect(t.state()).toBe('PAUSED');
+      expect(t.runningTime.spent).toBe(40_000);
+      t.command('task.resume');
+      t.clock.increment(19_999);
+      expect(t.state()).toBe('RUNNING');
       t.clock.increment(1);
       expect(t.actor.getSnapshot().output).toEqual({ state: 'FAILED', reason: 'timeout' });
+      expect(t.log.filter((line) => line.includes('→'))).toEqual([
+        'PENDING→RUNNING (approved)',
+        'RUNNING→PAUSED (paused_at_checkpoint)',
+        'PAUSED→RUNNING (resumed)',
+        'RUNNING→FAILED (timeout)',
+      ]);
     }
+  });
+
+  it('a recovered task goes on with the RUNNING time it had spent', () => {
+    const t = task({ input: { startState: 'RUNNING' }, runningMs: 50_000 });
+    t.clock.increment(9_999);
+    expect(t.state()).toBe('RUNNING');
+    t.clock.increment(1);
+    expect(t.actor.getSnapshot().output).toEqual({ state: 'FAILED', reason: 'timeout' });
+  });
+
+  it('a session that gives out while the task is paused aborts it: ABORTING, then ABORTED, with the failure as the reason', async () => {
+    for (const where of ['holding', 'between'] as const) {
+      const t = task();
+      await settled();
+      t.command('task.pause');
+      if (where === 'holding') t.fromSession({ type: 'session.held' });
+      else t.finishTurn();
+      t.fromSession({ type: 'session.failed', message: 'the agent session closed' });
+      expect(t.state()).toBe('ABORTING');
+      expect(t.orders.at(-1)).toEqual({ type: 'abort' });
+      t.fromSession({ type: 'session.aborted' });
+      expect(t.actor.getSnapshot().output).toEqual({ state: 'ABORTED', reason: 'session_error: the agent session closed' });
+      expect(t.log.filter((line) => line.includes('→') || line.startsWith('error') || line.startsWith('closed'))).toEqual([
+        'PENDING→RUNNING (approved)',
+        'RUNNING→PAUSED (paused_at_checkpoint)',
+        'error session_error',
+        'PAUSED→ABORTING (session_error: the agent session closed)',
+        'ABORTING→ABORTED (session_error: the agent session closed)',
+        'closed ABORTED (session_error: the agent session closed)',
+      ]);
+    }
+  });
+
+  it('a held turn that ends under the pause (cancelled or timed out from outside) aborts the task with that reason', async () => {
+    const t = task();
+    await settled();
+    t.command('task.pause');
+    t.fromSession({ type: 'session.held' });
+    t.finishTurn({ status: 'cancelled', code: 'cancelled', message: 'the turn was cancelled' });
+    expect(t.state()).toBe('ABORTING');
+    expect(t.log).toContain('error cancelled');
+    t.fromSession({ type: 'session.aborted' });
+    expect(t.actor.getSnapshot().output).toEqual({ state: 'ABORTED', reason: 'turn_cancelled' });
   });
 
   it('fails when a turn fails or the session gives out, reporting the error first', async () => {

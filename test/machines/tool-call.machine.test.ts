@@ -3,7 +3,10 @@ import type { ToolCallOutput } from '../../src/protocol/tool-result.js';
 import { describe, expect, it } from 'vitest';
 import { ChatStateError } from '../../src/index.js';
 import { hostWithPort, toolCallStubs } from './stubs.js';
-import { defaultLoopRules, FRESH_TRACKER, type LoopRules, type LoopTracker } from '../../machines/guardrails.js';
+import { defaultLoopRules, FRESH_TRACKER, signatureHash, type LoopRules, type LoopTracker } from '../../machines/guardrails.js';
+
+/** The tracker keeps a call's signature hashed (it is stored with the session, GR-2a). */
+const READ_A = signatureHash('read_file:{"path":"a"}');
 
 const input = (name: string, argumentsText: string, loop: LoopTracker = FRESH_TRACKER, loopRules: LoopRules = defaultLoopRules(3)) => ({
   sessionId: 's',
@@ -32,7 +35,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
       toolCallId: 'call-1',
       result: { status: 'succeeded', content: 'ran read_file' },
       termination: null,
-      loop: { signature: 'read_file:{"path":"a"}', count: 1, recent: [], waitTimeouts: 0 },
+      loop: { signature: READ_A, count: 1, recent: [], waitTimeouts: 0 },
     });
     expect(stubs.emitted).toEqual(['span', 'started', 'live:running', 'finished']);
     expect(stubs.written).toHaveLength(1);
@@ -61,7 +64,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
 
   it('stops at the doom-loop threshold without authorizing or executing', async () => {
     const stubs = toolCallStubs();
-    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2, recent: [], waitTimeouts: 0 })).done;
+    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: READ_A, count: 2, recent: [], waitTimeouts: 0 })).done;
     expect(output.termination).toMatchObject({ kind: 'failed', code: 'doom_loop' });
     expect(output.result.content).toBe("doom loop detected for tool 'read_file'");
     expect(stubs.emitted).not.toContain('live:running');
@@ -71,7 +74,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
   it('runs a call that reaches the soft threshold, announces it once and appends the hint to its result (GR-1)', async () => {
     const stubs = toolCallStubs();
     const rules = { ...defaultLoopRules(5), soft: 3 };
-    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: 'read_file:{"path":"a"}', count: 2, recent: [], waitTimeouts: 0 }, rules)).done;
+    const output = await start(stubs, input('read_file', '{"path":"a"}', { signature: READ_A, count: 2, recent: [], waitTimeouts: 0 }, rules)).done;
     expect(output.termination).toBeNull();
     expect(output.result.status).toBe('succeeded');
     expect(output.result.content).toMatch(/^ran read_file\n\n\[guardrail\] This is call 3 in a row of 'read_file'/);
@@ -94,7 +97,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
   });
 
   it('counts only calls whose arguments pass the schema; one that fails breaks the run (GR-1)', async () => {
-    const run = { signature: 'read_file:{"path":"a"}', count: 2, recent: [], waitTimeouts: 0 };
+    const run = { signature: READ_A, count: 2, recent: [], waitTimeouts: 0 };
     expect((await start(toolCallStubs(), input('read_file', '{"path":1}', run)).done).loop).toEqual(FRESH_TRACKER);
     expect((await start(toolCallStubs(), input('nope', '{"path":"a"}', run)).done).loop).toEqual(FRESH_TRACKER);
     expect((await start(toolCallStubs(), input('read_file', 'not json', run)).done).loop).toEqual(FRESH_TRACKER);

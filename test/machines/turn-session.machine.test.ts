@@ -2,6 +2,7 @@ import { createActor, toPromise } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { sessionMachine } from '../../machines/session.machine.js';
 import { turnMachine } from '../../machines/turn.machine.js';
+import { FRESH_TRACKERS } from '../../machines/guardrails.js';
 import type { ModelResponse } from '../../src/protocol/model.js';
 import { hostWithPort, never, stubPort, toolCallStubs } from './stubs.js';
 
@@ -36,11 +37,11 @@ function turnWithStubs() {
 describe('turn chart through .provide() (RT-8, RT-10)', () => {
   it('loops model → tools → model and fails max_model_calls when the limit is reached', async () => {
     const t = turnWithStubs();
-    const input = { sessionId: 's', turnId: 't', limits: { maxModelCalls: 4, doomLoopThreshold: 3 } };
+    const input = { sessionId: 's', turnId: 't', limits: { maxModelCalls: 4, doomLoopThreshold: 3 }, trackers: FRESH_TRACKERS };
     const actor = createActor(hostWithPort(t.machine, input, t.handlers));
     const done = toPromise(actor);
     actor.start();
-    expect(await done).toMatchObject({ status: 'failed', code: 'max_model_calls' });
+    expect(await done).toMatchObject({ outcome: { status: 'failed', code: 'max_model_calls' } });
     expect(t.calls()).toBe(4);
     expect(t.phases).toEqual(['starting', ...Array(4).fill(['running_model', 'running_tools']).flat(), 'failed']);
   });
@@ -58,7 +59,7 @@ describe('session chart guards (XS-3, RT-1)', () => {
   });
   const start = (reloadRequired: boolean) => {
     const actor = createActor(machine, {
-      input: { sessionId: 's', limits: { maxModelCalls: 20, doomLoopThreshold: 3, runTimeoutMs: null }, accepted: { old: 'turn-old' }, reloadRequired, busyPolicy: 'reject', queue: [] },
+      input: { sessionId: 's', limits: { maxModelCalls: 20, doomLoopThreshold: 3, runTimeoutMs: null }, accepted: { old: 'turn-old' }, reloadRequired, busyPolicy: 'reject', queue: [], trackers: FRESH_TRACKERS },
     });
     actor.start();
     const send = (clientRequestId: string, turnId: string, commandId: string) => {

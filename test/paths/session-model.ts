@@ -1,5 +1,6 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { sessionMachine, type BusyPolicy, type SessionContext } from '../../machines/session.machine.js';
+import { FRESH_TRACKERS } from '../../machines/guardrails.js';
 import { pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel, ModelState } from './tour.js';
 
@@ -102,7 +103,7 @@ function clockEvents({ machine }: ModelState<SessionEnv>): EventObject[] {
 }
 
 function turnEvents({ env }: ModelState<SessionEnv>): EventObject[] {
-  const done = { type: DONE_TURN, output: { status: 'completed', finalText: '' } };
+  const done = { type: DONE_TURN, output: { outcome: { status: 'completed', finalText: '' }, trackers: FRESH_TRACKERS } };
   switch (env.turn) {
     case 'working':
       return [{ type: 'turn.permission_requested', turnId: 't', toolCallId: 'call', name: 'write_file', paths: [] } as EventObject, { type: 'session.require_reload' }, done];
@@ -187,7 +188,7 @@ export function sessionModel(scenario: SessionScenario): ChartModel<SessionEnv> 
   const { busyPolicy, runTimeoutMs, maxTurns } = scenario;
   return {
     machine: traversalSessionMachine,
-    input: { sessionId: 's', limits: { ...SESSION_LIMITS, runTimeoutMs }, accepted: {}, reloadRequired: false, busyPolicy, queue: [] },
+    input: { sessionId: 's', limits: { ...SESSION_LIMITS, runTimeoutMs }, accepted: {}, reloadRequired: false, busyPolicy, queue: [], trackers: FRESH_TRACKERS },
     env: { turn: 'none', turns: 0, checkpoint: false, compactable: false, stopped: false },
     events: (state) => [...commands(state, maxTurns), ...turnEvents(state), ...clockEvents(state), ...effectReplies(state)],
     nextEnv: (env, event, before, after) => ({

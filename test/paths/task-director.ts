@@ -6,7 +6,7 @@ import { KyselyTaskStorage } from '../../storage/kysely-task-storage.js';
 import { sqliteDatabase } from '../../storage/sqlite.js';
 import { KyselySessionStorage } from '../../storage/kysely-storage.js';
 import type { SessionStorage } from '../../storage/session-storage.js';
-import { createRuntime, defineTool, ModelCallError, withFaults, type FaultyStorage, type ModelPort, type ScriptedReply } from '../../src/index.js';
+import { createRuntime, defineTool, ModelCallError, withFaults, type FaultyStorage, type ModelPort, type ScriptedReply, type SessionHandle } from '../../src/index.js';
 import { DEFAULT_CAPABILITIES, replay } from '../../src/model/scripted-model.js';
 import { TaskJournal } from '../../src/tasks/task-journal.js';
 import { TaskRunner } from '../../src/tasks/task-runner.js';
@@ -46,6 +46,8 @@ export class TaskDirector {
   private scheduled = false;
   readonly problems: string[] = [];
   readonly clock = new DeadlineClock();
+  /** The task's agent session: a path closes it, or cancels its held turn, as something outside the task would. */
+  handle!: SessionHandle;
 
   constructor(
     private readonly path: Step[],
@@ -121,7 +123,8 @@ export class TaskDirector {
   /** What must be arranged before the step ahead of `next` happens, because the session acts at once. */
   private prepare(next: Step | undefined): void {
     if (!next) return;
-    if (next.event.type === 'session.failed') this.sessions.failNext('listTurns');
+    // A turn that fails to start: the storage read it starts with fails (a paused task's session fails by closing, as it happens).
+    if (next.event.type === 'session.failed' && !isPaused(next.state.machine)) this.sessions.failNext('listTurns');
     if (next.event.type === ABORT_CLEANUP) this.endTurn.hold();
   }
 
@@ -146,7 +149,17 @@ export class TaskDirector {
         this.answerAdmission((a) => a.reject(new Error('gate down')));
         return false;
       case 'session.turn_finished':
+        if (isPaused(step.state.machine)) {
+          // The held turn is cancelled from outside the task, through its session.
+          const live = this.handle.snapshot().runtime;
+          if (live.kind === 'running') void this.handle.cancelTurn(live.turnId);
+          return false;
+        }
         this.reply(event.end?.status === 'completed' ? { text: 'done' } : { error: 'provider', message: 'provider down' });
+        return false;
+      case 'session.failed':
+        // The session closes under the paused task; a running one's failure was arranged ahead.
+        if (isPaused(step.state.machine)) void this.handle.close();
         return false;
       case 'session.held':
         // A tool call brings the turn back to its checkpoint, where the hold stops it.
@@ -196,6 +209,8 @@ export class TaskDirector {
   }
 }
 
+const isPaused = (snapshot: AnyMachineSnapshot) => snapshot.matches({ active: { live: 'paused' } });
+
 /** Holds the write that ends a turn while armed: a cancelled turn then cannot end, and the abort's cleanup outlasts its bound. */
 class EndTurnGate {
   private held: Promise<void> | null = null;
@@ -236,6 +251,7 @@ export async function driveTaskPath(path: Step[], scenario: TaskScenario, observ
     const spec = taskSpecSchema.parse({ taskId: 'task', prompts: Array.from({ length: TASK_TURNS }, (_, i) => `prompt ${i}`), maxDurationMs: MAX_DURATION_MS });
     await tasks.createTask('task', spec, now);
     const handle = await runtime.createSession({ permissionMode: 'auto' });
+    director.handle = handle;
     await tasks.claimTask('task', handle.id, now);
     if (scenario.startState !== 'PENDING') await tasks.appendTaskEvent('task', { messageId: randomUUID(), eventType: 'state_changed', data: {}, createdAtMs: now }, { state: scenario.startState, startedAtMs: now });
     const journal = new TaskJournal('task', tasks, async () => undefined, { sessionId: handle.id, token: handle.fence }, Date.now, () => undefined);

@@ -1,15 +1,17 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { fromCallback, fromPromise } from 'xstate';
-import { taskMachine, type AdmissionDecision, type SessionActorInput, type SessionOrder, type TaskContext, type TaskInput } from '../../machines/task.machine.js';
+import { taskMachine, type AdmissionDecision, type RunningClockInput, type SessionActorInput, type SessionOrder, type TaskContext, type TaskInput } from '../../machines/task.machine.js';
 import type { ChartModel, ModelState } from './tour.js';
 
 /**
  * The task chart for traversal. Its own events are commands (pause, resume, abort), which a path
  * issues in every state — each state takes or refuses each one; the rest come from the admission
  * gate, from the session (a turn ended, it holds at its checkpoint, it finished aborting, it could
- * not start a turn) and from the chart's two timers. The environment keeps what the session's turn
- * is doing, so a path never asks the session for something it cannot do. Each scenario starts the
- * task where a worker may find it: new (PENDING), or recovered RUNNING, PAUSED or ABORTING.
+ * not start a turn, it closed under a paused task, its held turn was cancelled from outside), from
+ * the running clock (the max duration, counted while RUNNING) and from the abort's cleanup bound.
+ * The environment keeps what the session's turn is doing, so a path never asks the session for
+ * something it cannot do. Each scenario starts the task where a worker may find it: new (PENDING),
+ * or recovered RUNNING, PAUSED or ABORTING.
  */
 
 export interface TaskScenario {
@@ -34,19 +36,21 @@ export const TASK_TURNS = 2;
 export const MAX_DURATION_MS = 60_000;
 export const ABORT_CLEANUP_MS = 5_000;
 
-export const MAX_DURATION = 'xstate.after.maxDuration.task.active.live';
+/** The running clock's report: the task has been RUNNING for its max duration. */
+export const MAX_DURATION = 'clock.expired';
 export const ABORT_CLEANUP = 'xstate.after.abortCleanup.task.active.aborting';
 export const ADMIT_DONE = 'xstate.done.actor.admit';
 export const ADMIT_ERROR = 'xstate.error.actor.admit';
 
 export function taskInput(scenario: TaskScenario): TaskInput {
-  return { taskId: 'task', turnCount: TASK_TURNS, turnsDone: 0, startState: scenario.startState, remainingMs: MAX_DURATION_MS, abortCleanupMs: ABORT_CLEANUP_MS };
+  return { taskId: 'task', turnCount: TASK_TURNS, turnsDone: 0, startState: scenario.startState, abortCleanupMs: ABORT_CLEANUP_MS };
 }
 
 const traversalTaskMachine = taskMachine.provide({
   actors: {
     admit: fromPromise<AdmissionDecision, { taskId: string }>(() => new Promise<never>(() => undefined)),
     session: fromCallback<SessionOrder, SessionActorInput>(() => undefined),
+    runningClock: fromCallback<EventObject, RunningClockInput>(() => undefined),
   },
   actions: {
     recordTransition: () => undefined,
@@ -59,6 +63,8 @@ const traversalTaskMachine = taskMachine.provide({
 
 const ctx = (s: AnyMachineSnapshot) => s.context as TaskContext;
 const inTurn = (s: AnyMachineSnapshot) => s.matches({ active: { live: { running: 'turn' } } });
+const isHolding = (s: AnyMachineSnapshot) => s.matches({ active: { live: { paused: 'holding' } } });
+const isBetween = (s: AnyMachineSnapshot) => s.matches({ active: { live: { paused: 'between' } } });
 
 const COMMANDS: EventObject[] = (['task.pause', 'task.resume', 'task.abort'] as const).map((type) => ({ type, commandId: '' }) as EventObject);
 /** A pause that reaches the running turn while its model call is under way (the director waits for that call). */
@@ -78,7 +84,8 @@ function sessionEvents({ machine, env }: ModelState<TaskEnv>): EventObject[] {
     events.push({ type: ADMIT_DONE, output: { approve: false, reason: 'too risky' } } as EventObject);
     events.push({ type: ADMIT_ERROR, error: new Error('gate down') } as EventObject);
   }
-  if (machine.matches({ active: 'live' })) events.push({ type: MAX_DURATION });
+  // The running clock counts RUNNING time only: it can run out only there.
+  if (machine.matches({ active: { live: 'running' } })) events.push({ type: MAX_DURATION });
   if (inTurn(machine) && (env.turn === 'fresh' || env.turn === 'open' || env.turn === 'calling')) {
     events.push({ type: 'session.turn_finished', end: { status: 'completed' } } as EventObject);
     events.push({ type: 'session.turn_finished', end: { status: 'failed', code: 'model_error', message: 'provider down' } } as EventObject);
@@ -86,6 +93,10 @@ function sessionEvents({ machine, env }: ModelState<TaskEnv>): EventObject[] {
   if (inTurn(machine) && (env.turn === 'pausing' || env.turn === 'calling')) events.push({ type: 'session.held' });
   // A turn fails to start only as it starts (the director arranges that failure ahead).
   if (inTurn(machine) && env.turn === 'fresh') events.push({ type: 'session.failed', message: 'storage failed' } as EventObject);
+  // The session closes under a task paused between turns (while a turn is held, closing it also ends that turn: two events at once).
+  if (isBetween(machine)) events.push({ type: 'session.failed', message: 'the agent session closed' } as EventObject);
+  // A held turn cancelled from outside the task (its session's own API).
+  if (isHolding(machine) && env.turn === 'held') events.push({ type: 'session.turn_finished', end: { status: 'cancelled', code: 'cancelled', message: 'the turn was cancelled' } } as EventObject);
   if (machine.matches({ active: 'aborting' })) {
     events.push({ type: 'session.aborted' });
     // The cleanup can outlast its bound only while a turn is there to clean up.

@@ -1,6 +1,6 @@
 import { assign, type AnyMachineSnapshot, type EventObject } from 'xstate';
 import { turnMachine, type TurnContext } from '../../machines/turn.machine.js';
-import { DEFAULT_GUARDRAILS, FRESH_TRACKER } from '../../machines/guardrails.js';
+import { DEFAULT_GUARDRAILS, FRESH_TRACKER, FRESH_TRACKERS } from '../../machines/guardrails.js';
 import type { ToolCallPart } from '../../src/index.js';
 import { abortEffect, abortedEffectOf, forgetEffect, pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel, ModelState } from './tour.js';
@@ -397,7 +397,7 @@ export function turnModel(scenario: TurnScenario): ChartModel<TurnEnv> {
   const parallel = scenario.name === 'parallel';
   return {
     machine: traversalTurnMachine(scenario),
-    input: { sessionId: 's', turnId: 't', limits: turnLimitsOf(scenario) },
+    input: { sessionId: 's', turnId: 't', limits: turnLimitsOf(scenario), trackers: FRESH_TRACKERS },
     env: { child: 'fresh', stickyOver: false, bigSummary: false },
     events: (state) => {
       if (scenario.name === 'guarded') {

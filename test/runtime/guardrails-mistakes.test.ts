@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { MistakeLimitContext, MistakeLimitDecision, ScriptedStep, StoredMessage } from '../../src/index.js';
+import { mistakeLimitStopMessage } from '../../machines/guardrails.js';
 import { failingTool, harness, readFileTool, runTurn, startTurn, writeFileTool, type Harness } from '../support/harness.js';
 
 /** GR-2 through the public API: the consecutive-mistake breaker and `onMistakeLimit`. */
@@ -25,14 +26,20 @@ async function stored(hh: Harness): Promise<StoredMessage[]> {
 }
 
 describe('the mistake breaker (GR-2)', () => {
-  it('without onMistakeLimit the turn fails mistake_limit when the limit is reached; the model is not called again', async () => {
+  it('without onMistakeLimit the turn completes with an explanatory stop message when the limit is reached; the model is not called again', async () => {
     h = await harness(steps([flaky()], [{ name: 'no_such_tool', args: {} }], [read('a')]), { tools, agents: { default: { guardrails: { mistakeLimit: 2 } } } });
-    const { outcome } = await runTurn(h.session, 'go');
-    expect(outcome).toMatchObject({ status: 'failed', code: 'mistake_limit', message: expect.stringContaining('2 model steps in a row had every tool call fail') });
+    const { turnId, outcome } = await runTurn(h.session, 'go');
+    // Seed 003: with no callback the breaker stops the run with a message saying why, naming the last errors.
+    const message = mistakeLimitStopMessage(2, ["ToolNotFound: no tool named 'no_such_tool' is available"]);
+    expect(message).toContain('2 steps in a row in which every tool call failed');
+    expect(outcome).toEqual({ status: 'completed', finalText: message, stoppedBy: 'mistake_limit' });
     expect(h.model.requests).toHaveLength(2);
     expect(h.updates.flatMap((u) => (u.update.type === 'guardrail_triggered' ? [u.update] : []))).toEqual([
       { type: 'guardrail_triggered', rule: 'mistake_limit', level: 'hard', count: 2 },
     ]);
+    // The message is the turn's stored answer, and the stored turn says what stopped it.
+    expect((await stored(h)).at(-1)?.message).toMatchObject({ role: 'assistant', text: message, toolCalls: [] });
+    expect(await h.storage.getTurn(turnId)).toMatchObject({ status: 'completed', errorCode: 'mistake_limit', finalText: message });
   });
 
   it('a step with one success is no mistake, and any success resets the count', async () => {
@@ -40,12 +47,22 @@ describe('the mistake breaker (GR-2)', () => {
     expect((await runTurn(h.session, 'go')).outcome).toMatchObject({ status: 'completed', finalText: 'done' });
   });
 
-  it("'cline' trips at six; rule denials count as failures", async () => {
+  it("trips at six by default, and 'cline' at six too; rule denials count as failures", async () => {
     const denied = (i: number) => ({ name: 'write_file', args: { path: `x${i}`, text: 'y' } });
-    h = await harness(steps(...Array.from({ length: 6 }, (_, i) => [denied(i)])), { tools, permissionMode: 'read_only', agents: { default: { guardrails: 'cline' } } });
-    const { outcome } = await runTurn(h.session, 'go');
-    expect(outcome).toMatchObject({ status: 'failed', code: 'mistake_limit' });
-    expect(h.model.requests).toHaveLength(6);
+    for (const guardrails of [undefined, 'cline' as const]) {
+      h = await harness(steps(...Array.from({ length: 6 }, (_, i) => [denied(i)])), { tools, permissionMode: 'read_only', agents: { default: guardrails ? { guardrails } : {} } });
+      const { outcome } = await runTurn(h.session, 'go');
+      expect(outcome).toMatchObject({ status: 'completed', stoppedBy: 'mistake_limit', finalText: expect.stringContaining('6 steps in a row') });
+      expect(h.model.requests).toHaveLength(6);
+      await h.runtime.shutdown();
+    }
+  });
+
+  it('mistakeLimit: null switches the breaker off', async () => {
+    // Unknown tools: each call fails, and none counts toward a loop.
+    h = await harness(steps(...Array.from({ length: 7 }, () => [{ name: 'no_such_tool', args: {} }])), { tools, agents: { default: { guardrails: { mistakeLimit: null } } } });
+    expect((await runTurn(h.session, 'go')).outcome).toMatchObject({ status: 'completed', finalText: 'done' });
+    expect(h.model.requests).toHaveLength(8);
   });
 
   it("onMistakeLimit's `continue` writes its guidance as a user-side note before the next model call and resets the count", async () => {

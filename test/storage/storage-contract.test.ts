@@ -236,6 +236,20 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       expect((await storage.getTurn('t1'))?.status).toBe('failed');
     });
 
+    it('endTurn stores the session’s guardrail trackers with the terminal status; a turn ended without them reads without (GR-2a)', async () => {
+      const trackers = { loop: { signature: 'k3.x9', count: 2, recent: ['a.b', 'c.d'], waitTimeouts: 1 }, mistakes: 4 };
+      await storage.createSession(session('s1'));
+      await storage.beginTurn(turn('t1', 's1', T0 + 10), []);
+      await storage.endTurn('t1', { ...completed(T0 + 20), trackers });
+      await storage.beginTurn(turn('t2', 's1', T0 + 30), []);
+      await storage.endTurn('t2', completed(T0 + 40));
+      expect((await storage.getTurn('t1'))?.trackers).toEqual(trackers);
+      expect((await storage.listTurns('s1')).map((t) => t.trackers)).toEqual([trackers, undefined]);
+      // A value this storage did not write reads as none: the session starts its trackers afresh.
+      await sql`update turns set guardrail_trackers = ${'{"loop":"nonsense"}'} where id = 't1'`.execute(conn.db);
+      expect((await storage.getTurn('t1'))?.trackers).toBeUndefined();
+    });
+
     it('lists messages by sequence and round-trips every ChatMessage role', async () => {
       const messages: ChatMessage[] = [
         { role: 'user', kind: 'agent_message', text: 'from a peer: "quoted" ✓ \n newline', from: 'planner' },
@@ -622,7 +636,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await storage.migrate();
       expect(await storage.getSession('s1')).toEqual(session('s1'));
       expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
-      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents']);
+      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers']);
     });
 
     it('migrate() upgrades a database made by 001_initial alone, keeping its data', async () => {
@@ -643,9 +657,10 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await expect(s.listCompactions('s1')).rejects.toThrow();
 
         await s.migrate();
-        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents']);
+        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers']);
         expect(await s.getSession('s1')).toEqual(session('s1'));
         expect(await s.getTurn('t1')).toMatchObject({ status: 'completed', finalText: 'done' });
+        expect((await s.getTurn('t1'))?.trackers).toBeUndefined();
         expect(await s.listMessages('s1')).toEqual([stored('t1', 's1', 0, user('from before'))]);
         expect(await s.listCompactions('s1')).toEqual([]);
         expect(await s.listAudit('s1', { limit: 10 })).toEqual([]);

@@ -27,7 +27,10 @@ export interface ChaosOptions {
 export interface ChaosReport {
   seed: number;
   kills: number;
+  /** `state_changed` events with reason `recovered_from_checkpoint`, over all tasks. */
   recovered: number;
+  /** Tasks a kill caught RUNNING, PAUSED or ABORTING on the killed worker: each must have been recovered after it. */
+  interrupted: number;
   gapsFilled: number;
   duplicatesDropped: number;
   problems: string[];
@@ -75,6 +78,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const ids = Array.from({ length: options.tasks }, (_, i) => `chaos-${options.seed}-${i}`);
     for (const taskId of ids) await submitTask({ tasks: stack.tasks, link, namespace: stack.namespace }, { taskId, prompts: ['steps 3', 'steps 2'] });
 
+    const kills: Kill[] = [];
     for (let k = 0; k < options.kills; k++) {
       await new Promise((resolve) => setTimeout(resolve, 100 + Math.floor(random() * 700)));
       // The victim is drawn among the workers running a task right now, so every kill interrupts work.
@@ -82,7 +86,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const pool = busy.length > 0 ? busy : live;
       const victim = pool[Math.floor(random() * pool.length)]!;
       live.splice(live.indexOf(victim), 1);
+      const held = await tasksHeldBy(stack, victim.child.pid!);
       victim.child.kill('SIGKILL');
+      kills.push({ held, killedAtMs: Date.now() });
       await victim.exited;
       if (k === 0) {
         // A consumer restarted mid-run: it resumes from the position it saved.
@@ -97,8 +103,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const caughtUp = (events: TaskEventEnvelope[]) => ids.every((id) => events.filter((e) => e.session_id === id).length >= lastSequence.get(id)!);
     await until('both consumers caught up', () => caughtUp(steady.events) && caughtUp(restartedEvents), 60_000);
 
+    const recoveries = await recoveryProblems(stack, kills);
     const problems = [
       ...(await terminalProblems(stack, ids)),
+      ...recoveries.problems,
       ...(await Promise.all(streamProblems('steady', steady.events, ids, stack))).flat(),
       ...(await Promise.all(streamProblems('restarted', restartedEvents, ids, stack))).flat(),
       ...(await toolProblems(stack, ids, runsFile)),
@@ -108,6 +116,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       seed: options.seed,
       kills: options.kills,
       recovered,
+      interrupted: recoveries.interrupted.size,
       gapsFilled: steady.gaps.length + restarted.gaps.length,
       duplicatesDropped: steady.duplicates.length + restarted.duplicates.length,
       problems,
@@ -139,6 +148,50 @@ async function busyWorkers(stack: TaskStack, live: WorkerProcess[]): Promise<Wor
   } finally {
     await client.end();
   }
+}
+
+interface Kill {
+  /** The tasks whose agent session the victim held just before it was killed. */
+  held: string[];
+  killedAtMs: number;
+}
+
+async function tasksHeldBy(stack: TaskStack, pid: number): Promise<string[]> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string }>(
+      `select t.id from "${stack.schema}".tasks t join "${stack.schema}".sessions s on s.id = t.agent_session_id where s.owner_pid = $1`,
+      [pid],
+    );
+    return rows.map((r) => r.id);
+  } finally {
+    await client.end();
+  }
+}
+
+const UNFINISHED = new Set(['RUNNING', 'PAUSED', 'ABORTING']);
+
+/**
+ * LC-4: a task a kill left RUNNING, PAUSED or ABORTING (its state as its stored events had it at
+ * the kill) is taken over by another worker, which announces `recovered_from_checkpoint` after the
+ * kill. A task that was still PENDING starts over without a recovery, and one already terminal is
+ * only closed.
+ */
+async function recoveryProblems(stack: TaskStack, kills: Kill[]): Promise<{ interrupted: Set<string>; problems: string[] }> {
+  const interrupted = new Set<string>();
+  const problems: string[] = [];
+  for (const [k, { held, killedAtMs }] of kills.entries()) {
+    for (const id of held) {
+      const changes = (await stack.tasks.listTaskEvents(id)).filter((e) => e.eventType === 'state_changed');
+      const stateThen = changes.filter((e) => e.createdAtMs <= killedAtMs).at(-1)?.data.to_state;
+      if (typeof stateThen !== 'string' || !UNFINISHED.has(stateThen)) continue;
+      interrupted.add(id);
+      const recovered = changes.some((e) => e.data.reason === 'recovered_from_checkpoint' && e.createdAtMs >= killedAtMs);
+      if (!recovered) problems.push(`${id}: kill ${k + 1} left it ${stateThen}, and no worker recovered it after`);
+    }
+  }
+  return { interrupted, problems };
 }
 
 async function startChaosWorker(config: object): Promise<WorkerProcess> {

@@ -13,9 +13,12 @@ describe.skipIf(TASK_SUITE_SKIP !== null)('workers SIGKILLed while they run task
     console.log(`task chaos seed ${SEED} (replay: TURNCHART_CHAOS_SEED=${SEED})`);
     const report = await runChaos({ workers: 2, tasks: 10, kills: 2, seed: SEED, concurrency: 4, deadlineMs: 90_000 });
     console.log(`task chaos: ${JSON.stringify({ ...report, problems: report.problems.length })}`);
+    // The problems include any task a kill interrupted that no worker recovered after it.
     expect(report.problems).toEqual([]);
     expect(report.kills).toBe(2);
-    // At this size whether a kill leaves anything to recover depends on timing (a CI run with 2 kills
-    // and seed 594012 recovered none, with no problem found); the full run asserts recoveries.
+    // Every task a kill caught RUNNING, PAUSED or ABORTING was recovered, so there are at least as many
+    // recoveries. Whether a kill catches any depends on timing at this size (a CI run with 2 kills and
+    // seed 594012 caught none); the full run asserts that recoveries happen.
+    expect(report.recovered).toBeGreaterThanOrEqual(report.interrupted);
   }, 180_000);
 });
