@@ -13,10 +13,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'amqplib';
 import pg from 'pg';
+import { clusterOf } from '../src/cluster/cluster.js';
 import { startHost, type RunningHost } from '../src/host/host.js';
 import { postgresStorage, scriptedModel } from '../src/index.js';
 import { dropPostgresSchema } from '../storage/postgres.js';
 import { median } from './common.js';
+import { messageOf } from '../src/util/errors.js';
 
 export interface RoutingFigure {
   requestsPerRound: number;
@@ -56,7 +58,7 @@ export async function measureClusterRouting(options: RoundOptions & { chatReques
           workspace,
           storage: postgresStorage({ connectionString: DATABASE_URL, schema }),
           model: scriptedModel([{ text: 'done' }, { text: 'chatted' }]),
-          cluster: { amqpUrl: AMQP_URL },
+          cluster: clusterOf({ amqpUrl: AMQP_URL }),
           runtime: { ownership: { host: `${name}.bench` } },
           warn: () => undefined,
         }),
@@ -138,14 +140,14 @@ async function unavailable(): Promise<string | null> {
   try {
     await client.connect();
   } catch (error) {
-    return `no PostgreSQL at ${DATABASE_URL}: ${error instanceof Error ? error.message : String(error)}`;
+    return `no PostgreSQL at ${DATABASE_URL}: ${messageOf(error)}`;
   } finally {
     await client.end().catch(() => undefined);
   }
   try {
     await (await connect(AMQP_URL, { timeout: 2_000 })).close();
   } catch (error) {
-    return `no RabbitMQ at ${AMQP_URL.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}: ${error instanceof Error ? error.message : String(error)}`;
+    return `no RabbitMQ at ${AMQP_URL.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}: ${messageOf(error)}`;
   }
   return null;
 }

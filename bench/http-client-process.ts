@@ -5,6 +5,7 @@
  * host's model stamps with).
  */
 import { clientRound, epochNow, fetchClient, nodeHttpClient, type ClientKind, type ClientRoundOptions, type ClientRoundTimes } from './http-client.js';
+import { messageOf } from '../src/util/errors.js';
 
 export interface RoundRequest {
   base: string;
@@ -26,7 +27,7 @@ async function runRound(request: RoundRequest): Promise<RoundReply> {
     return { ok: true, arrivals, ...(await clientRound(client, request.options, onDelta)) };
   } catch (error) {
     client.close();
-    return { ok: false, message: error instanceof Error ? error.message : String(error) };
+    return { ok: false, message: messageOf(error) };
   }
 }
 

@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { median } from './common.js';
+import { messageOf } from '../src/util/errors.js';
 
 const DATABASE_URL = process.env.TURNCHART_BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -27,7 +28,7 @@ export async function measurePgCommit(inserts = 400, warmup = 100): Promise<PgCo
   try {
     await client.connect();
   } catch (error) {
-    return { skipped: `no PostgreSQL at ${DATABASE_URL}: ${error instanceof Error ? error.message : String(error)}` };
+    return { skipped: `no PostgreSQL at ${DATABASE_URL}: ${messageOf(error)}` };
   }
   const schema = `tc_commit_${randomUUID().replaceAll('-', '')}`;
   try {

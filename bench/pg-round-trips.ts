@@ -14,6 +14,7 @@ import pg from 'pg';
 import { createRuntime, postgresStorage, type ModelPort, type ModelRequest } from '../src/index.js';
 import { dropPostgresSchema } from '../storage/postgres.js';
 import { median, readTool, stepModel } from './common.js';
+import { messageOf } from '../src/util/errors.js';
 
 const DATABASE_URL = process.env.TURNCHART_BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The counted pool's connections carry this name: only their statements are counted. */
@@ -153,7 +154,7 @@ async function unavailable(): Promise<string | null> {
     await client.connect();
     return null;
   } catch (error) {
-    return `no PostgreSQL at ${DATABASE_URL}: ${error instanceof Error ? error.message : String(error)}`;
+    return `no PostgreSQL at ${DATABASE_URL}: ${messageOf(error)}`;
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -9,6 +9,7 @@ import type { TaskStorage } from '../storage/task-storage.js';
 import { AmqpLink, createTaskEventConsumer, storageFetcher, submitTask, taskTopology, type TaskEventConsumer, type TaskEventEnvelope } from '../src/index.js';
 import { median } from './common.js';
 import { benchScript } from './child-script.js';
+import { messageOf } from '../src/util/errors.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);
@@ -188,7 +189,7 @@ export async function taskBenchUnavailable(urls: Urls): Promise<string | null> {
   try {
     await client.connect();
   } catch (error) {
-    return `no PostgreSQL at ${urls.pg} (${error instanceof Error ? error.message : String(error)})`;
+    return `no PostgreSQL at ${urls.pg} (${messageOf(error)})`;
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -196,7 +197,7 @@ export async function taskBenchUnavailable(urls: Urls): Promise<string | null> {
     const connection = await connect(urls.amqp, { timeout: 2_000 });
     await connection.close();
   } catch (error) {
-    return `no RabbitMQ at ${urls.amqp.replace(/\/\/[^@]*@/, '//')} (${error instanceof Error ? error.message : String(error)})`;
+    return `no RabbitMQ at ${urls.amqp.replace(/\/\/[^@]*@/, '//')} (${messageOf(error)})`;
   }
   return null;
 }

@@ -1,8 +1,7 @@
 import { assign, emit, enqueueActions, fromEventObservable, not, raise, setup, type EventObject } from 'xstate';
-import type { EmbedSessionInput, InputPart } from '../src/protocol/commands.js';
+import type { EmbedSessionInput, InputPart, PermissionMode, TriggerType } from '../src/protocol/commands.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision, UpdateEnvelope } from '../src/protocol/updates.js';
-import type { PermissionMode, TriggerType } from '../storage/session-storage.js';
 import { notProvided } from './not-provided.js';
 
 /**
@@ -140,7 +139,7 @@ export const embeddedSessionMachine = setup({
   },
   actions: {
     /** Runs one command on the session and answers it with `bridge.reply`. Supplied by the runtime; not replaceable. */
-    runCommand: notProvided('embedded session', 'runCommand') as (_: unknown, command: EventObject) => void,
+    runCommand: notProvided<[unknown, EventObject]>('embedded session', 'runCommand'),
     /** Where typed notifications go: the parent, when the input opted in and there is one. */
     notifyParent: notifyParent,
     emitUpdate: emit(({ event }) => ({ type: 'update' as const, envelope: (event as Extract<BridgeEvent, { envelope: unknown }>).envelope })),

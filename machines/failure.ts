@@ -1,9 +1,10 @@
 import type { FailureCode, TurnOutcome } from '../src/protocol/outcome.js';
+import { messageOf } from '../src/util/errors.js';
 
 /** How a failed effect is reported: a `TurnFailure`-like error carries its own code (RT-9). */
 export function failureOf(error: unknown, fallback: FailureCode): Extract<TurnOutcome, { status: 'failed' }> {
   const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return { status: 'failed', code: typeof code === 'string' && isFailureCode(code) ? code : fallback, message };
 }
 

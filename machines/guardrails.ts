@@ -1,4 +1,5 @@
 import type { ToolResult } from '../src/protocol/tool-result.js';
+import type { GuardrailRule } from '../src/protocol/updates.js';
 import { stableStringify } from './signature.js';
 
 /**
@@ -45,6 +46,14 @@ export type LoopVerdict = {
 } | null;
 
 export const FRESH_TRACKER: LoopTracker = { signature: null, count: 0, recent: [], waitTimeouts: 0 };
+
+/** What a rule that fired reports: the params of the `emitGuardrailTriggered` action both charts name (the runtime's `guardrail_triggered` update). */
+export interface GuardrailTriggered {
+  rule: GuardrailRule;
+  level: 'soft' | 'hard';
+  toolName?: string;
+  count: number;
+}
 
 /**
  * GR-2a: what the guardrails remember between a session's turns. Seed 003 keeps both trackers in the

@@ -1,10 +1,13 @@
-import { assign, enqueueActions, fromCallback, sendTo, setup } from 'xstate';
+import { assign, enqueueActions, fromCallback, sendTo, setup, type DoneActorEvent, type ErrorActorEvent, type EventObject } from 'xstate';
+import type { BusyPolicy } from '../src/protocol/commands.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision, QueuedTurnView } from '../src/protocol/updates.js';
-import { turnMachine, type TurnLimits } from './turn.machine.js';
+import { turnMachine, type TurnEvent, type TurnInterrupt, type TurnLimits, type TurnOutput } from './turn.machine.js';
+import type { FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, SessionEffects } from './session.effects.js';
 import type { GuardrailTrackers } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { EFFECT_PORT, doneOutput, failedError, requestEffectAction, type EffectErrorTraits, type EffectAbort, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
+import { messageOf } from '../src/util/errors.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards
@@ -13,9 +16,6 @@ import { EFFECT_PORT, doneOutput, failedError, requestEffectAction, type EffectE
  * rules (XS-3). Turns that arrive while one runs are rejected, queued, or queued after cancelling
  * the running one (RL-2); a queued turn starts when the session would otherwise become idle.
  */
-
-/** RL-2: `reject` answers Busy, `enqueue` runs turns one at a time in arrival order, `interrupt` cancels the running one. */
-export type BusyPolicy = 'reject' | 'enqueue' | 'interrupt';
 
 export interface SessionInput {
   sessionId: string;
@@ -66,33 +66,6 @@ export type SessionEvent =
   | { type: 'turn.permission_settled'; turnId: string }
   | EffectReply;
 
-/** What `finishTurn` reports: whether the turn's row was ever written (a turn that never was is forgotten). */
-export interface FinishTurnOutput {
-  stored: boolean;
-}
-
-export interface FinishTurnInput {
-  sessionId: string;
-  turnId: string;
-  outcome: TurnOutcome;
-  /** Stored with the terminal status: the next turn, after a restart too, starts from them (GR-2a). */
-  trackers: GuardrailTrackers;
-}
-
-/** The effects the session asks the runtime for. */
-export type SessionEffects = {
-  /** Stores the terminal status (a turn is over only once stored). */
-  finishTurn: { input: FinishTurnInput; output: FinishTurnOutput };
-  /** Manual compaction (RT-6, CP-3): summarize, store a checkpoint, install it. */
-  compact: { input: { sessionId: string }; output: { compactionId: string } };
-  /** Makes an earlier checkpoint the active one and installs it (CP-3). */
-  rewindConversation: { input: { sessionId: string; compactionId: string }; output: void };
-  /** Loads the conversation from storage again, the way out of `reloadRequired` (CP-4). */
-  reloadConversation: { input: { sessionId: string }; output: void };
-  /** agent.switch: stores the new agent with a note in the conversation, and installs it for the next turn. */
-  switchAgent: { input: { sessionId: string; agent: string }; output: void };
-};
-
 type Maintenance = Extract<SessionEvent, { type: 'session.compact' | 'session.rewind' | 'session.reload' | 'session.switch_agent' }>;
 
 function maintenanceEffect(sessionId: string, event: Maintenance): EffectCall<SessionEffects> {
@@ -104,7 +77,7 @@ function maintenanceEffect(sessionId: string, event: Maintenance): EffectCall<Se
 /** A failed compaction, rewind or reload as a command answer: the error's command code and message. */
 function maintenanceFailure(error: unknown): CommandReply {
   const code = (error as { commandCode?: unknown } | null)?.commandCode;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return { ok: false, error: { code: typeof code === 'string' ? code : 'CompactionFailed', message } };
 }
 
@@ -119,6 +92,12 @@ type StartTurn = Extract<SessionEvent, { type: 'session.start_turn' }>;
 function queuedTurn(event: StartTurn): QueuedTurnView {
   return { turnId: event.turnId, clientRequestId: event.clientRequestId };
 }
+
+// The turn's events and its end, read on the transitions that take them.
+const permissionRequestOf = (event: SessionEvent) => event as Extract<SessionEvent, { type: 'turn.permission_requested' }>;
+const permissionAnswerOf = (event: SessionEvent) => event as Extract<SessionEvent, { type: 'session.resolve_permission' }>;
+const turnOutputOf = (event: EventObject) => (event as DoneActorEvent<TurnOutput>).output;
+const turnErrorOf = (event: EventObject) => (event as ErrorActorEvent).error;
 
 export const sessionMachine = setup({
   types: {
@@ -156,18 +135,54 @@ export const sessionMachine = setup({
     /** Emits `turn_started` once the turn is the active one (RT-1). */
     emitTurnStarted: notProvided('session', 'emitTurnStarted'),
     /** Emits `permission_requested` once the session can accept the answer (RT-16). */
-    emitPermissionRequested: notProvided('session', 'emitPermissionRequested') as (
-      _: unknown,
-      params: { turnId: string; toolCallId: string; name: string; paths: string[] },
-    ) => void,
+    emitPermissionRequested: notProvided<[unknown, PermissionRequestParams]>('session', 'emitPermissionRequested'),
     /** Emits `turn_finished` and releases waiters once the terminal status is stored. */
     announceTurnFinished: notProvided('session', 'announceTurnFinished'),
     /** Stores the turn the `session.start_turn` event just queued, with its input and its run (the write the service acknowledges). */
     storeQueuedTurn: notProvided('session', 'storeQueuedTurn'),
     /** A queued turn cancelled before it started: it ends `cancelled` (stored, waiters told). */
-    settleCancelledQueuedTurn: notProvided('session', 'settleCancelledQueuedTurn') as (_: unknown, params: { turnId: string }) => void,
+    settleCancelledQueuedTurn: notProvided<[unknown, QueuedTurnParams]>('session', 'settleCancelledQueuedTurn'),
     /** Announces the queue after it changed (`queue_updated`). */
     emitQueueUpdated: notProvided('session', 'emitQueueUpdated'),
+    // The running turn is interrupted (`turn.interrupt`): the user cancels it (or a new turn replaces it), the run passes its time limit (RL-3), the session stops.
+    cancelTurn: sendTo('turn', { type: 'turn.interrupt', reason: 'cancel' } satisfies TurnInterrupt),
+    timeOutTurn: sendTo('turn', { type: 'turn.interrupt', reason: 'timeout', limit: 'run' } satisfies TurnInterrupt),
+    stopTurn: sendTo('turn', { type: 'turn.interrupt', reason: 'stop' } satisfies TurnInterrupt),
+    /** The user's answer goes to the turn, which passes it to the call that asked. */
+    forwardPermissionAnswer: sendTo('turn', ({ event }) => {
+      const answer = permissionAnswerOf(event);
+      return { type: 'turn.resolve_permission', toolCallId: answer.toolCallId, decision: answer.decision } satisfies TurnEvent;
+    }),
+    markReloadRequired: assign({ reloadRequired: true }),
+    /** The turn of a `session.start_turn` starts at once: it is the active turn, its request is accepted and answered. */
+    acceptTurn: assign(({ context, event }) => {
+      const e = event as StartTurn;
+      return {
+        activeTurn: queuedTurn(e),
+        accepted: { ...context.accepted, [e.clientRequestId]: e.turnId },
+        reply: reply(e, { ok: true, turnId: e.turnId }),
+      };
+    }),
+    /** The trackers come back with the outcome: the session keeps them for its next turn (GR-2a). */
+    recordTurnEnd: assign({
+      lastOutcome: ({ context, event }) => ({ turnId: context.activeTurn!.turnId, outcome: turnOutputOf(event).outcome }),
+      trackers: ({ event }) => turnOutputOf(event).trackers,
+    }),
+    /** An error escaping the turn chart is a defect, reported as a typed failure rather than a hang. */
+    recordTurnCrash: assign({
+      lastOutcome: ({ context, event }) => ({
+        turnId: context.activeTurn!.turnId,
+        outcome: { status: 'failed', code: 'actor_stopped', message: `turn actor failed: ${String(turnErrorOf(event))}` },
+      }),
+    }),
+    /** The request the turn passes on is recorded before it is announced, so an answer right away finds it pending. */
+    recordPermissionRequest: assign({
+      pendingPermission: ({ event }) => {
+        const request = permissionRequestOf(event);
+        return { turnId: request.turnId, toolCallId: request.toolCallId };
+      },
+    }),
+    clearPermissionRequest: assign({ pendingPermission: null }),
     clearActiveTurn: assign({ activeTurn: null, pendingPermission: null }),
     /** A finished turn whose row was never written did not happen: its request id may be sent again. */
     recordFinish: assign({
@@ -276,7 +291,7 @@ export const sessionMachine = setup({
   invoke: { id: EFFECT_PORT, systemId: EFFECT_PORT, src: 'effectPort' },
   initial: 'idle',
   on: {
-    'session.require_reload': { actions: assign({ reloadRequired: true }) },
+    'session.require_reload': { actions: 'markReloadRequired' },
     // Stopping with no turn running has nothing to stop; the answer tells the caller its request was seen.
     // Queued turns stay stored and queued: they start when the session is opened again.
     'session.stop': { actions: ['markStopping', 'replyOk'] },
@@ -300,17 +315,7 @@ export const sessionMachine = setup({
         'session.start_turn': [
           { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
           { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
-          {
-            target: 'running',
-            actions: [
-              assign({
-                activeTurn: ({ event }) => queuedTurn(event),
-                accepted: ({ context, event }) => ({ ...context.accepted, [event.clientRequestId]: event.turnId }),
-                reply: ({ event }) => reply(event, { ok: true, turnId: event.turnId }),
-              }),
-              'emitTurnStarted',
-            ],
-          },
+          { target: 'running', actions: ['acceptTurn', 'emitTurnStarted'] },
         ],
         'session.compact': [
           { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
@@ -331,25 +336,14 @@ export const sessionMachine = setup({
           limits: context.limits,
           trackers: context.trackers,
         }),
-        onDone: {
-          target: 'finishing',
-          // The trackers come back with the outcome: the session keeps them for its next turn (GR-2a).
-          actions: assign({
-            lastOutcome: ({ context, event }) => ({ turnId: context.activeTurn!.turnId, outcome: event.output.outcome }),
-            trackers: ({ event }) => event.output.trackers,
-          }),
-        },
+        // The trackers come back with the outcome: the session keeps them for its next turn (GR-2a).
+        onDone: { target: 'finishing', actions: 'recordTurnEnd' },
         onError: {
           // An error escaping the turn chart is a defect, reported as a typed failure rather than a hang.
           // No public input reaches it (the turn catches its tool calls' crashes), so it is the one
           // transition the generated paths never take (test/paths/chart-paths.test.ts).
           target: 'finishing',
-          actions: assign({
-            lastOutcome: ({ context, event }) => ({
-              turnId: context.activeTurn!.turnId,
-              outcome: { status: 'failed', code: 'actor_stopped', message: `turn actor failed: ${String(event.error)}` },
-            }),
-          }),
+          actions: 'recordTurnCrash',
         },
       },
       // RL-3: a run with a time limit is cancelled when it passes it, and ends `timed_out`.
@@ -359,7 +353,7 @@ export const sessionMachine = setup({
           always: [{ guard: 'hasRunTimeout', target: 'within_deadline' }, { target: 'no_deadline' }],
         },
         within_deadline: {
-          after: { runTimeout: { target: 'past_deadline', actions: sendTo('turn', { type: 'turn.timeout' }) } },
+          after: { runTimeout: { target: 'past_deadline', actions: 'timeOutTurn' } },
         },
         no_deadline: {},
         past_deadline: {},
@@ -369,40 +363,33 @@ export const sessionMachine = setup({
           { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
           { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
           { guard: 'policyEnqueues', actions: ['enqueue', 'storeQueuedTurn', 'emitQueueUpdated'] },
-          { guard: 'policyInterrupts', actions: ['enqueueReplacing', 'storeQueuedTurn', 'emitQueueUpdated', sendTo('turn', { type: 'turn.cancel' })] },
+          { guard: 'policyInterrupts', actions: ['enqueueReplacing', 'storeQueuedTurn', 'emitQueueUpdated', 'cancelTurn'] },
           { actions: 'replyBusy' },
         ],
         'session.cancel_turn': [
-          { guard: 'isActiveTurn', actions: [sendTo('turn', { type: 'turn.cancel' }), 'replyOk'] },
+          { guard: 'isActiveTurn', actions: ['cancelTurn', 'replyOk'] },
           { guard: 'isQueuedTurn', actions: ['dequeue', { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
           { actions: 'replyTurnNotActive' },
         ],
         'session.resolve_permission': [
           {
             guard: 'isPendingPermission',
-            actions: [
-              sendTo('turn', ({ event }) => ({
-                type: 'turn.resolve_permission',
-                toolCallId: event.toolCallId,
-                decision: event.decision,
-              })),
-              'replyOk',
-            ],
+            actions: ['forwardPermissionAnswer', 'replyOk'],
           },
           { guard: 'isActiveTurn', actions: 'replyPermissionNotPending' },
           { actions: 'replyTurnNotActive' },
         ],
-        'session.stop': { actions: ['markStopping', sendTo('turn', { type: 'turn.stop' }), 'replyOk'] },
+        'session.stop': { actions: ['markStopping', 'stopTurn', 'replyOk'] },
         'turn.permission_requested': {
           actions: [
-            assign({ pendingPermission: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId }) }),
+            'recordPermissionRequest',
             {
               type: 'emitPermissionRequested',
               params: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId, name: event.name, paths: event.paths }),
             },
           ],
         },
-        'turn.permission_settled': { actions: assign({ pendingPermission: null }) },
+        'turn.permission_settled': { actions: 'clearPermissionRequest' },
       },
     },
     /** A manual compaction, a rewind or a reload: the conversation is being replaced, so no turn may start. */

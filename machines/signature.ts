@@ -1,8 +1,3 @@
-/** RT-14 / GR-1: a call's identity for loop detection — name plus key-sorted arguments. */
-export function callSignature(name: string, args: unknown): string {
-  return `${name}:${stableStringify(args)}`;
-}
-
 export function stableStringify(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stableStringify).join(',')}]`;
   if (value !== null && typeof value === 'object') {

@@ -3,9 +3,9 @@ import { sendParent, setup } from 'xstate';
 /**
  * The no-progress watchdog (issue 12): invoked by the turn for as long as it runs. Every update the
  * turn emits is progress, which restarts the wait (the runtime sends `watchdog.progress`); waiting
- * for the user's approval pauses it. A wait that runs out sends the turn `turn.timeout` with
- * `limit: 'stall'`, which the turn handles as it handles its run's time limit — the model call or
- * tool under way is cancelled — and ends `failed` / `stalled`. Off when the agent has no
+ * for the user's approval pauses it. A wait that runs out sends the turn
+ * `turn.interrupt { reason: 'timeout', limit: 'stall' }`, which the turn handles as it handles its
+ * run's time limit — the model call or tool under way is cancelled — and ends `failed` / `stalled`. Off when the agent has no
  * `stallTimeoutMs`, so such a turn arms no timer.
  */
 
@@ -40,7 +40,7 @@ export const stallWatchdogMachine = setup({
     },
     off: {},
     watching: {
-      after: { stallTimeout: { target: 'stalled', actions: sendParent({ type: 'turn.timeout', limit: 'stall' }) } },
+      after: { stallTimeout: { target: 'stalled', actions: sendParent({ type: 'turn.interrupt', reason: 'timeout', limit: 'stall' }) } },
       on: {
         // Re-entering restarts the wait.
         'watchdog.progress': { target: 'watching', reenter: true },

@@ -1,5 +1,23 @@
 import { assign, fromCallback, fromPromise, sendTo, setup, type EventObject } from 'xstate';
 import { notProvided } from './not-provided.js';
+import {
+  admissionOf,
+  approvalOf,
+  type AdmissionDecision,
+  type Change,
+  type ClockExpired,
+  type ClosedParams,
+  type CreatedParams,
+  type ErrorParams,
+  type RecoveredParams,
+  type RiskLevel,
+  type RunningClockInput,
+  type SessionActorInput,
+  type SessionOrder,
+  type SessionReport,
+  type TurnEnd,
+} from './task.effects.js';
+import { messageOf } from '../src/util/errors.js';
 
 /**
  * A task (seed 002, LC-1…LC-4): one agent session driven through its turns under a lifecycle.
@@ -13,7 +31,8 @@ import { notProvided } from './not-provided.js';
  * (`session`), told to run a turn, hold at its next checkpoint (before a model call), release,
  * or abort. Pause, resume and abort are commands: the chart decides and leaves the answer in
  * `context.reply`; a transition LC-1 does not allow is refused with `InvalidTransition`, never thrown.
- * A task recovered by another worker starts where its stored state says it was.
+ * A task recovered by another worker starts where its stored state says it was. What the chart
+ * asks of the runtime, and hears back, is machines/task.effects.ts.
  *
  * Every change of state the chart makes is one of LC-1's (test/machines/task.machine.test.ts drives
  * each state with each event to check it). So the ways a task ends sit where LC-1 allows them: the
@@ -45,11 +64,6 @@ export function isTaskTransition(from: TaskState, to: TaskState): boolean {
   return TASK_TRANSITIONS[from].includes(to);
 }
 
-/** The risk levels of the seed's admission (R1 lowest). */
-export type RiskLevel = 'R1' | 'R2' | 'R3' | 'R4' | 'R5';
-
-export type AdmissionDecision = { approve: true; risk: RiskLevel; token?: string } | { approve: false; reason: string };
-
 /** What a command asked for: the state it would lead to. */
 export type TaskCommand = 'pause' | 'resume' | 'abort';
 
@@ -69,9 +83,6 @@ export interface TaskInput {
   abortCleanupMs: number;
 }
 
-/** How the task's turn ended, as the session reports it. */
-export type TurnEnd = { status: 'completed' } | { status: 'failed' | 'cancelled' | 'timed_out' | 'interrupted'; code: string; message: string };
-
 export interface TaskContext extends TaskInput {
   state: TaskState;
   /** Why the task is where it is (the last transition's reason). */
@@ -88,55 +99,15 @@ export type TaskEvent =
   | { type: 'task.pause'; commandId: string }
   | { type: 'task.resume'; commandId: string }
   | { type: 'task.abort'; commandId: string }
-  /** From the session: the turn ended. */
-  | { type: 'session.turn_finished'; end: TurnEnd }
-  /** From the session: the turn is held at its checkpoint (before a model call). */
-  | { type: 'session.held' }
-  /** From the session: the aborted turn is over (or cleaning up failed: it is best effort). */
-  | { type: 'session.aborted' }
-  /** From the session: it could not go on (storage failed, it closed or was lost to another owner). */
-  | { type: 'session.failed'; message: string }
-  /** From the running clock: the task has been RUNNING for its max duration (LC-4). */
-  | { type: 'clock.expired' };
-
-/** What the chart tells its session. */
-export type SessionOrder =
-  | { type: 'run_turn'; index: number }
-  | { type: 'hold' }
-  | { type: 'release' }
-  | { type: 'abort' };
-
-export interface SessionActorInput {
-  taskId: string;
-}
-
-/**
- * The running clock's input. The clock is supplied by the runtime, which knows the task's max
- * duration and the RUNNING time it has spent (a recovered task's too); it counts while it lives,
- * from one `running` to the next, and sends `clock.expired` once the time is spent.
- */
-export interface RunningClockInput {
-  taskId: string;
-}
+  | SessionReport
+  | ClockExpired;
 
 export interface TaskOutput {
   state: TaskState;
   reason: string;
 }
 
-export interface Transition {
-  from: TaskState;
-  to: TaskState;
-  reason: string;
-}
-
 type Commanded = Extract<TaskEvent, { commandId: string }>;
-
-/** A state change: its target and its reason. */
-export interface Change {
-  to: TaskState;
-  reason: string;
-}
 
 /**
  * The actions that move the task to `to`, for a reason fixed or read from the event (or the context):
@@ -174,7 +145,7 @@ export const taskMachine = setup({
     abortCleanup: ({ context }) => context.abortCleanupMs,
   },
   guards: {
-    approved: ({ event }) => (event as unknown as { output: AdmissionDecision }).output.approve,
+    approved: ({ event }) => admissionOf(event).approve,
     allTurnsDone: ({ context }) => context.turnsDone >= context.turnCount,
     pauseRequested: ({ context }) => context.pauseRequested,
     turnCompleted: ({ event }) => event.type === 'session.turn_finished' && event.end.status === 'completed',
@@ -184,15 +155,15 @@ export const taskMachine = setup({
   },
   actions: {
     /** Durably records the transition and emits `state_changed` (supplied by the task runtime). */
-    recordTransition: notProvided('task', 'recordTransition') as (_: unknown, params: Change) => void,
+    recordTransition: notProvided<[unknown, Change]>('task', 'recordTransition'),
     /** Emits `session_created` with the admission's risk level. */
-    announceCreated: notProvided('task', 'announceCreated') as (_: unknown, params: { risk: RiskLevel; token: string | null }) => void,
+    announceCreated: notProvided<[unknown, CreatedParams]>('task', 'announceCreated'),
     /** Emits `state_changed` with reason `recovered_from_checkpoint` (LC-4). */
-    announceRecovered: notProvided('task', 'announceRecovered') as (_: unknown, params: { state: TaskState }) => void,
+    announceRecovered: notProvided<[unknown, RecoveredParams]>('task', 'announceRecovered'),
     /** Emits `error` for the failure that ends the task. */
-    reportError: notProvided('task', 'reportError') as (_: unknown, params: { code: string; message: string }) => void,
+    reportError: notProvided<[unknown, ErrorParams]>('task', 'reportError'),
     /** Emits `session_closed` once the task is terminal. */
-    announceClosed: notProvided('task', 'announceClosed') as (_: unknown, params: { finalState: TaskState; reason: string }) => void,
+    announceClosed: notProvided<[unknown, ClosedParams]>('task', 'announceClosed'),
     /** The context's half of a state change; it runs after `recordTransition`, which reads the state being left. */
     setState: assign((_, params: Change) => ({ state: params.to, reason: params.reason })),
     /** A failure that aborts a PAUSED task: its reason is also the reason the task ends ABORTED. */
@@ -205,7 +176,16 @@ export const taskMachine = setup({
     }),
     replyOk: assign({ reply: ({ event }) => ok(event) }),
     countTurn: assign({ turnsDone: ({ context }) => context.turnsDone + 1 }),
+    /** The admission's risk level, kept for the task's events. */
+    assignRisk: assign({ risk: ({ event }) => approvalOf(event).risk }),
+    /** A pause takes effect at the next checkpoint; resuming before it did withdraws it. */
+    requestPause: assign({ pauseRequested: true }),
+    withdrawPause: assign({ pauseRequested: false }),
+    // The orders the session gets.
     runTurn: sendTo('session', ({ context }) => ({ type: 'run_turn', index: context.turnsDone }) satisfies SessionOrder),
+    holdSession: sendTo('session', { type: 'hold' } satisfies SessionOrder),
+    releaseSession: sendTo('session', { type: 'release' } satisfies SessionOrder),
+    abortSession: sendTo('session', { type: 'abort' } satisfies SessionOrder),
   },
 }).createMachine({
   id: 'task',
@@ -249,11 +229,11 @@ export const taskMachine = setup({
             guard: 'approved',
             target: 'active',
             actions: [
-              assign({ risk: ({ event }) => (event.output as Extract<AdmissionDecision, { approve: true }>).risk }),
+              'assignRisk',
               {
                 type: 'announceCreated',
                 params: ({ event }) => {
-                  const decision = event.output as Extract<AdmissionDecision, { approve: true }>;
+                  const decision = approvalOf(event);
                   return { risk: decision.risk, token: decision.token ?? null };
                 },
               },
@@ -335,10 +315,10 @@ export const taskMachine = setup({
                     ...moveTo('FAILED', (event: { message: string }) => `session_error: ${event.message}`),
                   ],
                 },
-                'task.pause': { actions: [assign({ pauseRequested: true }), sendTo('session', { type: 'hold' } satisfies SessionOrder), 'replyOk'] },
+                'task.pause': { actions: ['requestPause', 'holdSession', 'replyOk'] },
                 // Resuming before the pause took effect withdraws it.
                 'task.resume': [
-                  { guard: 'pauseRequested', actions: [assign({ pauseRequested: false }), sendTo('session', { type: 'release' } satisfies SessionOrder), 'replyOk'] },
+                  { guard: 'pauseRequested', actions: ['withdrawPause', 'releaseSession', 'replyOk'] },
                   { actions: { type: 'refuse', params: { to: 'RUNNING' } } },
                 ],
               },
@@ -363,7 +343,7 @@ export const taskMachine = setup({
                   on: {
                     'task.resume': {
                       target: '#task.active.live.running.next_turn',
-                      actions: [assign({ pauseRequested: false }), 'replyOk', ...moveTo('RUNNING', 'resumed')],
+                      actions: ['withdrawPause', 'replyOk', ...moveTo('RUNNING', 'resumed')],
                     },
                   },
                 },
@@ -372,12 +352,7 @@ export const taskMachine = setup({
                   on: {
                     'task.resume': {
                       target: '#task.active.live.running.turn',
-                      actions: [
-                        assign({ pauseRequested: false }),
-                        sendTo('session', { type: 'release' } satisfies SessionOrder),
-                        'replyOk',
-                        ...moveTo('RUNNING', 'resumed'),
-                      ],
+                      actions: ['withdrawPause', 'releaseSession', 'replyOk', ...moveTo('RUNNING', 'resumed')],
                     },
                     // The held turn ended under the pause (cancelled or timed out from outside the task; a held
                     // turn cannot complete: it holds before a model call). There is nothing left to resume.
@@ -397,7 +372,7 @@ export const taskMachine = setup({
         },
         /** LC-4: the model stream and the running tool are cancelled, then ABORTED within the cleanup bound. */
         aborting: {
-          entry: sendTo('session', { type: 'abort' } satisfies SessionOrder),
+          entry: 'abortSession',
           after: { abortCleanup: { target: '#task.aborted', actions: moveTo('ABORTED', 'cleanup_timed_out') } },
           on: {
             // Cleanup is best effort (seed 002): a session that fails while cleaning up still reports aborted.
@@ -422,8 +397,4 @@ function endError(end: TurnEnd): { code: string; message: string } {
 
 function closing({ context }: { context: TaskContext }) {
   return { finalState: context.state, reason: context.reason };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

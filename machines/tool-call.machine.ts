@@ -1,15 +1,31 @@
 import { and, assign, not, or, sendParent, setup } from 'xstate';
-import type { ToolCallPart } from '../src/protocol/messages.js';
-import type { PermissionDecision } from '../src/protocol/updates.js';
 import type { AuditDecision } from '../src/protocol/audit.js';
-import type { AuthorizationDecision, ToolCallOutput, ToolResult, TurnTermination } from '../src/protocol/tool-result.js';
-import type { GuardrailRule } from '../src/protocol/updates.js';
+import type { AuthorizationDecision, ToolResult } from '../src/protocol/tool-result.js';
 import { MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
-import { afterWait, breakRun, observeCall, passWait, recoveryHint, stopReason, type LoopRules, type LoopTracker, type LoopVerdict } from './guardrails.js';
-import { isDelegationTool, SPAWN_AGENT, WAIT_AGENT, type WaitAgentOutput } from './delegation.js';
+import { afterWait, breakRun, observeCall, passWait, recoveryHint, stopReason, type GuardrailTriggered, type LoopTracker, type LoopVerdict } from './guardrails.js';
+import { isDelegationTool, SPAWN_AGENT, WAIT_AGENT } from './delegation.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
-import { cancelEffectAction, doneOutput, failedError, requestEffectAction, type EffectReply } from './effect-port.js';
+import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
+import type { ToolCallCommand, ToolCallInput, ToolCallOutput, TurnTermination } from './tool-call.contract.js';
+import {
+  authorizationOf,
+  dispatchOf,
+  errorOf,
+  isWaitTimeout,
+  toolResultOf,
+  waitOf,
+  type AfterDispatchInput,
+  type ArgumentValidator,
+  type DispatchOutcome,
+  type ExecuteInput,
+  type LiveStatusParams,
+  type PermissionResolvedParams,
+  type ToolCallEffects,
+  type ToolEffectInput,
+  type ValidationOutput,
+} from './tool-call.effects.js';
+import { messageOf } from '../src/util/errors.js';
 
 /**
  * One tool call (RT-15): `active` { `screening` — the parsed arguments are a JSON object? the name
@@ -19,16 +35,10 @@ import { cancelEffectAction, doneOutput, failedError, requestEffectAction, type 
  * `tool_allowed`), mode deny, mode ask → `waiting_permission`, else `executing` (→ `after_dispatch`
  * when hooks watch results) } → `writing_result` → `done`. Every path ends in `writing_result`, so
  * every call gets exactly one result (RT-12) and one audit row (RL-4).
+ *
+ * What the call and its turn say to each other is machines/tool-call.contract.ts; the effects it asks
+ * the runtime for, machines/tool-call.effects.ts. Every guard and action is named in `setup`.
  */
-
-export interface ToolCallInput {
-  sessionId: string;
-  turnId: string;
-  call: ToolCallPart;
-  /** The run of consecutive calls before this one. */
-  loop: LoopTracker;
-  loopRules: LoopRules;
-}
 
 export interface ToolCallContext extends ToolCallInput {
   args: Record<string, unknown>;
@@ -52,81 +62,10 @@ export interface ToolCallContext extends ToolCallInput {
   hintAnnounced: boolean;
 }
 
-export interface GuardrailTriggered {
-  rule: GuardrailRule;
-  level: 'soft' | 'hard';
-  toolName?: string;
-  count: number;
-}
+export type ToolCallEvent = ToolCallCommand | EffectReply;
 
-export type ToolCallEvent =
-  | { type: 'permission.resolve'; decision: PermissionDecision }
-  /** `reason: 'timeout'` when the run's time limit cancels the call rather than the user, `'stall'` when the no-progress watchdog does. */
-  | { type: 'tool.cancel'; reason?: 'timeout' | 'stall' }
-  | { type: 'tool.stop' }
-  | EffectReply;
-
-export type ValidationOutput = { ok: true; args: Record<string, unknown> } | { ok: false; message: string };
-
-export interface ToolEffectInput {
-  sessionId: string;
-  turnId: string;
-  toolCallId: string;
-  name: string;
-  args: Record<string, unknown>;
-}
-
-export interface ExecuteInput extends ToolEffectInput {
-  approvedPaths: string[];
-}
-
-export interface WriteResultInput {
-  sessionId: string;
-  turnId: string;
-  call: ToolCallPart;
-  result: ToolResult;
-  /** What the audit row records besides the durations the runtime measured (RL-4). */
-  args: Record<string, unknown>;
-  argumentsParsed: boolean;
-  decision: AuditDecision | null;
-  hookError: string | null;
-  rewritten: boolean;
-}
-
-export interface AfterDispatchInput extends ToolEffectInput {
-  result: ToolResult;
-}
-
-/** What the `beforeToolDispatch` hooks decided, the rewritten arguments already checked against the tool's schema. */
-export type DispatchOutcome =
-  | { decision: 'allow' }
-  | { decision: 'deny'; reason: string }
-  | { decision: 'rewrite'; args: Record<string, unknown> }
-  | { decision: 'invalid_rewrite'; message: string };
-
-/** The effects a tool call asks the runtime for, with their inputs and outputs. */
-export type ToolCallEffects = {
-  /** The tool's own `authorize` hook (RT-16). */
-  authorize: { input: ToolEffectInput; output: AuthorizationDecision };
-  /** Runs a registry tool under this call's signal and approved paths. */
-  executeTool: { input: ExecuteInput; output: ToolResult };
-  /** Runs a control tool such as `update_plan` (RT-22). */
-  runControlTool: { input: ToolEffectInput; output: ToolResult };
-  /** `spawn_agent` (a child session and its first turn) or `send_agent_message`: answers at once. */
-  delegate: { input: ToolEffectInput; output: ToolResult };
-  /** `wait_agent`: the child's answer, or a timeout on the runtime's chart clock; a cancel aborts the wait. */
-  waitAgent: { input: ToolEffectInput; output: WaitAgentOutput };
-  /** Writes the result and its audit row, appends it to the conversation (RT-12, RL-4). */
-  writeResult: { input: WriteResultInput; output: void };
-  /** The runtime's then the agent's `beforeToolDispatch` hooks (RL-4). */
-  beforeToolDispatch: { input: ToolEffectInput; output: DispatchOutcome };
-  /** The runtime's then the agent's `afterToolDispatch` hooks: they see the result (RL-4). */
-  afterToolDispatch: { input: AfterDispatchInput; output: void };
-};
-
-// Read only on the reply they name: the transitions that call these are `effect.done` / `effect.failed` ones.
-const outputOf = <T>(event: ToolCallEvent) => doneOutput<T>(event) as T;
-const errorOf = (event: ToolCallEvent) => failedError(event);
+/** A guard the runtime supplies: it reads the call's context. */
+type ContextGuard = [{ context: ToolCallContext }];
 
 const CANCELLED_BY_USER = 'tool call cancelled by the user';
 const DENIED_BY_MODE: AuditDecision = { verdict: 'denied', by: 'mode' };
@@ -137,8 +76,6 @@ const ALLOWED_BY_USER: AuditDecision = { verdict: 'allowed', by: 'user' };
 const CANCELLED_BY_TIMEOUT = 'tool call cancelled: the run passed its time limit';
 const CANCELLED_BY_STALL = 'tool call cancelled: the turn made no progress for too long';
 const STOPPED = 'the session stopped before the tool call finished';
-const waitOf = (event: ToolCallEvent) => outputOf<WaitAgentOutput>(event);
-const isWaitTimeout = (event: ToolCallEvent) => event.type === 'effect.done' && waitOf(event)?.timedOut === true;
 
 const toolCallSetup = setup({
   types: {
@@ -149,76 +86,104 @@ const toolCallSetup = setup({
   },
   guards: {
     /** Supplied by the runtime: is this name a control tool (e.g. `update_plan`)? */
-    isControlTool: notProvided('tool-call', 'isControlTool') as (_: { context: ToolCallContext }) => boolean,
+    isControlTool: notProvided<ContextGuard, boolean>('tool-call', 'isControlTool'),
     /** Supplied by the runtime: is this name in the session's registry toolset? */
-    isRegistryTool: notProvided('tool-call', 'isRegistryTool') as (_: { context: ToolCallContext }) => boolean,
+    isRegistryTool: notProvided<ContextGuard, boolean>('tool-call', 'isRegistryTool'),
     /** Supplied by the runtime: does the tool have its own `authorize` hook? */
-    hasAuthorizeHook: notProvided('tool-call', 'hasAuthorizeHook') as (_: { context: ToolCallContext }) => boolean,
+    hasAuthorizeHook: notProvided<ContextGuard, boolean>('tool-call', 'hasAuthorizeHook'),
     /** Supplied by the runtime: the session has `beforeToolDispatch` hooks (RL-4). */
-    hasBeforeDispatchHooks: notProvided('tool-call', 'hasBeforeDispatchHooks') as (_: { context: ToolCallContext }) => boolean,
+    hasBeforeDispatchHooks: notProvided<ContextGuard, boolean>('tool-call', 'hasBeforeDispatchHooks'),
     /** Supplied by the runtime: the session has `afterToolDispatch` hooks (RL-4). */
-    hasAfterDispatchHooks: notProvided('tool-call', 'hasAfterDispatchHooks') as (_: { context: ToolCallContext }) => boolean,
+    hasAfterDispatchHooks: notProvided<ContextGuard, boolean>('tool-call', 'hasAfterDispatchHooks'),
     /** Supplied by the runtime: the session's mode rule-denies this tool (e.g. a write when read-only). */
-    modeForbidsCall: notProvided('tool-call', 'modeForbidsCall') as (_: { context: ToolCallContext }) => boolean,
+    modeForbidsCall: notProvided<ContextGuard, boolean>('tool-call', 'modeForbidsCall'),
     /** Supplied by the runtime: the session's mode wants the user's approval for this tool. */
-    modeRequiresApproval: notProvided('tool-call', 'modeRequiresApproval') as (_: { context: ToolCallContext }) => boolean,
+    modeRequiresApproval: notProvided<ContextGuard, boolean>('tool-call', 'modeRequiresApproval'),
+    /** Supplied by the runtime: the session's agent allows no delegation, so its control tools are refused. */
+    delegationForbidden: notProvided<ContextGuard, boolean>('tool-call', 'delegationForbidden'),
+    /** Supplied by the runtime: the agent `spawn_agent` names is not one this agent may delegate to. */
+    childAgentForbidden: notProvided<ContextGuard, boolean>('tool-call', 'childAgentForbidden'),
+    /** Supplied by the runtime: this turn already has as many live children as the agent allows. */
+    childLimitReached: notProvided<ContextGuard, boolean>('tool-call', 'childLimitReached'),
+    /** Supplied by the runtime: nobody can answer an approval in this session (a sub-agent's): what would ask is denied. */
+    approvalNonInteractive: notProvided<ContextGuard, boolean>('tool-call', 'approvalNonInteractive'),
     argumentsAreJsonObject: ({ context }) => context.argumentsParsed,
     argumentsMatchSchema: ({ context }) => context.validation?.ok === true,
     loopStopReached: ({ context }) => context.verdict?.level === 'hard',
     loopHintDue: ({ context }) => context.verdict?.level === 'soft' && !context.hintAnnounced,
-    resultCancelsTurn: ({ context }) => context.result?.status === 'cancelled',
-    /** Supplied by the runtime: the session's agent allows no delegation, so its control tools are refused. */
-    delegationForbidden: notProvided('tool-call', 'delegationForbidden') as (_: { context: ToolCallContext }) => boolean,
-    /** Supplied by the runtime: the agent `spawn_agent` names is not one this agent may delegate to. */
-    childAgentForbidden: notProvided('tool-call', 'childAgentForbidden') as (_: { context: ToolCallContext }) => boolean,
-    /** Supplied by the runtime: this turn already has as many live children as the agent allows. */
-    childLimitReached: notProvided('tool-call', 'childLimitReached') as (_: { context: ToolCallContext }) => boolean,
-    /** Supplied by the runtime: nobody can answer an approval in this session (a sub-agent's): what would ask is denied. */
-    approvalNonInteractive: notProvided('tool-call', 'approvalNonInteractive') as (_: { context: ToolCallContext }) => boolean,
     isDelegationTool: ({ context }) => isDelegationTool(context.call.name),
     isSpawnAgent: ({ context }) => context.call.name === SPAWN_AGENT,
     isWaitAgent: ({ context }) => context.call.name === WAIT_AGENT,
     /** RT-14: this wait timed out, and the waits in a row that timed out reach the loop's stop. */
     waitTimeoutsReachStop: ({ context, event }) => isWaitTimeout(event) && context.loop.waitTimeouts + 1 >= context.loopRules.hard,
-    waitTimedOut: ({ event }) => isWaitTimeout(event),
+    // `beforeToolDispatch`'s reply: the hooks deny the call, rewrite it into arguments the schema refuses, or rewrite it.
+    hooksDeny: ({ event }) => dispatchOf(event).decision === 'deny',
+    hooksRewriteInvalid: ({ event }) => dispatchOf(event).decision === 'invalid_rewrite',
+    hooksRewrite: ({ event }) => dispatchOf(event).decision === 'rewrite',
+    // `authorize`'s reply: the tool's hook allows the call, or asks the user about it.
+    toolAllows: ({ event }) => authorizationOf(event).decision === 'allow',
+    toolAsks: ({ event }) => authorizationOf(event).decision === 'ask',
+    userAllows: ({ event }) => event.type === 'permission.resolve' && event.decision === 'allow_once',
+    /** The tool itself answered that it was cancelled: the turn ends as cancelled. */
+    toolCancelled: ({ event }) => toolResultOf(event).status === 'cancelled',
   },
   actions: {
     requestEffect: requestEffectAction<ToolCallContext, ToolCallEvent, ToolCallEffects>(),
     cancelEffect: cancelEffectAction<ToolCallContext, ToolCallEvent>(),
-    assignFailedResult: assign({ result: ({ event }) => failedResult(errorOf(event)) }),
     /** Live updates and trace spans; supplied by the runtime. */
     startSpan: notProvided('tool-call', 'startSpan'),
     emitToolCallStarted: notProvided('tool-call', 'emitToolCallStarted'),
-    setLiveStatus: notProvided('tool-call', 'setLiveStatus') as (_: unknown, params: { status: 'waiting_permission' | 'running' }) => void,
-    emitPermissionResolved: notProvided('tool-call', 'emitPermissionResolved') as (
-      _: unknown,
-      params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' },
-    ) => void,
+    setLiveStatus: notProvided<[unknown, LiveStatusParams]>('tool-call', 'setLiveStatus'),
+    emitPermissionResolved: notProvided<[unknown, PermissionResolvedParams]>('tool-call', 'emitPermissionResolved'),
     finishCall: notProvided('tool-call', 'finishCall'),
     /** Supplied by the runtime: the `guardrail_triggered` update. */
-    emitGuardrailTriggered: notProvided('tool-call', 'emitGuardrailTriggered') as (_: unknown, params: GuardrailTriggered) => void,
+    emitGuardrailTriggered: notProvided<[unknown, GuardrailTriggered]>('tool-call', 'emitGuardrailTriggered'),
     /** Supplied by the runtime as an `assign` of `requestedPaths`: what an approval the mode asks for names. */
     assignApprovalPaths: approvalPathsAction(() => []),
+    // The session announces an approval request once it has recorded it (the turn passes it on), so a UI that answers at once is not refused.
+    requestPermission: sendParent(({ context }) => ({
+      type: 'tool.permission_requested',
+      toolCallId: context.call.id,
+      name: context.call.name,
+      paths: context.requestedPaths,
+    })),
+    settlePermission: sendParent(({ context }) => ({ type: 'tool.permission_settled', toolCallId: context.call.id })),
+    // Screening: each check that stops the call writes its own result.
+    assignNotJsonObject: assign({
+      result: ({ context }) => ({
+        status: 'failed',
+        content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
+      }),
+    }),
+    assignToolNotFound: assign({
+      result: ({ context }) => ({ status: 'failed', content: `ToolNotFound: no tool named '${context.call.name}' is available` }),
+    }),
+    assignSchemaFailure: assign({
+      result: ({ context }) => ({ status: 'failed', content: `InvalidArguments: ${context.validation?.ok === false ? context.validation.message : 'no schema'}` }),
+    }),
+    assignLoopStop: assign({
+      result: ({ context }) => ({ status: 'failed', content: stopReason(context.verdict!, context.call.name).result }),
+      termination: ({ context }) => ({ kind: 'failed', code: 'doom_loop', message: stopReason(context.verdict!, context.call.name).message }),
+    }),
+    markHintAnnounced: assign({ hintAnnounced: true }),
+    assignDelegationDenial: assign({
+      result: ({ context }) => ({ status: 'denied', content: `denied by rule: this agent may not delegate ('${context.call.name}')` }),
+      decision: DENIED_BY_RULE,
+    }),
+    assignUnknownChildAgent: assign({
+      result: ({ context }) => ({ status: 'denied', content: `denied by rule: UnknownAgent: '${String(context.args.agent)}' is not an agent this agent may delegate to` }),
+      decision: DENIED_BY_RULE,
+    }),
+    assignChildLimitDenial: assign({
+      result: { status: 'denied', content: 'denied by rule: ChildLimitReached: this turn already runs as many sub-agents as its agent allows; wait for one first' },
+      decision: DENIED_BY_RULE,
+    }),
     assignModeDenial: assign({
       result: ({ context }) => ({
         status: 'denied',
         content: `denied by rule: the session's permission mode does not allow '${context.call.name}'`,
       }),
       decision: DENIED_BY_MODE,
-    }),
-    /** A dispatch hook that threw or passed its time limit fails the call closed: the tool does not run. */
-    assignBeforeHookFailure: assign({
-      result: ({ event }) => ({ status: 'failed', content: errorMessage(errorOf(event)) }),
-      hookError: ({ event }) => hookCodeOf(errorOf(event)),
-      decision: DENIED_BY_HOOK,
-    }),
-    /** After the tool ran: its output is withheld from the model, since the hook that watches results could not. */
-    assignAfterHookFailure: assign({
-      result: ({ context, event }) => ({
-        status: 'failed',
-        content: `${errorMessage(errorOf(event))} (the tool's result, ${context.result?.status ?? 'none'}, is withheld)`,
-      }),
-      hookError: ({ event }) => hookCodeOf(errorOf(event)),
     }),
     /** Non-interactive approval: a call that would ask is a rule denial, with the reason; the turn goes on. */
     assignNonInteractiveDenial: assign({
@@ -228,6 +193,61 @@ const toolCallSetup = setup({
       }),
       decision: DENIED_BY_RULE,
     }),
+    // The dispatch hooks' answer.
+    assignHookDenial: assign({
+      result: ({ event }) => ({ status: 'denied', content: `denied by hook: ${hookReason(dispatchOf(event))}` }),
+      decision: DENIED_BY_HOOK,
+    }),
+    assignInvalidRewrite: assign({
+      result: ({ event }) => ({ status: 'failed', content: `hook_invalid_rewrite: ${hookReason(dispatchOf(event))}` }),
+      hookError: 'hook_invalid_rewrite',
+      decision: DENIED_BY_HOOK,
+      rewritten: true,
+    }),
+    assignRewrittenArgs: assign({ args: ({ event }) => rewrittenArgs(dispatchOf(event)), rewritten: true }),
+    /** A dispatch hook that threw or passed its time limit fails the call closed: the tool does not run. */
+    assignBeforeHookFailure: assign({
+      result: ({ event }) => ({ status: 'failed', content: messageOf(errorOf(event)) }),
+      hookError: ({ event }) => hookCodeOf(errorOf(event)),
+      decision: DENIED_BY_HOOK,
+    }),
+    /** After the tool ran: its output is withheld from the model, since the hook that watches results could not. */
+    assignAfterHookFailure: assign({
+      result: ({ context, event }) => ({
+        status: 'failed',
+        content: `${messageOf(errorOf(event))} (the tool's result, ${context.result?.status ?? 'none'}, is withheld)`,
+      }),
+      hookError: ({ event }) => hookCodeOf(errorOf(event)),
+    }),
+    // The tool's `authorize` hook, and the user.
+    assignAskedPaths: assign({ requestedPaths: ({ event }) => askedPaths(authorizationOf(event)) }),
+    assignToolDenial: assign({
+      result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(authorizationOf(event))}` }),
+      decision: DENIED_BY_RULE,
+    }),
+    assignUserApproval: assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ALLOWED_BY_USER }),
+    assignUserDenial: assign({
+      result: { status: 'denied', content: 'denied by the user' },
+      termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
+      decision: DENIED_BY_USER,
+    }),
+    // What ran: a tool, a control tool, a delegation, a wait.
+    assignToolResult: assign({ result: ({ event }) => toolResultOf(event) }),
+    assignCancelledResult: assign({ result: ({ event }) => toolResultOf(event), termination: { kind: 'cancelled' } }),
+    assignFailedResult: assign({ result: ({ event }) => failedResult(errorOf(event)) }),
+    /** RT-14: the waits in a row that timed out reached the loop's stop: the turn ends `doom_loop`. */
+    assignWaitStop: assign({
+      result: { status: 'failed', content: `doom loop detected for tool '${WAIT_AGENT}'` },
+      termination: ({ context }) => ({
+        kind: 'failed',
+        code: 'doom_loop',
+        message: `'${WAIT_AGENT}' timed out ${context.loop.waitTimeouts + 1} times in a row`,
+      }),
+      loop: ({ context }) => afterWait(context.loop, true),
+    }),
+    /** The child's answer, or that the wait's time ran out (one more timeout in a row); any other answer ends the run of timeouts. */
+    assignWaitResult: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context, event }) => afterWait(context.loop, waitOf(event).timedOut) }),
+    // How the call ends when it is interrupted, or its result cannot be written.
     assignCancelled: assign({
       result: ({ event }) => ({ status: 'cancelled', content: cancelledText(event) }),
       termination: { kind: 'cancelled' },
@@ -236,8 +256,36 @@ const toolCallSetup = setup({
       result: { status: 'outcome_unknown', content: STOPPED },
       termination: { kind: 'failed', code: 'actor_stopped', message: STOPPED },
     }),
+    /** A result chat state refuses is chat_state_error; any other failed write, persistence_error (RT-9). */
+    assignWriteFailure: assign({
+      termination: ({ event }) => {
+        const failure = failureOf(errorOf(event), 'persistence_error');
+        return {
+          kind: 'failed',
+          code: failure.code === 'chat_state_error' ? 'chat_state_error' : 'persistence_error',
+          message: `the tool result could not be written: ${failure.message}`,
+        };
+      },
+    }),
   },
 });
+
+/** The session's mode rule-denies the call (e.g. a write when read-only), whatever else allowed or asked. */
+const MODE_FORBIDS = { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' } as const;
+
+/**
+ * The session's mode decides a call nothing before it stopped or sent elsewhere: it rule-denies the
+ * call; it wants the user's approval, which is a rule denial when nobody can give one (a
+ * non-interactive session); or the call runs. The same ordered list wherever the chart reaches that
+ * decision — after screening, after the dispatch hooks, after the tool's `authorize` hook allowed —
+ * spread into each state's own list, so no state is added and no microstep.
+ */
+const MODE_DECIDES = [
+  MODE_FORBIDS,
+  { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+  { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+  { target: 'executing' },
+] as const;
 
 /**
  * The tool-call chart with the runtime's argument validator (RT-15: the name resolved, the schema
@@ -264,80 +312,23 @@ export function toolCallChart(validate: ArgumentValidator) {
           screening: {
             always: [
               // The arguments text is not a JSON object of bounded depth: nothing else can be checked.
-              {
-                guard: not('argumentsAreJsonObject'),
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ context }) => ({
-                    status: 'failed',
-                    content: `InvalidArguments: the arguments of '${context.call.name}' are not a JSON object (nested at most ${MAX_ARGUMENT_DEPTH} deep)`,
-                  }),
-                }),
-              },
+              { guard: not('argumentsAreJsonObject'), target: '#toolCall.writing_result', actions: 'assignNotJsonObject' },
               // No control tool and no registry tool has this name.
-              {
-                guard: not(or(['isControlTool', 'isRegistryTool'])),
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ context }) => ({
-                    status: 'failed',
-                    content: `ToolNotFound: no tool named '${context.call.name}' is available`,
-                  }),
-                }),
-              },
+              { guard: not(or(['isControlTool', 'isRegistryTool'])), target: '#toolCall.writing_result', actions: 'assignToolNotFound' },
               // The arguments fail the tool's schema.
-              {
-                guard: not('argumentsMatchSchema'),
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ context }) => ({
-                    status: 'failed',
-                    content: `InvalidArguments: ${context.validation?.ok === false ? context.validation.message : 'no schema'}`,
-                  }),
-                }),
-              },
+              { guard: not('argumentsMatchSchema'), target: '#toolCall.writing_result', actions: 'assignSchemaFailure' },
               // RT-14 / GR-1: the same call too many times in a row, or a sequence repeated too often, ends the turn.
               {
                 guard: 'loopStopReached',
                 target: '#toolCall.writing_result',
-                actions: [
-                  { type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) },
-                  assign({
-                    result: ({ context }) => ({ status: 'failed', content: stopReason(context.verdict!, context.call.name).result }),
-                    termination: ({ context }) => ({ kind: 'failed', code: 'doom_loop', message: stopReason(context.verdict!, context.call.name).message }),
-                  }),
-                ],
+                actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, 'assignLoopStop'],
               },
               // GR-1: a soft threshold is announced once; the call goes on, and its result will carry the hint.
-              {
-                guard: 'loopHintDue',
-                actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, assign({ hintAnnounced: true })],
-              },
+              { guard: 'loopHintDue', actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, 'markHintAnnounced'] },
               // Delegation: only an agent that allows it, only to the agents it names, only so many live children per turn.
-              {
-                guard: and(['isDelegationTool', 'delegationForbidden']),
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ context }) => ({ status: 'denied', content: `denied by rule: this agent may not delegate ('${context.call.name}')` }),
-                  decision: DENIED_BY_RULE,
-                }),
-              },
-              {
-                guard: and(['isSpawnAgent', 'childAgentForbidden']),
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: ({ context }) => ({ status: 'denied', content: `denied by rule: UnknownAgent: '${String(context.args.agent)}' is not an agent this agent may delegate to` }),
-                  decision: DENIED_BY_RULE,
-                }),
-              },
-              {
-                guard: and(['isSpawnAgent', 'childLimitReached']),
-                target: '#toolCall.writing_result',
-                actions: assign({
-                  result: { status: 'denied', content: 'denied by rule: ChildLimitReached: this turn already runs as many sub-agents as its agent allows; wait for one first' },
-                  decision: DENIED_BY_RULE,
-                }),
-              },
+              { guard: and(['isDelegationTool', 'delegationForbidden']), target: '#toolCall.writing_result', actions: 'assignDelegationDenial' },
+              { guard: and(['isSpawnAgent', 'childAgentForbidden']), target: '#toolCall.writing_result', actions: 'assignUnknownChildAgent' },
+              { guard: and(['isSpawnAgent', 'childLimitReached']), target: '#toolCall.writing_result', actions: 'assignChildLimitDenial' },
               { guard: 'isWaitAgent', target: 'waiting_agent' },
               { guard: 'isDelegationTool', target: 'delegating' },
               // Control tools (e.g. `update_plan`) run without authorization.
@@ -346,40 +337,17 @@ export function toolCallChart(validate: ArgumentValidator) {
               { guard: 'hasBeforeDispatchHooks', target: 'before_dispatch' },
               // RT-16: the tool's own `authorize` hook first (it may deny or ask), then the session's mode.
               { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
-              // The session's mode rule-denies the call (e.g. a write when read-only).
-              { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-              // The session's mode wants the user's approval — unless nobody can give it (non-interactive).
-              { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-              { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-              // Nothing stands in the way.
-              { target: 'executing' },
+              ...MODE_DECIDES,
             ],
           },
           before_dispatch: {
             entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'beforeToolDispatch', input: effectInput(context) }) },
             on: {
               'effect.done': [
-                {
-                  guard: ({ event }) => dispatchOf(event).decision === 'deny',
-                  target: '#toolCall.writing_result',
-                  actions: assign({ result: ({ event }) => ({ status: 'denied', content: `denied by hook: ${hookReason(dispatchOf(event))}` }), decision: DENIED_BY_HOOK }),
-                },
-                {
-                  // A rewrite is checked against the tool's schema again; one that fails it fails the call.
-                  guard: ({ event }) => dispatchOf(event).decision === 'invalid_rewrite',
-                  target: '#toolCall.writing_result',
-                  actions: assign({
-                    result: ({ event }) => ({ status: 'failed', content: `hook_invalid_rewrite: ${hookReason(dispatchOf(event))}` }),
-                    hookError: 'hook_invalid_rewrite',
-                    decision: DENIED_BY_HOOK,
-                    rewritten: true,
-                  }),
-                },
-                {
-                  guard: ({ event }) => dispatchOf(event).decision === 'rewrite',
-                  target: 'dispatch_allowed',
-                  actions: assign({ args: ({ event }) => rewrittenArgs(dispatchOf(event)), rewritten: true }),
-                },
+                { guard: 'hooksDeny', target: '#toolCall.writing_result', actions: 'assignHookDenial' },
+                // A rewrite is checked against the tool's schema again; one that fails it fails the call.
+                { guard: 'hooksRewriteInvalid', target: '#toolCall.writing_result', actions: 'assignInvalidRewrite' },
+                { guard: 'hooksRewrite', target: 'dispatch_allowed', actions: 'assignRewrittenArgs' },
                 { target: 'dispatch_allowed' },
               ],
               'effect.failed': { target: '#toolCall.writing_result', actions: 'assignBeforeHookFailure' },
@@ -387,82 +355,45 @@ export function toolCallChart(validate: ArgumentValidator) {
           },
           /** The hooks let the call through: the rest of the screening list, with the (possibly rewritten) arguments. */
           dispatch_allowed: {
-            always: [
-              { guard: 'hasAuthorizeHook', target: 'consulting_tool' },
-              { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-              { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-              { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-              { target: 'executing' },
-            ],
+            always: [{ guard: 'hasAuthorizeHook', target: 'consulting_tool' }, ...MODE_DECIDES],
           },
           consulting_tool: {
             entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'authorize', input: effectInput(context) }) },
             on: {
               'effect.done': [
-                { guard: ({ event }) => decisionOf(event).decision === 'allow', target: 'tool_allowed' },
-                {
-                  guard: ({ event }) => decisionOf(event).decision === 'ask',
-                  target: 'tool_asked',
-                  actions: assign({ requestedPaths: ({ event }) => askedPaths(decisionOf(event)) }),
-                },
-                {
-                  target: '#toolCall.writing_result',
-                  actions: assign({
-                    result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(decisionOf(event))}` }),
-                    decision: DENIED_BY_RULE,
-                  }),
-                },
+                { guard: 'toolAllows', target: 'tool_allowed' },
+                { guard: 'toolAsks', target: 'tool_asked', actions: 'assignAskedPaths' },
+                { target: '#toolCall.writing_result', actions: 'assignToolDenial' },
               ],
               'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
             },
           },
+          /** The tool's hook asks: the mode may still forbid the call; else the user is asked, if anyone can answer. */
           tool_asked: {
             always: [
-              { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
+              MODE_FORBIDS,
               { guard: 'approvalNonInteractive', target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
               { target: 'waiting_permission' },
             ],
           },
+          /** The tool's hook allows: the session's mode still decides. */
           tool_allowed: {
-            always: [
-              { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' },
-              { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
-              { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
-              { target: 'executing' },
-            ],
+            always: [...MODE_DECIDES],
           },
           waiting_permission: {
             // The session announces the request once it has recorded it, so a UI that answers at once is not refused.
-            entry: [
-              { type: 'setLiveStatus', params: { status: 'waiting_permission' } },
-              sendParent(({ context }) => ({
-                type: 'tool.permission_requested',
-                toolCallId: context.call.id,
-                name: context.call.name,
-                paths: context.requestedPaths,
-              })),
-            ],
-            exit: sendParent(({ context }) => ({ type: 'tool.permission_settled', toolCallId: context.call.id })),
+            entry: [{ type: 'setLiveStatus', params: { status: 'waiting_permission' } }, 'requestPermission'],
+            exit: 'settlePermission',
             on: {
               'permission.resolve': [
                 {
-                  guard: ({ event }) => event.decision === 'allow_once',
+                  guard: 'userAllows',
                   target: 'executing',
-                  actions: [
-                    { type: 'emitPermissionResolved', params: { decision: 'allow_once' } },
-                    assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ALLOWED_BY_USER }),
-                  ],
+                  actions: [{ type: 'emitPermissionResolved', params: { decision: 'allow_once' } }, 'assignUserApproval'],
                 },
                 {
                   target: '#toolCall.writing_result',
-                  actions: [
-                    { type: 'emitPermissionResolved', params: { decision: 'deny' } },
-                    assign({
-                      result: { status: 'denied', content: 'denied by the user' },
-                      termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
-                      decision: DENIED_BY_USER,
-                    }),
-                  ],
+                  actions: [{ type: 'emitPermissionResolved', params: { decision: 'deny' } }, 'assignUserDenial'],
                 },
               ],
               'tool.cancel': {
@@ -479,7 +410,7 @@ export function toolCallChart(validate: ArgumentValidator) {
           delegating: {
             entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'delegate', input: effectInput(context) }) },
             on: {
-              'effect.done': { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+              'effect.done': { target: '#toolCall.writing_result', actions: 'assignToolResult' },
               'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
             },
           },
@@ -494,26 +425,10 @@ export function toolCallChart(validate: ArgumentValidator) {
                   target: '#toolCall.writing_result',
                   actions: [
                     { type: 'emitGuardrailTriggered', params: ({ context }) => ({ rule: 'loop', level: 'hard', toolName: WAIT_AGENT, count: context.loop.waitTimeouts + 1 }) },
-                    assign({
-                      result: { status: 'failed', content: `doom loop detected for tool '${WAIT_AGENT}'` },
-                      termination: ({ context }) => ({
-                        kind: 'failed',
-                        code: 'doom_loop',
-                        message: `'${WAIT_AGENT}' timed out ${context.loop.waitTimeouts + 1} times in a row`,
-                      }),
-                      loop: ({ context }) => afterWait(context.loop, true),
-                    }),
+                    'assignWaitStop',
                   ],
                 },
-                {
-                  guard: 'waitTimedOut',
-                  target: '#toolCall.writing_result',
-                  actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, true) }),
-                },
-                {
-                  target: '#toolCall.writing_result',
-                  actions: assign({ result: ({ event }) => waitOf(event).result, loop: ({ context }) => afterWait(context.loop, false) }),
-                },
+                { target: '#toolCall.writing_result', actions: 'assignWaitResult' },
               ],
               'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
             },
@@ -521,21 +436,14 @@ export function toolCallChart(validate: ArgumentValidator) {
           executing: {
             entry: [
               { type: 'setLiveStatus', params: { status: 'running' } },
-              {
-                type: 'requestEffect',
-                params: ({ context }) => ({ name: 'executeTool', input: executeInput(context) }),
-              },
+              { type: 'requestEffect', params: ({ context }) => ({ name: 'executeTool', input: executeInput(context) }) },
             ],
             on: {
               'effect.done': [
-                {
-                  guard: ({ event }) => outputOf<ToolResult>(event).status === 'cancelled',
-                  target: '#toolCall.writing_result',
-                  actions: assign({ result: ({ event }) => outputOf<ToolResult>(event), termination: { kind: 'cancelled' } }),
-                },
+                { guard: 'toolCancelled', target: '#toolCall.writing_result', actions: 'assignCancelledResult' },
                 // RL-4: hooks that watch results see this one before it is written.
-                { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
-                { target: '#toolCall.writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+                { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignToolResult' },
+                { target: '#toolCall.writing_result', actions: 'assignToolResult' },
               ],
               'effect.failed': [
                 { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignFailedResult' },
@@ -545,10 +453,7 @@ export function toolCallChart(validate: ArgumentValidator) {
           },
           /** Read-only: the hooks see the result; one that fails withholds it (fails closed). A cancel still ends the call as cancelled. */
           after_dispatch: {
-            entry: {
-              type: 'requestEffect',
-              params: ({ context }) => ({ name: 'afterToolDispatch', input: afterDispatchInput(context) }),
-            },
+            entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'afterToolDispatch', input: afterDispatchInput(context) }) },
             on: {
               'effect.done': { target: '#toolCall.writing_result' },
               'effect.failed': { target: '#toolCall.writing_result', actions: 'assignAfterHookFailure' },
@@ -565,7 +470,7 @@ export function toolCallChart(validate: ArgumentValidator) {
         // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
         entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
         on: {
-          'effect.done': { target: 'writing_result', actions: assign({ result: ({ event }) => outputOf<ToolResult>(event) }) },
+          'effect.done': { target: 'writing_result', actions: 'assignToolResult' },
           'effect.failed': { target: 'writing_result', actions: 'assignFailedResult' },
         },
       },
@@ -589,20 +494,7 @@ export function toolCallChart(validate: ArgumentValidator) {
         },
         on: {
           'effect.done': { target: 'done', actions: 'finishCall' },
-          'effect.failed': {
-            target: 'done',
-            actions: assign({
-              // A result chat state refuses is chat_state_error; any other failed write, persistence_error (RT-9).
-              termination: ({ event }) => {
-                const failure = failureOf(errorOf(event), 'persistence_error');
-                return {
-                  kind: 'failed',
-                  code: failure.code === 'chat_state_error' ? 'chat_state_error' : 'persistence_error',
-                  message: `the tool result could not be written: ${failure.message}`,
-                };
-              },
-            }),
-          },
+          'effect.failed': { target: 'done', actions: 'assignWriteFailure' },
         },
       },
       done: { type: 'final' },
@@ -618,9 +510,6 @@ export function toolCallChart(validate: ArgumentValidator) {
 
 /** The chart as host apps, the visualizer and the generated tests see it: the runtime builds its own with `toolCallChart`. */
 export const toolCallMachine = toolCallChart(() => ({ ok: false, message: 'no argument validator was provided' }));
-
-/** Checks parsed arguments against the schema of the tool the name picks (RT-15); the runtime's toolset supplies it. */
-export type ArgumentValidator = (name: string, args: Record<string, unknown>) => ValidationOutput;
 
 /**
  * A call's context as it starts: the arguments parsed, checked against the tool's schema and, when
@@ -705,10 +594,6 @@ function afterDispatchInput(context: ToolCallContext): AfterDispatchInput {
   return { sessionId, turnId, toolCallId: call.id, name: call.name, args, result: context.result ?? { status: 'outcome_unknown', content: 'no result was produced' } };
 }
 
-function dispatchOf(event: ToolCallEvent): DispatchOutcome {
-  return outputOf<DispatchOutcome>(event);
-}
-
 function hookReason(outcome: DispatchOutcome): string {
   if (outcome.decision === 'deny') return outcome.reason;
   return outcome.decision === 'invalid_rewrite' ? outcome.message : '';
@@ -724,10 +609,6 @@ function hookCodeOf(error: unknown): string {
   return code === 'hook_timeout' ? 'hook_timeout' : 'hook_failed';
 }
 
-function decisionOf(event: ToolCallEvent): AuthorizationDecision {
-  return outputOf<AuthorizationDecision>(event);
-}
-
 function askedPaths(decision: AuthorizationDecision): string[] {
   return decision.decision === 'ask' ? (decision.paths ?? []) : [];
 }
@@ -737,9 +618,5 @@ function denialReason(decision: AuthorizationDecision): string {
 }
 
 function failedResult(error: unknown): ToolResult {
-  return { status: 'failed', content: `tool error: ${errorMessage(error)}` };
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return { status: 'failed', content: `tool error: ${messageOf(error)}` };
 }

@@ -1,10 +1,10 @@
 import { and, assign, sendParent, sendTo, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
-import type { ModelResponse } from '../src/protocol/model.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
-import type { ToolCallOutput, TurnTermination } from '../src/protocol/tool-result.js';
-import type { PermissionDecision, TurnPhase } from '../src/protocol/updates.js';
-import { toolCallMachine, type GuardrailTriggered } from './tool-call.machine.js';
+import type { ModelResponse } from '../src/protocol/model.js';
+import type { PermissionDecision } from '../src/protocol/updates.js';
+import { toolCallMachine } from './tool-call.machine.js';
+import { callErrorOf, callOutputOf, type ToolCallCommand, type ToolCallNotice, type TurnTermination } from './tool-call.contract.js';
 import { stallWatchdogMachine, WATCHDOG } from './stall-watchdog.machine.js';
 import {
   DEFAULT_GUARDRAILS,
@@ -16,12 +16,15 @@ import {
   tallyResult,
   type GuardrailLimits,
   type GuardrailTrackers,
+  type GuardrailTriggered,
   type LoopTracker,
   type StepTally,
 } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
-import { abortEffectAction, cancelEffectAction, doneOutput, failedError, requestEffectAction, type EffectErrorTraits, type EffectReply } from './effect-port.js';
+import { abortEffectAction, cancelEffectAction, failedError, requestEffectAction, type EffectReply } from './effect-port.js';
+import { errorTraitsOf, mistakeDecisionOf, preparedOf, responseOf, type PhaseParams, type TurnEffectInput, type TurnEffects } from './turn.effects.js';
+import { messageOf } from '../src/util/errors.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.
@@ -30,8 +33,12 @@ import { abortEffectAction, cancelEffectAction, doneOutput, failedError, request
  * (one actor per call, in order) } → running_model … ; a call that ends the turn, or an interrupt,
  * → skipping_remaining. The guardrails (GR-1…GR-3) are its guards and transitions: the mistake
  * breaker in `checking` → `consulting`, the token budget in `preparing` and `writing_response`,
- * the no-progress watchdog an invoked chart of its own that sends `turn.timeout { limit: 'stall' }`.
- * `holding` is the checkpoint a paused task waits at (LC-1, LC-4).
+ * the no-progress watchdog an invoked chart of its own that sends
+ * `turn.interrupt { reason: 'timeout', limit: 'stall' }`. `holding` is the checkpoint a paused task
+ * waits at (LC-1, LC-4).
+ *
+ * The effects it asks the runtime for are machines/turn.effects.ts; what it and its tool calls say to
+ * each other, machines/tool-call.contract.ts. Every guard and action is named in `setup`.
  */
 
 export interface TurnLimits {
@@ -59,6 +66,15 @@ export interface TurnOutput {
 
 /** What ended the turn early: a user cancel, the run's time limit (RL-3), no progress (the watchdog), or the session stopping. */
 export type Interrupt = 'cancel' | 'timeout' | 'stall' | 'stop' | null;
+
+/**
+ * Ends the turn early, whatever it is doing: the user cancels; a time limit passes — the run's
+ * (RL-3, sent by the session) or the no-progress watchdog's (`stall`); or the session stops. One
+ * event, so each state says once what an interrupt does there; the first one decides how the turn ends.
+ */
+export type TurnInterrupt =
+  | { type: 'turn.interrupt'; reason: 'cancel' | 'stop' }
+  | { type: 'turn.interrupt'; reason: 'timeout'; limit: 'run' | 'stall' };
 
 /** The trackers of the input live on as `loop` and `mistakes`, which the turn moves. */
 export interface TurnContext extends Omit<TurnInput, 'trackers'> {
@@ -88,83 +104,13 @@ export interface TurnContext extends Omit<TurnInput, 'trackers'> {
 }
 
 export type TurnEvent =
-  | { type: 'turn.cancel' }
-  /** The run's time limit (RL-3), or `limit: 'stall'` from the no-progress watchdog. */
-  | { type: 'turn.timeout'; limit?: 'run' | 'stall' }
-  | { type: 'turn.stop' }
+  | TurnInterrupt
   | { type: 'turn.resolve_permission'; toolCallId: string; decision: PermissionDecision }
-  | { type: 'tool.permission_requested'; toolCallId: string; name: string; paths: string[] }
-  | { type: 'tool.permission_settled'; toolCallId: string }
+  | ToolCallNotice
   | EffectReply;
 
-export interface TurnEffectInput {
-  sessionId: string;
-  turnId: string;
-}
-
-export interface CallModelInput extends TurnEffectInput {
-  modelCallIndex: number;
-  /** The token budget is spent: call without tools, told to conclude. */
-  concluding?: boolean;
-}
-
-/** What `prepareRequest` reports: over the compaction line, and the numbers the token budget is judged on. */
-export interface PreparedOutput {
-  overLine: boolean;
-  /** Input plus output tokens the turn's model calls reported so far. */
-  turnTokens: number;
-  /** The estimated input of the request just prepared. */
-  nextCallTokens: number;
-}
-
-export interface MistakeLimitInput extends TurnEffectInput {
-  count: number;
-  lastErrors: string[];
-}
-
-/** What the host's `onMistakeLimit` decided; the effect has written the guidance or the final text. */
-export type MistakeDecision = { action: 'continue' } | { action: 'stop'; message: string };
-
-export interface WriteAssistantInput extends TurnEffectInput {
-  response: ModelResponse;
-}
-
-export interface SkipCallsInput extends TurnEffectInput {
-  calls: ToolCallPart[];
-}
-
-export interface SampleInput extends CallModelInput {
-  sample: number;
-}
-
-/** The effects the turn asks the runtime for, with their inputs and outputs. */
-export type TurnEffects = {
-  /**
-   * Samples the four world-state sections and appends the changed ones (CW-2), then prepares this
-   * call's request — pruning once if it reaches the line — and says whether it is still over (CW-7).
-   */
-  prepareRequest: { input: SampleInput; output: PreparedOutput };
-  /** Summarizes, stores a checkpoint and installs the compacted conversation (CP-1…CP-4). */
-  compact: { input: TurnEffectInput; output: { compactionId: string } };
-  /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
-  beginTurn: { input: TurnEffectInput; output: void };
-  /** Writes and appends every agent message waiting in the mailbox (RT-4). */
-  drainMailbox: { input: TurnEffectInput; output: void };
-  /** Streams the model with the prepared request (deltas go straight to the live stream). */
-  callModel: { input: CallModelInput; output: ModelResponse };
-  /** Writes the assistant message, appends it, clears the draft (RT-18). */
-  writeAssistant: { input: WriteAssistantInput; output: void };
-  /** RT-13: `cancelled` results, in order, for calls that were never executed (a call that already has its result is left alone). */
-  skipToolCalls: { input: SkipCallsInput; output: void };
-  /**
-   * GR-2: asks the agent's `onMistakeLimit`, then writes its guidance as a user-side note or its
-   * message as the final answer; without a callback it stops with an explanatory message (seed 003).
-   * A callback that throws or answers nonsense: `mistake_limit`.
-   */
-  consultMistakeLimit: { input: MistakeLimitInput; output: MistakeDecision };
-  /** Waits until the session's hold is released (a paused task resumes). */
-  awaitRelease: { input: TurnEffectInput; output: void };
-};
+/** A guard the runtime supplies: it reads the turn's context. */
+type ContextGuard = [{ context: TurnContext }];
 
 /** A model-port error maps to RT-9's codes: `protocol` → model_protocol_error, anything else → model_error. */
 function modelFailure(error: unknown): TurnOutcome {
@@ -176,35 +122,23 @@ function modelFailure(error: unknown): TurnOutcome {
 const STOPPED: TurnOutcome = { status: 'failed', code: 'actor_stopped', message: 'the session stopped during the turn' };
 
 function interruptOf(event: TurnEvent): Exclude<Interrupt, null> {
-  if (event.type === 'turn.stop') return 'stop';
-  if (event.type === 'turn.timeout') return event.limit === 'stall' ? 'stall' : 'timeout';
-  return 'cancel';
+  if (event.type !== 'turn.interrupt') return 'cancel';
+  if (event.reason !== 'timeout') return event.reason;
+  return event.limit === 'stall' ? 'stall' : 'timeout';
 }
 
-/**
- * After a call: move on, carry the loop count, tally the result for the mistake breaker, remember
- * whether it ended the turn. After the response's last call the step is closed (GR-2): calls that
- * all failed are one more mistake in a row, any success resets. One `assign`, not two: each copies
- * the snapshot.
- */
-const recordToolCall = assign<TurnContext, { type: string; output: ToolCallOutput }, undefined, TurnEvent, never>(({ context, event }) => {
-  const step = tallyResult(context.step, event.output.result);
-  const last = context.toolIndex + 1 >= toolCallsOf(context).length;
-  return {
-    toolIndex: context.toolIndex + 1,
-    loop: event.output.loop,
-    step,
-    mistakes: last ? mistakesAfter(context.mistakes, step) : context.mistakes,
-    termination: event.output.termination ?? context.termination,
-  };
-});
+/** What an interrupt tells the running tool call: a stop, or a cancel that says whose (the user's, a time limit's). */
+function toolCommandOf(event: TurnEvent): ToolCallCommand {
+  if (event.type === 'turn.interrupt' && event.reason === 'stop') return { type: 'tool.stop' };
+  if (event.type !== 'turn.interrupt' || event.reason !== 'timeout') return { type: 'tool.cancel' };
+  return { type: 'tool.cancel', reason: event.limit === 'stall' ? 'stall' : 'timeout' };
+}
+
+// The events the turn passes on, read on the transitions that take them.
+const permissionRequestOf = (event: TurnEvent) => event as Extract<TurnEvent, { type: 'tool.permission_requested' }>;
+const permissionAnswerOf = (event: TurnEvent) => event as Extract<TurnEvent, { type: 'turn.resolve_permission' }>;
 
 const guardrailsOf = (context: TurnContext) => context.limits.guardrails;
-// One typed reader per reply the turn waits for.
-const preparedOf = (event: TurnEvent) => doneOutput<Partial<PreparedOutput>>(event);
-const responseOf = (event: TurnEvent) => doneOutput<ModelResponse>(event)!;
-const mistakeDecisionOf = (event: TurnEvent) => doneOutput<MistakeDecision>(event);
-const errorTraitsOf = (event: TurnEvent) => failedError(event) as EffectErrorTraits;
 const stopMessageOf = (event: TurnEvent) => {
   const decision = mistakeDecisionOf(event);
   return decision?.action === 'stop' ? decision.message : '';
@@ -225,26 +159,29 @@ export const turnMachine = setup({
   },
   guards: {
     /** Supplied by the runtime: agent messages are waiting (RT-4). */
-    mailboxHasMessages: notProvided('turn', 'mailboxHasMessages') as (_: { context: TurnContext }) => boolean,
+    mailboxHasMessages: notProvided<ContextGuard, boolean>('turn', 'mailboxHasMessages'),
     /** Supplied by the runtime: the session is asked to hold its turns at their next checkpoint (a task pausing). */
-    holdRequested: notProvided('turn', 'holdRequested') as (_: { context: TurnContext }) => boolean,
+    holdRequested: notProvided<ContextGuard, boolean>('turn', 'holdRequested'),
     /**
      * Supplied by the runtime (RL-5): with parallel tool calls on, the calls from `toolIndex` (or the
      * one after it, for `nextCallsReadInParallel`) begin a run of at least two reads that need no
      * approval and have not been started yet.
      */
-    callsReadInParallel: notProvided('turn', 'callsReadInParallel') as (_: { context: TurnContext }) => boolean,
-    nextCallsReadInParallel: notProvided('turn', 'nextCallsReadInParallel') as (_: { context: TurnContext }) => boolean,
+    callsReadInParallel: notProvided<ContextGuard, boolean>('turn', 'callsReadInParallel'),
+    nextCallsReadInParallel: notProvided<ContextGuard, boolean>('turn', 'nextCallsReadInParallel'),
     interrupted: ({ context }) => context.interrupt !== null,
     reachedMaxModelCalls: ({ context }) => context.modelCallIndex > context.limits.maxModelCalls,
     responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
     isLastToolCall: ({ context }) => context.toolIndex + 1 >= toolCallsOf(context).length,
     isPendingPermission: ({ context, event }) =>
       event.type === 'turn.resolve_permission' && context.pendingPermission === event.toolCallId,
+    /** The call just done ended the turn (a cancel, a stop, a denial, a doom loop, a failed write). */
+    callEndedTurn: ({ event }) => callOutputOf(event).termination !== null,
     terminationIsCancel: ({ context }) => context.termination?.kind === 'cancelled',
     terminationIsFailure: ({ context }) => context.termination?.kind === 'failed',
     timedOut: ({ context }) => context.interrupt === 'timeout',
     stalled: ({ context }) => context.interrupt === 'stall',
+    stopped: ({ context }) => context.interrupt === 'stop',
     /** GR-2: the step just closed was one more mistake, and the count (this turn's and earlier ones') reached the limit. */
     reachedMistakeLimit: ({ context }) => mistakeLimitReached(context.mistakes, context.step, (guardrailsOf(context) ?? DEFAULT_GUARDRAILS).mistakeLimit),
     mistakeDecisionStops: ({ event }) => mistakeDecisionOf(event)?.action === 'stop',
@@ -267,7 +204,7 @@ export const turnMachine = setup({
     requestEffect: requestEffectAction<TurnContext, TurnEvent, TurnEffects>(),
     cancelEffect: cancelEffectAction<TurnContext, TurnEvent>(),
     abortEffect: abortEffectAction<TurnContext, TurnEvent>(),
-    emitPhase: notProvided('turn', 'emitPhase') as (_: unknown, params: { phase: TurnPhase }) => void,
+    emitPhase: notProvided<[unknown, PhaseParams]>('turn', 'emitPhase'),
     /**
      * Supplied by the runtime (RL-5): starts the run of reads beginning at the current call, at most
      * the agent's bound at once. Each call still goes through its own tool-call chart in provider
@@ -278,16 +215,19 @@ export const turnMachine = setup({
     /** The draft dies with an interrupted or failed model call (RT-18). */
     discardDraft: notProvided('turn', 'discardDraft'),
     /** Supplied by the runtime: the `guardrail_triggered` update. */
-    emitGuardrailTriggered: notProvided('turn', 'emitGuardrailTriggered') as (_: unknown, params: GuardrailTriggered) => void,
+    emitGuardrailTriggered: notProvided<[unknown, GuardrailTriggered]>('turn', 'emitGuardrailTriggered'),
     /**
      * Supplied by the runtime: cancels the sub-agents this turn started that still run. Taken with
      * every interrupt, so a cancel or stop reaches them at once, and again as the turn ends any way
      * but completed (a completed turn's children go on; their answers wait in the mailbox).
      */
     cancelChildren: notProvided('turn', 'cancelChildren'),
-    assignPersistenceFailure: assign({
-      outcome: ({ event }) => failureOf(failedError(event), 'persistence_error'),
+    /** The first interrupt wins: a cancel after the time limit struck does not turn `timed_out` into `cancelled`. */
+    assignInterrupt: assign({
+      interrupt: ({ context, event }) => context.interrupt ?? interruptOf(event),
     }),
+    /** The interrupt reaches the running tool call: a cancel (saying whose) or a stop. */
+    interruptToolCall: sendTo('toolCall', ({ event }) => toolCommandOf(event)),
     /**
      * A response ends its model call: keep it, run its tool calls from the first, and number the next
      * call (whose world-state sample starts at 1, not yet compacted for). Counting here rather than
@@ -301,11 +241,94 @@ export const turnMachine = setup({
       sample: 1,
       compactedThisCall: false,
     }),
+    /**
+     * After a call: move on, carry the loop count, tally the result for the mistake breaker, remember
+     * whether it ended the turn. After the response's last call the step is closed (GR-2): calls that
+     * all failed are one more mistake in a row, any success resets. One `assign`, not two: each copies
+     * the snapshot.
+     */
+    recordToolCall: assign(({ context, event }) => {
+      const output = callOutputOf(event);
+      const step = tallyResult(context.step, output.result);
+      const last = context.toolIndex + 1 >= toolCallsOf(context).length;
+      return {
+        toolIndex: context.toolIndex + 1,
+        loop: output.loop,
+        step,
+        mistakes: last ? mistakesAfter(context.mistakes, step) : context.mistakes,
+        termination: output.termination ?? context.termination,
+      };
+    }),
+    /** A tool-call actor that crashed (say, a tool schema that throws) ends the turn; its call still gets a result. */
+    assignToolCallCrash: assign({
+      termination: ({ event }) => {
+        const error = callErrorOf(event);
+        return {
+          kind: 'failed',
+          code: 'tool_call_crashed',
+          message: `the tool call failed inside the runtime: ${messageOf(error)}`,
+        };
+      },
+    }),
+    /** Re-sample right away (sample 2), so the resubmitted request still carries world state. */
+    recordCompaction: assign({ compactedThisCall: true, sample: 2 }),
+    markOverflowRetried: assign({ overflowRetried: true }),
+    /** The token budget is spent: one last call, without tools, told to conclude. */
+    startConcluding: assign({ concluding: true }),
+    /** The guidance is written: the count starts again. */
+    resetMistakes: assign({ mistakes: 0 }),
+    // Approvals: the running call asks, the session records and announces the request, the user's answer goes back to the call.
+    recordPermissionRequest: assign({ pendingPermission: ({ event }) => permissionRequestOf(event).toolCallId }),
+    relayPermissionRequest: sendParent(({ context, event }) => {
+      const request = permissionRequestOf(event);
+      return { type: 'turn.permission_requested', turnId: context.turnId, toolCallId: request.toolCallId, name: request.name, paths: request.paths };
+    }),
+    forwardPermissionAnswer: sendTo('toolCall', ({ event }) => ({ type: 'permission.resolve', decision: permissionAnswerOf(event).decision }) satisfies ToolCallCommand),
+    clearPermissionRequest: assign({ pendingPermission: null }),
+    relayPermissionSettled: sendParent(({ context }) => ({ type: 'turn.permission_settled', turnId: context.turnId })),
+    // Waiting for the user is not a stall: the watchdog pauses until the answer.
+    pauseWatchdog: sendTo(WATCHDOG, { type: 'watchdog.pause' }),
+    resumeWatchdog: sendTo(WATCHDOG, { type: 'watchdog.resume' }),
+    /** CP-4: the checkpoint is stored but not installed; the session refuses new turns until a reload. */
+    requireReload: sendParent({ type: 'session.require_reload' }),
+    // Why the turn ended, each in its own words.
+    assignPersistenceFailure: assign({
+      outcome: ({ event }) => failureOf(failedError(event), 'persistence_error'),
+    }),
     assignAssemblyFailure: assign({
       outcome: ({ event }) => failureOf(failedError(event), 'model_protocol_error'),
     }),
     assignCompactionFailure: assign({
       outcome: ({ event }) => ({ ...failureOf(failedError(event), 'compaction_error'), code: 'compaction_error' as const }),
+    }),
+    /** The loop guard: a compaction that left the conversation over the line is not tried again. */
+    assignStillOverLine: assign({
+      outcome: { status: 'failed', code: 'compaction_error', message: 'the conversation is still over the auto-compact line after compacting' },
+    }),
+    assignModelFailure: assign({ outcome: ({ event }) => modelFailure(failedError(event)) }),
+    assignMaxModelCalls: assign({
+      outcome: ({ context }) => ({
+        status: 'failed',
+        code: 'max_model_calls',
+        message: `the turn reached its limit of ${context.limits.maxModelCalls} model calls`,
+      }),
+    }),
+    /** GR-2: the host's callback stopped the turn; its message is the final answer. */
+    assignMistakeStop: assign({
+      outcome: ({ event }) => ({ status: 'completed', finalText: stopMessageOf(event), stoppedBy: 'mistake_limit' }),
+    }),
+    assignCompleted: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '' }) }),
+    /** The last call under the token budget answered: the turn is over, and says why. */
+    assignConcluded: assign({
+      outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '', stoppedBy: 'token_budget' }),
+    }),
+    /** The last call under the token budget still asked for tools: none runs, each gets its result. */
+    assignBudgetExhausted: assign({
+      termination: ({ context }) => ({
+        kind: 'failed',
+        code: 'budget_exhausted',
+        message: `the turn's token budget of ${guardrailsOf(context)?.maxTurnTokens ?? 0} is spent and the last call still asked for tools`,
+      }),
     }),
     assignTerminationOutcome: assign({
       outcome: ({ context }) =>
@@ -314,9 +337,10 @@ export const turnMachine = setup({
           : { status: 'cancelled' },
     }),
     assignStalled: assign({ outcome: ({ context }) => ({ status: 'failed', code: 'stalled', message: STALLED_MESSAGE(context) }) }),
-    /** The first interrupt wins: a cancel after the time limit struck does not turn `timed_out` into `cancelled`. */
-    assignInterrupt: assign({
-      interrupt: ({ context, event }) => context.interrupt ?? interruptOf(event),
+    assignStopped: assign({ outcome: STOPPED }),
+    assignCancelled: assign({ outcome: { status: 'cancelled' } }),
+    assignTimedOut: assign({
+      outcome: ({ context }) => ({ status: 'timed_out', message: `the run passed its time limit of ${context.limits.runTimeoutMs ?? 0} ms` }),
     }),
   },
 }).createMachine({
@@ -359,9 +383,7 @@ export const turnMachine = setup({
       on: {
         'effect.done': { target: 'running_model' },
         'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
-        'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren'] },
-        'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren'] },
-        'turn.stop': { actions: ['assignInterrupt', 'cancelChildren'] },
+        'turn.interrupt': { actions: ['assignInterrupt', 'cancelChildren'] },
       },
     },
     running_model: {
@@ -370,17 +392,7 @@ export const turnMachine = setup({
         checking: {
           always: [
             { guard: 'interrupted', target: '#turn.interrupted' },
-            {
-              guard: 'reachedMaxModelCalls',
-              target: '#turn.failed',
-              actions: assign({
-                outcome: ({ context }) => ({
-                  status: 'failed',
-                  code: 'max_model_calls',
-                  message: `the turn reached its limit of ${context.limits.maxModelCalls} model calls`,
-                }),
-              }),
-            },
+            { guard: 'reachedMaxModelCalls', target: '#turn.failed', actions: 'assignMaxModelCalls' },
             // GR-2: the mistake breaker tripped; the agent's `onMistakeLimit` decides.
             { guard: 'reachedMistakeLimit', target: 'consulting' },
             // The checkpoint before a model call: a hold takes effect here, with everything so far stored.
@@ -404,28 +416,16 @@ export const turnMachine = setup({
           on: {
             'effect.done': [
               { guard: 'interrupted', target: '#turn.interrupted' },
-              {
-                guard: 'mistakeDecisionStops',
-                target: '#turn.completed',
-                actions: assign({
-                  outcome: ({ event }) => ({
-                    status: 'completed',
-                    finalText: stopMessageOf(event),
-                    stoppedBy: 'mistake_limit',
-                  }),
-                }),
-              },
+              { guard: 'mistakeDecisionStops', target: '#turn.completed', actions: 'assignMistakeStop' },
               // The guidance is written: the count starts again, and the loop goes on.
-              { target: 'checking', actions: assign({ mistakes: 0 }) },
+              { target: 'checking', actions: 'resetMistakes' },
             ],
             'effect.failed': [
               { guard: 'interrupted', target: '#turn.interrupted' },
-              { target: '#turn.failed', actions: assign({ outcome: ({ event }) => failureOf(event.error, 'persistence_error') }) },
+              { target: '#turn.failed', actions: 'assignPersistenceFailure' },
             ],
             // The callback's signal aborts and its answer is no longer awaited; a write already under way finishes first.
-            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
-            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
-            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.interrupt': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
           },
         },
         holding: {
@@ -435,9 +435,7 @@ export const turnMachine = setup({
           ],
           on: {
             'effect.done': { target: 'checking' },
-            'turn.cancel': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
-            'turn.timeout': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
-            'turn.stop': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
+            'turn.interrupt': { target: '#turn.interrupted', actions: ['cancelEffect', 'assignInterrupt'] },
           },
         },
         draining_mailbox: {
@@ -448,9 +446,7 @@ export const turnMachine = setup({
               { target: 'preparing' },
             ],
             'effect.failed': { target: '#turn.failed', actions: 'assignPersistenceFailure' },
-            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren'] },
-            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren'] },
-            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren'] },
+            'turn.interrupt': { actions: ['assignInterrupt', 'cancelChildren'] },
           },
         },
         /** RT-10: sample world state (CW-2), then build this call's request once (CW-1), pruning at the line. */
@@ -465,29 +461,16 @@ export const turnMachine = setup({
           on: {
             'effect.done': [
               { guard: 'interrupted', target: '#turn.interrupted' },
-              {
-                // The loop guard: a compaction that left the conversation over the line is not tried again.
-                guard: and(['isOverLine', 'compactedThisCall']),
-                target: '#turn.failed',
-                actions: assign({
-                  outcome: {
-                    status: 'failed',
-                    code: 'compaction_error',
-                    message: 'the conversation is still over the auto-compact line after compacting',
-                  },
-                }),
-              },
+              // The loop guard: a compaction that left the conversation over the line is not tried again.
+              { guard: and(['isOverLine', 'compactedThisCall']), target: '#turn.failed', actions: 'assignStillOverLine' },
               { guard: 'isOverLine', target: 'compacting' },
               // The token budget would be passed: one last call, without tools, told to conclude.
               {
                 guard: 'nextCallExceedsBudget',
                 target: 'calling',
                 actions: [
-                  assign({ concluding: true }),
-                  {
-                    type: 'emitGuardrailTriggered',
-                    params: ({ event }) => ({ rule: 'token_budget', level: 'soft', count: preparedOf(event)?.turnTokens ?? 0 }),
-                  },
+                  'startConcluding',
+                  { type: 'emitGuardrailTriggered', params: ({ event }) => ({ rule: 'token_budget', level: 'soft', count: preparedOf(event)?.turnTokens ?? 0 }) },
                 ],
               },
               { target: 'calling' },
@@ -499,9 +482,7 @@ export const turnMachine = setup({
               { target: '#turn.failed', actions: 'assignAssemblyFailure' },
             ],
             // Abort the sampling's reads, and wait for its reply: a world-state write under way finishes first.
-            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
-            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
-            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.interrupt': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
           },
         },
         compacting: {
@@ -513,23 +494,17 @@ export const turnMachine = setup({
             'effect.done': [
               { guard: 'interrupted', target: '#turn.interrupted' },
               // Re-sample right away (sample 2) so the resubmitted request still carries world state.
-              { target: 'preparing', actions: assign({ compactedThisCall: true, sample: 2 }) },
+              { target: 'preparing', actions: 'recordCompaction' },
             ],
             'effect.failed': [
-              {
-                // CP-4: the checkpoint is stored but not installed; new turns are refused until a reload.
-                guard: 'checkpointNotInstalled',
-                target: '#turn.failed',
-                actions: ['assignCompactionFailure', sendParent({ type: 'session.require_reload' })],
-              },
+              // CP-4: the checkpoint is stored but not installed; new turns are refused until a reload.
+              { guard: 'checkpointNotInstalled', target: '#turn.failed', actions: ['assignCompactionFailure', 'requireReload'] },
               // The interrupt aborted the summary call: the turn ends as the interrupt says, not as a failed compaction.
               { guard: 'interrupted', target: '#turn.interrupted' },
               { target: '#turn.failed', actions: 'assignCompactionFailure' },
             ],
             // Abort the summary call, and wait for the reply: a checkpoint being stored is stored or not, never half.
-            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
-            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
-            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
+            'turn.interrupt': { actions: ['assignInterrupt', 'cancelChildren', 'abortEffect'] },
           },
         },
         calling: {
@@ -546,21 +521,12 @@ export const turnMachine = setup({
           on: {
             'effect.done': { target: 'writing_response', actions: 'recordResponse' },
             'effect.failed': [
-              {
-                // An explicit overflow before any output: compact and resubmit, once (RT-10, CP-1).
-                guard: 'isRetryableOverflow',
-                target: 'compacting',
-                actions: ['discardDraft', assign({ overflowRetried: true })],
-              },
-              {
-                target: '#turn.failed',
-                actions: ['discardDraft', assign({ outcome: ({ event }) => modelFailure(failedError(event)) })],
-              },
+              // An explicit overflow before any output: compact and resubmit, once (RT-10, CP-1).
+              { guard: 'isRetryableOverflow', target: 'compacting', actions: ['discardDraft', 'markOverflowRetried'] },
+              { target: '#turn.failed', actions: ['discardDraft', 'assignModelFailure'] },
             ],
             // Cancelling the request aborts the model call's signal: a waiting model call is cancelled.
-            'turn.cancel': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
-            'turn.timeout': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
-            'turn.stop': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
+            'turn.interrupt': { target: '#turn.interrupted', actions: ['cancelEffect', 'discardDraft', 'assignInterrupt'] },
           },
         },
         writing_response: {
@@ -573,42 +539,19 @@ export const turnMachine = setup({
           },
           on: {
             'effect.done': [
-              {
-                // The last call under the token budget answered: the turn is over, and says why.
-                guard: and(['responseHasNoToolCalls', 'concluding']),
-                target: '#turn.completed',
-                actions: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '', stoppedBy: 'token_budget' }) }),
-              },
-              {
-                guard: 'responseHasNoToolCalls',
-                target: '#turn.completed',
-                actions: assign({ outcome: ({ context }) => ({ status: 'completed', finalText: context.response?.text ?? '' }) }),
-              },
-              {
-                // The calls are stored: each still needs exactly one result before the turn ends (RT-12).
-                guard: 'interrupted',
-                target: '#turn.skipping_remaining',
-              },
-              {
-                // The last call under the token budget still asked for tools: none runs, each gets its result.
-                guard: 'concluding',
-                target: '#turn.skipping_remaining',
-                actions: assign({
-                  termination: ({ context }) => ({
-                    kind: 'failed',
-                    code: 'budget_exhausted',
-                    message: `the turn's token budget of ${guardrailsOf(context)?.maxTurnTokens ?? 0} is spent and the last call still asked for tools`,
-                  }),
-                }),
-              },
+              // The last call under the token budget answered: the turn is over, and says why.
+              { guard: and(['responseHasNoToolCalls', 'concluding']), target: '#turn.completed', actions: 'assignConcluded' },
+              { guard: 'responseHasNoToolCalls', target: '#turn.completed', actions: 'assignCompleted' },
+              // The calls are stored: each still needs exactly one result before the turn ends (RT-12).
+              { guard: 'interrupted', target: '#turn.skipping_remaining' },
+              // The last call under the token budget still asked for tools: none runs, each gets its result.
+              { guard: 'concluding', target: '#turn.skipping_remaining', actions: 'assignBudgetExhausted' },
               // RL-5: the response opens with reads that may run side by side: start them, then go call by call.
               { guard: 'callsReadInParallel', target: '#turn.running_tools', actions: 'startParallelReads' },
               { target: '#turn.running_tools' },
             ],
             'effect.failed': { target: '#turn.failed', actions: ['discardDraft', 'assignPersistenceFailure'] },
-            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren'] },
-            'turn.timeout': { actions: ['assignInterrupt', 'cancelChildren'] },
-            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren'] },
+            'turn.interrupt': { actions: ['assignInterrupt', 'cancelChildren'] },
           },
         },
       },
@@ -632,73 +575,41 @@ export const turnMachine = setup({
             // What comes after a call, decided on its result (guards see the context before it is recorded).
             onDone: [
               // The call ended the turn (a cancel, a stop, a denial, a doom loop, a failed write).
-              { guard: ({ event }) => event.output.termination !== null, target: '#turn.skipping_remaining', actions: recordToolCall },
+              { guard: 'callEndedTurn', target: '#turn.skipping_remaining', actions: 'recordToolCall' },
               // A cancel or stop arrived while the call ran: the remaining calls still get their results.
-              { guard: 'interrupted', target: '#turn.skipping_remaining', actions: recordToolCall },
+              { guard: 'interrupted', target: '#turn.skipping_remaining', actions: 'recordToolCall' },
               // That was the response's last call: back to the model, the step counted for the mistake breaker.
-              { guard: 'isLastToolCall', target: '#turn.running_model', actions: recordToolCall },
+              { guard: 'isLastToolCall', target: '#turn.running_model', actions: 'recordToolCall' },
               // The next calls are a run of reads that may run side by side (RL-5): start them, then the next call.
-              { guard: 'nextCallsReadInParallel', target: 'tool_call', reenter: true, actions: [recordToolCall, 'startParallelReads'] },
+              { guard: 'nextCallsReadInParallel', target: 'tool_call', reenter: true, actions: ['recordToolCall', 'startParallelReads'] },
               // The next call of the same response, in provider order: a new tool-call actor.
-              { target: 'tool_call', reenter: true, actions: recordToolCall },
+              { target: 'tool_call', reenter: true, actions: 'recordToolCall' },
             ],
             // A tool-call actor that crashed (say, a tool schema that throws) still leaves every call with one result (RT-12).
-            onError: {
-              target: '#turn.skipping_remaining',
-              actions: assign({
-                termination: ({ event }) => ({
-                  kind: 'failed',
-                  code: 'tool_call_crashed',
-                  message: `the tool call failed inside the runtime: ${event.error instanceof Error ? event.error.message : String(event.error)}`,
-                }),
-              }),
-            },
+            onError: { target: '#turn.skipping_remaining', actions: 'assignToolCallCrash' },
           },
           initial: 'executing',
           states: {
             executing: {
               on: {
-                'tool.permission_requested': {
-                  target: 'waiting_permission',
-                  actions: [
-                    assign({ pendingPermission: ({ event }) => event.toolCallId }),
-                    sendParent(({ event, context }) => ({
-                      type: 'turn.permission_requested',
-                      turnId: context.turnId,
-                      toolCallId: event.toolCallId,
-                      name: event.name,
-                      paths: event.paths,
-                    })),
-                  ],
-                },
+                'tool.permission_requested': { target: 'waiting_permission', actions: ['recordPermissionRequest', 'relayPermissionRequest'] },
               },
             },
             waiting_permission: {
               // Waiting for the user is not a stall: the watchdog pauses until the answer.
-              entry: [{ type: 'emitPhase', params: { phase: 'waiting_permission' } }, sendTo(WATCHDOG, { type: 'watchdog.pause' })],
-              exit: sendTo(WATCHDOG, { type: 'watchdog.resume' }),
+              entry: [{ type: 'emitPhase', params: { phase: 'waiting_permission' } }, 'pauseWatchdog'],
+              exit: 'resumeWatchdog',
               on: {
                 'tool.permission_settled': {
                   target: 'executing',
-                  actions: [
-                    assign({ pendingPermission: null }),
-                    sendParent(({ context }) => ({ type: 'turn.permission_settled', turnId: context.turnId })),
-                    { type: 'emitPhase', params: { phase: 'running_tools' } },
-                  ],
+                  actions: ['clearPermissionRequest', 'relayPermissionSettled', { type: 'emitPhase', params: { phase: 'running_tools' } }],
                 },
-                'turn.resolve_permission': {
-                  guard: 'isPendingPermission',
-                  actions: sendTo('toolCall', ({ event }) => ({ type: 'permission.resolve', decision: event.decision })),
-                },
+                'turn.resolve_permission': { guard: 'isPendingPermission', actions: 'forwardPermissionAnswer' },
               },
             },
           },
           on: {
-            'turn.cancel': { actions: ['assignInterrupt', 'cancelChildren', sendTo('toolCall', { type: 'tool.cancel' })] },
-            'turn.timeout': {
-              actions: ['assignInterrupt', 'cancelChildren', sendTo('toolCall', ({ event }) => ({ type: 'tool.cancel', reason: event.limit === 'stall' ? 'stall' : 'timeout' }))],
-            },
-            'turn.stop': { actions: ['assignInterrupt', 'cancelChildren', sendTo('toolCall', { type: 'tool.stop' })] },
+            'turn.interrupt': { actions: ['assignInterrupt', 'cancelChildren', 'interruptToolCall'] },
           },
         },
       },
@@ -727,7 +638,7 @@ export const turnMachine = setup({
     /** A cancel, time limit or stop that arrived outside a tool call: decide which terminal state it means. */
     interrupted: {
       always: [
-        { guard: ({ context }) => context.interrupt === 'stop', target: 'failed', actions: assign({ outcome: STOPPED }) },
+        { guard: 'stopped', target: 'failed', actions: 'assignStopped' },
         { guard: 'stalled', target: 'failed', actions: 'assignStalled' },
         { guard: 'timedOut', target: 'timed_out' },
         { target: 'cancelled' },
@@ -735,20 +646,8 @@ export const turnMachine = setup({
     },
     completed: { type: 'final', entry: { type: 'emitPhase', params: { phase: 'completed' } } },
     failed: { type: 'final', entry: ['cancelChildren', { type: 'emitPhase', params: { phase: 'failed' } }] },
-    cancelled: {
-      type: 'final',
-      entry: ['cancelChildren', assign({ outcome: { status: 'cancelled' } }), { type: 'emitPhase', params: { phase: 'cancelled' } }],
-    },
-    timed_out: {
-      type: 'final',
-      entry: [
-        'cancelChildren',
-        assign({
-          outcome: ({ context }) => ({ status: 'timed_out', message: `the run passed its time limit of ${context.limits.runTimeoutMs ?? 0} ms` }),
-        }),
-        { type: 'emitPhase', params: { phase: 'timed_out' } },
-      ],
-    },
+    cancelled: { type: 'final', entry: ['cancelChildren', 'assignCancelled', { type: 'emitPhase', params: { phase: 'cancelled' } }] },
+    timed_out: { type: 'final', entry: ['cancelChildren', 'assignTimedOut', { type: 'emitPhase', params: { phase: 'timed_out' } }] },
   },
   output: ({ context }) => ({ outcome: context.outcome ?? STOPPED, trackers: { loop: context.loop, mistakes: context.mistakes } }),
 });
@@ -761,4 +660,3 @@ function toolCallsOf(context: TurnContext): ToolCallPart[] {
 function effectInput(context: TurnContext): TurnEffectInput {
   return { sessionId: context.sessionId, turnId: context.turnId };
 }
-

@@ -1,28 +1,16 @@
 /** turnchart — an actor-model runtime for AI-agent sessions on XState v5 statecharts. */
 
-export { createRuntime, Runtime, type RuntimeOptions, type ContextWindowPreview } from './runtime/runtime.js';
-export {
-  SessionHandle,
-  type SessionSnapshot,
-  type StartTurnResult,
-  type CancelTurnResult,
-  type ResolvePermissionResult,
-  type DeliverResult,
-  type SetModeResult,
-  type SwitchAgentResult,
-  type WaitResult,
-  type CompactResult,
-  type RewindResult,
-} from './runtime/session-handle.js';
+export { createRuntime, Runtime, type RuntimeOptions } from './runtime/runtime.js';
+export { SessionHandle } from './runtime/session-handle.js';
 export { ContextEngine, prepare, type PrepareSources, type PreparedModelCall, ContextAssemblyError } from './context/engine.js';
 export { measureBudget, type ContextBudgetEstimate } from './context/budget.js';
+export type { ContextWindowPreview } from './context/preview.js';
 export { contextLimits, reachesCompactionLine, type ModelContextLimits } from './context/limits.js';
 export type { ConversationItem, Provenance } from './context/conversation.js';
 export { ChatState, ChatStateError } from './runtime/chat-state.js';
 export type { SkillsConfig } from './skills/types.js';
 export { EFFECT_PORT, type EffectContract, type EffectCall } from '../machines/effect-port.js';
-export type { RuntimeView, LiveToolCall, PendingApproval } from './runtime/live-view.js';
-export { REPLAY_CAPACITY, type ReplayResult } from './runtime/update-stream.js';
+export { REPLAY_CAPACITY } from './runtime/update-stream.js';
 export { DEFAULT_AGENTS, type AgentConfig, type AgentDefinition } from './runtime/agents.js';
 export {
   DEFAULT_HOOK_TIMEOUT_MS,
@@ -78,7 +66,8 @@ export {
   type LoopVerdict,
   type GuardrailLimits,
 } from '../machines/guardrails.js';
-export { taskMachine, TASK_TRANSITIONS, isTaskTransition, type TaskState, type AdmissionDecision, type RiskLevel, type TaskReply } from '../machines/task.machine.js';
+export { taskMachine, TASK_TRANSITIONS, isTaskTransition, type TaskState, type TaskReply } from '../machines/task.machine.js';
+export type { AdmissionDecision, RiskLevel } from '../machines/task.effects.js';
 export * from './tasks/index.js';
 export { AmqpLink, type AmqpLinkOptions } from './transport/amqp-link.js';
 
@@ -87,8 +76,23 @@ export { postgresStorage, postgresTaskStorage } from '../storage/postgres.js';
 export { sqliteTaskStorage } from '../storage/sqlite.js';
 export type { TaskStorage, TaskRow, TaskEventRow, TaskControl } from '../storage/task-storage.js';
 export { withFaults, StorageFaultError, type FaultyStorage } from '../storage/faulty-storage.js';
-export type { SessionStorage, PermissionMode, SessionRow, TurnRow } from '../storage/session-storage.js';
+export type { SessionStorage, SessionRow, TurnRow } from '../storage/session-storage.js';
 
+export type { PermissionMode, BusyPolicy, TriggerType } from './protocol/commands.js';
+export type { SessionSnapshot, RuntimeView, LiveToolCall, PendingApproval } from './protocol/session-snapshot.js';
+export type {
+  StartTurnResult,
+  CancelTurnResult,
+  ResolvePermissionResult,
+  DeliverResult,
+  SetModeResult,
+  SwitchAgentResult,
+  WaitResult,
+  CompactResult,
+  RewindResult,
+  ReplayResult,
+} from './protocol/command-results.js';
+export { taskSpecSchema, DEFAULT_MAX_DURATION_MS, type TaskSpec, type TaskSubmission } from './protocol/task-spec.js';
 export * from './protocol/messages.js';
 export * from './protocol/model.js';
 export * from './protocol/outcome.js';

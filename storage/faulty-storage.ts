@@ -11,7 +11,7 @@ export class StorageFaultError extends Error {
   }
 }
 
-export interface StorageCall {
+interface StorageCall {
   method: StorageMethod;
   args: unknown[];
   /** True when a fault was injected, i.e. the inner storage never saw the call. */

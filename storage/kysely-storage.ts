@@ -28,9 +28,6 @@ import {
   type CorrectionReport,
   type LeaseRequest,
   type MessagePage,
-  type LeaseHolder,
-  type OwnerIdentity,
-  type PermissionMode,
   type PlanRow,
   type QueuedTurnRow,
   type SessionPage,
@@ -41,6 +38,8 @@ import {
   type TurnRow,
   type TurnStart,
 } from './session-storage.js';
+import type { PermissionMode } from '../src/protocol/commands.js';
+import type { LeaseHolder, OwnerIdentity } from '../src/protocol/session-owner.js';
 
 export interface KyselyStorageOptions {
   /** Which SQL the few dialect-specific statements speak (database clock, row locks). */

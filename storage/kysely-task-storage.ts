@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { TaskState } from '../machines/task.machine.js';
 import { TERMINAL_TASK_STATES } from '../machines/task.machine.js';
-import type { TaskSpec } from '../src/tasks/task-spec.js';
+import type { TaskSpec } from '../src/protocol/task-spec.js';
 import { assertFence } from './fencing.js';
 import { KyselySessionStorage, type KyselyStorageOptions } from './kysely-storage.js';
 import { toMs, type Database, type TaskEventsTable, type TasksTable } from './schema.js';

@@ -3,7 +3,8 @@ import { databaseNowMs, type DialectName } from './dialect.js';
 import { rowToSession } from './rows.js';
 import { inTransaction } from './transaction.js';
 import { toMs, type Database } from './schema.js';
-import type { AcquireResult, CorrectionReport, LeaseHolder, LeaseRequest, OwnerIdentity } from './session-storage.js';
+import type { AcquireResult, CorrectionReport, LeaseRequest } from './session-storage.js';
+import type { LeaseHolder, OwnerIdentity } from '../src/protocol/session-owner.js';
 
 /**
  * One owner per session: a lease (owner, expiry on the database's clock) and a fencing token raised

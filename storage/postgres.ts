@@ -30,7 +30,7 @@ export interface PostgresOptions {
  * A connection string may name the schema as `?schema=NAME` (handy on a command line); it is taken
  * out here, since PostgreSQL itself has no such parameter.
  */
-export function splitSchema(connectionString: string): { connectionString: string; schema?: string } {
+function splitSchema(connectionString: string): { connectionString: string; schema?: string } {
   let url: URL;
   try {
     url = new URL(connectionString);

@@ -18,7 +18,7 @@ const names = new Map<string, string>();
 const MAX_NAMED = 64;
 
 /** Marks an SQL text as run often enough to keep prepared; later registrations beyond the bound are ignored. */
-export function keepPrepared(sql: string): void {
+function keepPrepared(sql: string): void {
   if (names.has(sql) || names.size >= MAX_NAMED) return;
   names.set(sql, `turnchart_${names.size}`);
 }

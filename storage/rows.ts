@@ -5,7 +5,8 @@ import type { SpanKind, SpanSource, SpanStatus, TraceSpan } from '../src/protoco
 import { decodeText, encodeText } from './text-codec.js';
 import { decodeTrackers } from './trackers-codec.js';
 import { toMs, type MessagesTable, type SessionsTable, type TraceSpansTable, type TurnsTable } from './schema.js';
-import type { BusyPolicy, PermissionMode, QueuedTurnRow, SessionRow, TriggerType, TurnRow } from './session-storage.js';
+import type { QueuedTurnRow, SessionRow, TurnRow } from './session-storage.js';
+import type { BusyPolicy, PermissionMode, TriggerType } from '../src/protocol/commands.js';
 
 /** Rows to and from the tables; the casts trust that every value was written through this storage. */
 

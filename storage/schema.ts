@@ -5,8 +5,8 @@ import type { ColumnType } from 'kysely';
  * node-postgres returns int8 as a string to avoid precision loss, SQLite returns a number.
  * Rows are always read through `toMs` so callers only ever see numbers.
  */
-export type EpochMs = ColumnType<number | string, number, number>;
-export type NullableEpochMs = ColumnType<number | string | null, number | null, number | null>;
+type EpochMs = ColumnType<number | string, number, number>;
+type NullableEpochMs = ColumnType<number | string | null, number | null, number | null>;
 
 export interface SessionsTable {
   id: string;
@@ -46,7 +46,7 @@ export interface TurnsTable {
   guardrail_trackers: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
-export interface RunsTable {
+interface RunsTable {
   id: string;
   session_id: string;
   turn_id: string;
@@ -90,7 +90,7 @@ export interface TraceSpansTable {
   ended_at_ms: NullableEpochMs;
 }
 
-export interface TurnPlansTable {
+interface TurnPlansTable {
   turn_id: string;
   session_id: string;
   /** JSON of the Plan. */
@@ -163,7 +163,7 @@ export interface TaskEventsTable {
   published_at_ms: NullableEpochMs;
 }
 
-export interface TaskConsumerPositionsTable {
+interface TaskConsumerPositionsTable {
   consumer_id: string;
   session_id: string;
   last_sequence: ColumnType<number | string, number, number>;

@@ -1,17 +1,11 @@
 import type { AuditEntry, ToolAudit } from '../src/protocol/audit.js';
+import type { BusyPolicy, PermissionMode, TriggerType } from '../src/protocol/commands.js';
+import type { LeaseHolder, OwnerIdentity } from '../src/protocol/session-owner.js';
 import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { Plan } from '../src/protocol/plan.js';
 import type { SpanStatus, TraceSpan } from '../src/protocol/trace.js';
 import type { GuardrailTrackers } from '../machines/guardrails.js';
-
-export type PermissionMode = 'ask' | 'auto' | 'read_only';
-
-/** What a session does with a turn that arrives while another runs (RL-2). */
-export type BusyPolicy = 'reject' | 'enqueue' | 'interrupt';
-
-/** What started a run (RL-1). */
-export type TriggerType = 'message' | 'manual_action' | 'api_action' | 'hook' | 'system';
 
 export interface SessionRow {
   id: string;
@@ -36,22 +30,8 @@ export interface AgentLink {
   toolCallId: string;
 }
 
-/** Who holds a session: one runtime, in one process on one host. */
-export interface OwnerIdentity {
-  ownerId: string;
-  host: string;
-  pid: number;
-}
-
 export interface LeaseRequest extends OwnerIdentity {
   ttlMs: number;
-}
-
-/** The holder of a live lease, as another runtime sees it. */
-export interface LeaseHolder extends OwnerIdentity {
-  expiresAtMs: number;
-  /** How long the lease still runs, measured on the database's clock when it was read. */
-  remainingMs: number;
 }
 
 export type AcquireResult =

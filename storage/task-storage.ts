@@ -1,5 +1,5 @@
 import type { TaskState } from '../machines/task.machine.js';
-import type { TaskSpec } from '../src/tasks/task-spec.js';
+import type { TaskSpec } from '../src/protocol/task-spec.js';
 
 /** A task as stored: its spec, where its lifecycle stands, and what its worker needs to resume it. */
 export interface TaskRow {

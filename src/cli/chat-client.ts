@@ -1,6 +1,9 @@
-import type { SessionSnapshot } from '../runtime/session-handle.js';
 import type { PermissionDecision, UpdateEnvelope } from '../protocol/updates.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
+import type { PermissionMode } from '../protocol/commands.js';
+import type { SessionSnapshot } from '../protocol/session-snapshot.js';
+import type { ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
+import { messageOf } from '../util/errors.js';
 
 /**
  * What the terminal chat needs from a turnchart: one interface, two backends — a host over HTTP and
@@ -35,38 +38,13 @@ export interface ChatClient {
   close(): Promise<void>;
 }
 
-export type PermissionMode = 'ask' | 'auto' | 'read_only';
-
-export const PERMISSION_MODES: readonly PermissionMode[] = ['ask', 'auto', 'read_only'];
-
 export interface SessionInfo {
   sessionId: string;
   snapshot: SessionSnapshot;
 }
 
-export interface SessionSummary {
-  sessionId: string;
-  agent: string;
-  permissionMode: string;
-  createdAtMs: number;
-  /** `idle` or the running turn's phase. */
-  status: string;
-  lastOutcome: string | null;
-}
-
-/** The context window as the next model call would see it, in estimated tokens. */
-export interface ContextUsage {
-  system: number;
-  conversation: number;
-  tools: number;
-  reservedOutput: number;
-  /** Where automatic compaction starts (input plus reserved output). */
-  autoCompactLine: number;
-  /** The model's whole window, when the backend knows it. */
-  window: number | null;
-  /** Input plus reserved output as a percentage of the line. */
-  percentUsed: number;
-}
+/** A stored session as `/sessions` lists it, and the context window as `/context` draws it: the chat chart's vocabulary. */
+export type { ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
 
 export type FeedEvent =
   | { kind: 'update'; envelope: UpdateEnvelope }
@@ -98,6 +76,6 @@ export class ChatError extends Error {
 export function asChatError(error: unknown, fallbackCode = 'ClientError'): ChatError {
   if (error instanceof ChatError) return error;
   const code = (error as { code?: unknown } | null)?.code;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return new ChatError(typeof code === 'string' && /^[A-Z][A-Za-z]+$/.test(code) ? code : fallbackCode, message);
 }

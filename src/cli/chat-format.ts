@@ -2,7 +2,7 @@ import type { styleText } from 'node:util';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { SessionUpdate } from '../protocol/updates.js';
 import type { Plan } from '../protocol/plan.js';
-import type { ChatError, ContextUsage, SessionSummary } from './chat-client.js';
+import type { ChatFailure, ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
 
 /** Styles text for the terminal: `styleText` on a TTY, the text unchanged otherwise. */
 export type Paint = (format: Parameters<typeof styleText>[0], text: string) => string;
@@ -65,7 +65,7 @@ export function formatGuardrail(update: Extract<SessionUpdate, { type: 'guardrai
 }
 
 /** A host or client error: one line, its code first. */
-export function formatError(error: ChatError, paint: Paint = plain): string {
+export function formatError(error: ChatFailure, paint: Paint = plain): string {
   return paint('red', `error [${error.code}] ${oneLine(error.message)}`);
 }
 
@@ -138,7 +138,7 @@ export const HELP = [
   '  /exit           leave (Ctrl+D too)',
 ];
 
-export function oneLine(text: string): string {
+function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ⏎ ').trim();
 }
 

@@ -1,9 +1,10 @@
-import type { SessionSnapshot } from '../runtime/session-handle.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import { ChatError, type ChatClient, type ContextUsage, type Feed, type FeedEvent, type SessionInfo, type SessionSummary } from './chat-client.js';
 import { errorOf, followEventStream, unreachable } from './chat-sse.js';
 import { ToolCallIndex, type StoredPage } from './chat-tool-calls.js';
+import type { SessionSnapshot } from '../protocol/session-snapshot.js';
+import { messageOf } from '../util/errors.js';
 
 export interface HttpClientOptions {
   /** The host's base URL, e.g. `http://127.0.0.1:4477`. */
@@ -37,7 +38,7 @@ export function httpChatClient(options: HttpClientOptions): ChatClient {
     try {
       return (await response.json()) as T;
     } catch (error) {
-      throw new ChatError('InvalidResponse', `the host's answer to ${method} ${route} is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+      throw new ChatError('InvalidResponse', `the host's answer to ${method} ${route} is not JSON: ${messageOf(error)}`);
     }
   }
 

@@ -1,6 +1,7 @@
 import { styleText } from 'node:util';
 import type { Interface } from 'node:readline';
 import { plain, type Paint } from './chat-format.js';
+import type { Print } from './chat-render.js';
 
 export interface ScreenOptions {
   /** Cursor control and a spinner: only when the output is a terminal. */
@@ -18,6 +19,11 @@ const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '
  * output while the model works and is wiped before anything else is written; a line printed while
  * the prompt is shown (a note from the connection) goes above it and the prompt is drawn again with
  * what was typed so far. Without a terminal the output is plain lines, no escape codes.
+ *
+ * The chat's own output comes as `print` (from the renderer) and `setPrompt` (from the chart's state
+ * after each step): a prompt that a print hid is drawn again by the `setPrompt` that follows, only
+ * if the chart still wants it. A closed readline interface is never prompted (Node 24 throws
+ * `ERR_USE_AFTER_CLOSE`): once its input ended, a prompt is plain text.
  */
 export class Screen {
   readonly paint: Paint;
@@ -47,9 +53,42 @@ export class Screen {
     return this.options.color;
   }
 
-  /** The readline interface whose prompt this screen shows and redraws. */
+  /** The readline interface whose prompt this screen shows and redraws, until it closes. */
   bindPrompt(readline: Interface): void {
     this.readline = readline;
+    readline.once('close', () => {
+      if (this.readline === readline) this.readline = null;
+    });
+  }
+
+  /** The chat's output, in order. A prompt showing is taken away first; `setPrompt` draws it again. */
+  print(output: readonly Print[]): void {
+    for (const item of output) {
+      switch (item.kind) {
+        case 'line':
+          this.clearTransient();
+          if (this.prompt?.shown) this.hidePrompt();
+          if (!this.atLineStart) this.out.write('\n');
+          this.out.write(`${item.text}\n`);
+          this.atLineStart = true;
+          break;
+        case 'text':
+          this.write(item.text);
+          break;
+        case 'end_line':
+          this.endLine();
+          break;
+        case 'echo':
+          this.echo(item.prompt, item.line, item.typed);
+          break;
+      }
+    }
+  }
+
+  /** Shows this prompt (null: none), unless it already shows. */
+  setPrompt(text: string | null): void {
+    if (text === null) this.forgetPrompt();
+    else if (this.promptShown !== text) this.showPrompt(text);
   }
 
   /** Streams text as it comes (a model's deltas): no newline added. */
@@ -90,13 +129,22 @@ export class Screen {
   }
 
   /**
-   * A line was entered at the prompt. A terminal echoed it (`echoed`); from a pipe it is written
-   * after the prompt here, so the output reads as a transcript.
+   * A line was taken at the prompt. A terminal echoed it as it was typed (`typed`); from a pipe it
+   * is written after its prompt (drawn first if it did not show), so the output reads as a transcript.
    */
-  promptAnswered(line: string, echoed: boolean): void {
-    if (!this.prompt?.shown) return;
+  private echo(prompt: string, line: string, typed: boolean): void {
+    const shown = this.prompt?.shown ? this.prompt.text : null;
     this.prompt = null;
-    if (!echoed) this.out.write(`${line}\n`);
+    if (typed) {
+      this.atLineStart = true;
+      return;
+    }
+    this.clearTransient();
+    if (shown !== prompt) {
+      if (!this.atLineStart) this.out.write('\n');
+      this.out.write(prompt);
+    }
+    this.out.write(`${line}\n`);
     this.atLineStart = true;
   }
 

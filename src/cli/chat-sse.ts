@@ -1,8 +1,9 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { ChatError } from './chat-client.js';
+import { messageOf } from '../util/errors.js';
 
 /** One Server-Sent Event: its name (`message` when unnamed), its id, its data lines joined. */
-export interface SseMessage {
+interface SseMessage {
   event: string;
   id: string | null;
   data: string;
@@ -71,7 +72,7 @@ export function followEventStream(options: EventStreamOptions): { close(): void 
       }, (ms) => (retryMs = ms));
       return new ChatError('ConnectionLost', 'the host ended the event stream');
     } catch (error) {
-      return new ChatError('ConnectionLost', `the event stream broke: ${describe(error)}`);
+      return new ChatError('ConnectionLost', `the event stream broke: ${messageOf(error)}`);
     }
   };
 
@@ -96,7 +97,7 @@ export function followEventStream(options: EventStreamOptions): { close(): void 
 }
 
 /** Reads a text/event-stream body, calling `onMessage` for each event with data (comments ignored). */
-export async function parseEvents(body: ReadableStream<Uint8Array>, onMessage: (message: SseMessage) => void, onRetry: (ms: number) => void = () => undefined): Promise<void> {
+async function parseEvents(body: ReadableStream<Uint8Array>, onMessage: (message: SseMessage) => void, onRetry: (ms: number) => void = () => undefined): Promise<void> {
   const decoder = new TextDecoder();
   let buffer = '';
   for await (const chunk of body) {
@@ -138,11 +139,7 @@ export async function errorOf(response: Response): Promise<ChatError> {
 /** A request that never got an answer: the host is down, unreachable or went away mid-request. */
 export function unreachable(url: string, error: unknown): ChatError {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
-  const detail = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : describe(error);
+  const detail = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : messageOf(error);
   if ((error as { name?: unknown } | null)?.name === 'TimeoutError') return new ChatError('HostTimeout', `${new URL(url).origin} did not answer in time`);
   return new ChatError('HostUnreachable', `cannot reach ${new URL(url).origin} (${detail})`);
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

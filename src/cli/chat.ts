@@ -1,12 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { asChatError, PERMISSION_MODES, type ChatClient } from './chat-client.js';
-import { ChatController } from './chat-controller.js';
+import { permissionModeSchema } from '../protocol/commands.js';
+import { asChatError, type ChatClient } from './chat-client.js';
+import { startChat } from './chat-controller.js';
 import { embeddedChatClient } from './chat-embedded.js';
 import { formatError } from './chat-format.js';
 import { httpChatClient } from './chat-http.js';
-import { runInputLoop } from './chat-input.js';
+import { isInteractive, startInput } from './chat-input.js';
 import { Screen } from './chat-screen.js';
 import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
 
@@ -30,7 +32,7 @@ const settingsSchema = z.object({
   url: z.url({ protocol: /^https?$/ }).optional(),
   token: z.string().min(1).optional(),
   session: z.string().min(1).max(200).optional(),
-  mode: z.enum(PERMISSION_MODES as [string, ...string[]]).optional(),
+  mode: permissionModeSchema.optional(),
   db: z.string().min(1).default(resolve('.turnchart', 'turnchart.db')),
   workspace: z.string().min(1).default('.'),
   model: z.string().optional(),
@@ -116,13 +118,30 @@ export async function runChat(settings: ChatSettings, io: ChatIo): Promise<numbe
     return 1;
   }
   screen.line(screen.paint('dim', 'Type /help for commands. Ctrl+C cancels a running turn; Ctrl+D or /exit leaves.'));
-  const controller = new ChatController(client, screen, settings.mode ? { newSessionMode: settings.mode as 'ask' | 'auto' | 'read_only' } : {});
-  let started: () => void = () => undefined;
-  const startup = new Promise<void>((done) => (started = done));
-  const loop = runInputLoop({ input: io.input, output: io.output, screen, controller, startup });
-  await controller.start(settings.session);
-  started();
-  await loop;
-  await controller.close();
-  return 0;
+  const interactive = isInteractive(io.input, screen);
+  const chat = startChat(client, screen, {
+    backend: client.kind,
+    interactive,
+    sessionId: settings.session ?? null,
+    newSessionMode: settings.mode ?? null,
+    requestPrefix: `chat-${randomUUID()}`,
+  });
+  const input = startInput({ input: io.input, output: io.output, screen, interactive, send: (event) => {
+      // Input after the chat ended (lines still buffered) is dropped.
+      if (chat.actor.getSnapshot().status === 'active') chat.actor.send(event);
+    },
+  });
+  let code = 0;
+  try {
+    await chat.done;
+  } catch (error) {
+    // A fault of the chat itself: said, and the backend closed as when leaving.
+    screen.line(formatError(asChatError(error), screen.paint));
+    await client.close().catch(() => undefined);
+    code = 1;
+  } finally {
+    input.close();
+    screen.close();
+  }
+  return code;
 }

@@ -5,6 +5,7 @@ import { hideSecretArguments } from './process-title.js';
 import { SECRET_FLAGS, serve, serveSettings, serveUsage } from './serve.js';
 import { runSubmit, submitSettings, submitUsage } from './submit.js';
 import { runWorker, workerSettings, workerUsage } from './worker.js';
+import { messageOf } from '../util/errors.js';
 
 const USAGE = [
   'Usage: turnchart <command> [options]',
@@ -43,7 +44,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     settings = serveSettings(rest, process.env);
   } catch (error) {
-    console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}\n\n${serveUsage()}`);
+    console.error(`turnchart: ${messageOf(error)}\n\n${serveUsage()}`);
     return 2;
   }
   hideSecretArguments('serve', rest, SECRET_FLAGS);
@@ -72,7 +73,7 @@ async function worker(args: string[]): Promise<number> {
   try {
     settings = workerSettings(args, process.env);
   } catch (error) {
-    console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}\n\n${workerUsage()}`);
+    console.error(`turnchart: ${messageOf(error)}\n\n${workerUsage()}`);
     return 2;
   }
   const running = await runWorker(settings, (line) => console.log(line));
@@ -87,7 +88,7 @@ async function submit(args: string[]): Promise<number> {
   try {
     settings = submitSettings(args, process.env);
   } catch (error) {
-    console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}\n\n${submitUsage()}`);
+    console.error(`turnchart: ${messageOf(error)}\n\n${submitUsage()}`);
     return 2;
   }
   console.log(await runSubmit(settings));
@@ -117,7 +118,7 @@ async function chat(args: string[]): Promise<number> {
   try {
     settings = chatSettings(args, process.env);
   } catch (error) {
-    console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}\n\n${chatUsage()}`);
+    console.error(`turnchart: ${messageOf(error)}\n\n${chatUsage()}`);
     return 2;
   }
   const code = await runChat(settings, { input: process.stdin, output: process.stdout, env: process.env });
@@ -131,7 +132,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error: unknown) => {
-    console.error(`turnchart: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`turnchart: ${messageOf(error)}`);
     process.exitCode = 1;
   },
 );

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { messageOf } from '../util/errors.js';
 
 /**
  * A secret kept in a file (`--token-file`, a mounted Docker or Kubernetes secret): its text
@@ -10,7 +11,7 @@ export function readSecretFile(path: string, label: string): string {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    throw new Error(`${label}: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(`${label}: cannot read ${path}: ${messageOf(error)}`);
   }
   const secret = text.replace(/[\r\n]+$/, '');
   if (secret === '') throw new Error(`${label}: ${path} is empty`);

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { allowedHostSchema } from '../host/host-check.js';
+import { clusterOf } from '../cluster/cluster.js';
 import { startHost, type RunningHost } from '../host/host.js';
 import { permissionModeSchema } from '../protocol/commands.js';
 import { modelFromSpec, type ProviderSettings } from '../model/model-spec.js';
@@ -139,7 +140,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     ...(settings['max-sessions'] !== undefined && { maxSessions: settings['max-sessions'] }),
     ...(settings['max-streams'] !== undefined && { maxStreams: settings['max-streams'] }),
     cluster: settings['amqp-url']
-      ? { amqpUrl: settings['amqp-url'], ...(settings['route-timeout'] !== undefined && { routeTimeoutMs: Math.round(settings['route-timeout'] * 1000) }) }
+      ? clusterOf({ amqpUrl: settings['amqp-url'], ...(settings['route-timeout'] !== undefined && { routeTimeoutMs: Math.round(settings['route-timeout'] * 1000) }) })
       : null,
     ...(settings['amqp-url'] && { amqpUrl: settings['amqp-url'] }),
     ...(settings['amqp-namespace'] && { amqpNamespace: settings['amqp-namespace'] }),

@@ -27,8 +27,6 @@ const FLAGS = {
   'command-env': { env: 'TURNCHART_COMMAND_ENV', help: 'as for serve: variables run_command passes to commands (repeatable or comma-separated)', multiple: true },
 } as const;
 
-type Flag = keyof typeof FLAGS;
-
 const connectionSchema = {
   'database-url': z.string().min(1).optional(),
   db: z.string().min(1).optional(),
@@ -115,5 +113,3 @@ export async function runWorker(settings: WorkerSettings, log: (line: string) =>
     warn,
   });
 }
-
-export type { Flag };

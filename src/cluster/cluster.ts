@@ -1,5 +1,4 @@
-import { setTimeout as delay } from 'node:timers/promises';
-import type { HostContext, SessionRouter } from '../host/host-context.js';
+import type { ClusterMembership, HostCluster, HostContext } from '../host/host-context.js';
 import { AmqpLink } from '../transport/amqp-link.js';
 import { serveCommands } from './command-server.js';
 import { sweepExpiredLeases } from './lease-sweep.js';
@@ -8,6 +7,7 @@ import { RemoteSession } from './remote-session.js';
 import { RpcClient } from './rpc-client.js';
 import { publishUpdates } from './update-fanout.js';
 import { UpdateFollower } from './update-follower.js';
+import { withDeadline } from '../util/deadline.js';
 
 export interface ClusterOptions {
   /** The broker every host of the cluster uses: `amqp://user:pass@host:port/vhost`. */
@@ -16,15 +16,15 @@ export interface ClusterOptions {
   routeTimeoutMs?: number;
 }
 
-export const DEFAULT_ROUTE_TIMEOUT_MS = 15_000;
+const DEFAULT_ROUTE_TIMEOUT_MS = 15_000;
 
-/** This host's membership of a cluster: the router the routes use, and how to leave. */
-export interface ClusterMembership {
-  router: SessionRouter;
-  /** Stops the lease sweep: called before the runtime shuts down, so the sweep opens nothing more. */
-  quiesce(): void;
-  /** Ends remote streams, waits for unconfirmed updates (the sessions' `closed` among them), closes the connection. */
-  close(): Promise<void>;
+/**
+ * The cluster a host joins when it starts (`startHost({ cluster: clusterOf({ amqpUrl }) })`). The
+ * cluster sits beside the host and reaches its sessions through the host's seam (`SessionAccess`,
+ * `HostContext`); the host knows a cluster only as this join.
+ */
+export function clusterOf(options: ClusterOptions): HostCluster {
+  return { secrets: [options.amqpUrl], join: (host, leaseTtlMs) => joinCluster(host, options, leaseTtlMs) };
 }
 
 /**
@@ -33,7 +33,7 @@ export interface ClusterMembership {
  * elsewhere, and the sweep that corrects what dead hosts left. `leaseTtlMs` paces the sweep (once a
  * lease) and the check that followed owners still hold their sessions (three times a lease).
  */
-export async function joinCluster(host: HostContext, options: ClusterOptions, leaseTtlMs: number): Promise<ClusterMembership> {
+async function joinCluster(host: HostContext, options: ClusterOptions, leaseTtlMs: number): Promise<ClusterMembership> {
   const { ownerId } = host.runtime.ownership.identity;
   const link = await AmqpLink.open({ url: options.amqpUrl, name: `turnchart host ${ownerId}`, warn: host.warn });
   let stopPublishing: () => Promise<void> = () => Promise.resolve();
@@ -59,7 +59,7 @@ export async function joinCluster(host: HostContext, options: ClusterOptions, le
       stopSweeping();
       routing.follower.close();
       // Bounded: with the broker away, unconfirmed updates would wait for a reconnect that may never come.
-      await Promise.race([stopPublishing(), delay(2_000)]);
+      await withDeadline(stopPublishing(), 2_000, () => undefined);
       routing.rpc.close();
       await link.close();
     },

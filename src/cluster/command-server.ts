@@ -2,6 +2,7 @@ import type { ConsumeMessage } from 'amqplib';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { parseBody, type CommandReply } from './messages.js';
 import { commandQueueOf } from './names.js';
+import { messageOf } from '../util/errors.js';
 
 /**
  * Takes commands routed to this host on its exclusive queue and replies to each on its `replyTo`
@@ -20,7 +21,7 @@ export async function serveCommands(
     if (typeof correlationId !== 'string' || typeof replyTo !== 'string') return;
     const reply = await answer(parseBody(message.content));
     await link.publish('', replyTo, reply, { correlationId, persistent: false }).catch((error: unknown) => {
-      warn(`could not reply to a routed command: ${error instanceof Error ? error.message : String(error)}`);
+      warn(`could not reply to a routed command: ${messageOf(error)}`);
     });
   };
   await link.onChannel(async (channel) => {

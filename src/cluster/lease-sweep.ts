@@ -1,6 +1,7 @@
 import type { SessionStorage } from '../../storage/session-storage.js';
 import { SessionOwnedElsewhereError } from '../protocol/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { messageOf } from '../util/errors.js';
 
 /**
  * A host that dies (SIGKILL, a lost machine) leaves its sessions under leases that simply run out.
@@ -17,7 +18,7 @@ export function sweepExpiredLeases(runtime: Runtime, storage: SessionStorage, ev
     for (const sessionId of await storage.unheldSessionsWithQueuedTurns()) {
       // Another host may take it first: then it is that host's to run.
       await runtime.openSession(sessionId).catch((error: unknown) => {
-        if (!(error instanceof SessionOwnedElsewhereError)) warn(`could not resume the queue of session ${sessionId}: ${describe(error)}`);
+        if (!(error instanceof SessionOwnedElsewhereError)) warn(`could not resume the queue of session ${sessionId}: ${messageOf(error)}`);
       });
     }
   };
@@ -25,13 +26,9 @@ export function sweepExpiredLeases(runtime: Runtime, storage: SessionStorage, ev
     if (running) return;
     running = true;
     sweep()
-      .catch((error: unknown) => warn(`the lease sweep failed: ${describe(error)}`))
+      .catch((error: unknown) => warn(`the lease sweep failed: ${messageOf(error)}`))
       .finally(() => (running = false));
   }, everyMs);
   timer.unref();
   return () => clearInterval(timer);
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,23 +1,23 @@
-import type { LeaseHolder } from '../../storage/session-storage.js';
-import type { ContextWindowPreview } from '../context/inspect.js';
+import type { ContextWindowPreview } from '../context/preview.js';
 import { ApiError } from '../host/errors.js';
 import type { FeedStart, SessionAccess, UpdateFeed } from '../host/session-access.js';
+import type { CommandRequest } from './messages.js';
+import { SESSION_MOVED } from './owner-commands.js';
+import type { RpcClient } from './rpc-client.js';
+import type { UpdateFollower } from './update-follower.js';
 import type {
   CancelTurnResult,
   CompactResult,
   DeliverResult,
   ResolvePermissionResult,
   RewindResult,
-  SessionSnapshot,
   SetModeResult,
   SwitchAgentResult,
   SubmitTurnResult,
   TurnStatusResult,
-} from '../runtime/session-handle.js';
-import type { CommandRequest } from './messages.js';
-import { SESSION_MOVED } from './owner-commands.js';
-import type { RpcClient } from './rpc-client.js';
-import type { UpdateFollower } from './update-follower.js';
+} from '../protocol/command-results.js';
+import type { SessionSnapshot } from '../protocol/session-snapshot.js';
+import type { LeaseHolder } from '../protocol/session-owner.js';
 
 export interface RemoteRouting {
   rpc: RpcClient;

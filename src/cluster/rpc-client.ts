@@ -4,6 +4,7 @@ import { ApiError } from '../host/errors.js';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { parseBody, replySchema, type CommandReply, type CommandRequest } from './messages.js';
 import { commandQueueOf } from './names.js';
+import { messageOf } from '../util/errors.js';
 
 interface Pending {
   resolve(reply: CommandReply): void;
@@ -63,7 +64,7 @@ export class RpcClient {
         type: request.op,
       });
     } catch (error) {
-      this.settle(correlationId)?.reject(new ApiError('TransportUnavailable', error instanceof Error ? error.message : String(error)));
+      this.settle(correlationId)?.reject(new ApiError('TransportUnavailable', messageOf(error)));
     }
     return reply;
   }

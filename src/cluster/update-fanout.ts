@@ -1,6 +1,7 @@
 import type { Runtime } from '../runtime/runtime.js';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { CLOSED_MESSAGE, sessionKeyOf, UPDATE_MESSAGE, UPDATES_EXCHANGE } from './names.js';
+import { messageOf } from '../util/errors.js';
 
 /**
  * The owner's side of remote event streams: every update of every session this host holds goes to
@@ -18,7 +19,7 @@ export async function publishUpdates(link: AmqpLink, runtime: Runtime, warn: (me
   const publish = (sessionId: string, body: unknown, type: string) => {
     const sent = link.publish(UPDATES_EXCHANGE, sessionKeyOf(sessionId), body, { persistent: false, type }).catch((error: unknown) => {
       // A follower that misses an update sees the gap and resumes from the owner's replay; one warning a burst is enough.
-      if (failures++ === 0) warn(`could not publish session updates to the cluster: ${error instanceof Error ? error.message : String(error)}`);
+      if (failures++ === 0) warn(`could not publish session updates to the cluster: ${messageOf(error)}`);
     });
     unconfirmed.add(sent);
     void sent.finally(() => {

@@ -1,13 +1,20 @@
 import type { ConversationItem, SyntheticReason } from '../context/conversation.js';
 import type { Plan } from '../protocol/plan.js';
-import type { CompactionRow } from '../../storage/session-storage.js';
+
+/** What the view reads of a stored checkpoint (`CompactionRow`). */
+interface Checkpoint {
+  id: string;
+  summary: string;
+  /** The last real user request when the checkpoint was made; null when there was none. */
+  replayText: string | null;
+}
 
 /**
  * CP-2: what a checkpoint puts in front of the messages after its boundary — the last real user
  * request replayed, the summary, and a runtime reminder carrying the current plan. Built the same
  * way on install, on restart and on rewind, so nothing is ever injected twice.
  */
-export function compactedView(row: CompactionRow, plan: Plan | null): ConversationItem[] {
+export function compactedView(row: Checkpoint, plan: Plan | null): ConversationItem[] {
   const item = (reason: SyntheticReason, text: string): ConversationItem => ({
     message: { role: 'user', kind: 'normal', text },
     provenance: { kind: 'synthetic', compactionId: row.id, reason },

@@ -1,5 +1,5 @@
-import { estimateTokens } from '../protocol/commands.js';
 import type { ModelRequest, RequestMessage } from '../protocol/model.js';
+import { estimateTokens } from '../protocol/token-estimate.js';
 
 /** CW-7: per-region estimates of the request actually submitted, a token per four bytes of JSON. */
 export interface ContextBudgetEstimate {

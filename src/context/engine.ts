@@ -1,12 +1,12 @@
-import { estimateTokens } from '../protocol/commands.js';
 import type { ModelCapabilities, ModelRequest, SystemPart, ToolDefinition } from '../protocol/model.js';
 import { ContextAssemblyError } from './assembly-error.js';
 import { budgetFrom, conversationTokensOf, type ContextBudgetEstimate } from './budget.js';
 import type { ConversationItem } from './conversation.js';
-import { SYSTEM_PART_TOKEN_LIMIT } from './item-limits.js';
+import { SYSTEM_PART_TOKEN_LIMIT } from '../protocol/item-limits.js';
 import { requestCopy } from './request-copy.js';
+import { estimateTokens } from '../protocol/token-estimate.js';
 
-export { ContextAssemblyError, SYSTEM_PART_TOKEN_LIMIT };
+export { ContextAssemblyError };
 
 /** The three regions and what shapes their copy (CW-1). */
 export interface PrepareSources {

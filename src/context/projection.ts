@@ -1,5 +1,5 @@
-import { estimateTokens } from '../protocol/commands.js';
 import type { ToolResultMessage } from '../protocol/messages.js';
+import { estimateTokens } from '../protocol/token-estimate.js';
 
 /** CW-4: a single tool result estimated above this is projected down to it. */
 export const ITEM_TOKEN_LIMIT = 8_000;

@@ -2,9 +2,10 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { FencedWriteError } from '../../storage/session-storage.js';
 import { TurnchartError } from '../protocol/errors.js';
+import { messageOf } from '../util/errors.js';
 
 /** What every error response carries: `{ error: { code, message, … } }`, never a stack trace. */
-export interface ApiErrorBody {
+interface ApiErrorBody {
   error: { code: string; message: string } & Record<string, unknown>;
 }
 
@@ -63,7 +64,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   OwnerTimeout: 504,
 };
 
-export function statusOf(code: string): ContentfulStatusCode {
+function statusOf(code: string): ContentfulStatusCode {
   return Object.hasOwn(STATUS, code) ? STATUS[code]! : 409;
 }
 
@@ -91,9 +92,9 @@ export function typedError(error: unknown, report: (detail: string) => void): { 
 }
 
 /** A storage call that failed: the database is away or refused (503). */
-export class StorageUnavailable extends Error {
+class StorageUnavailable extends Error {
   constructor(cause: unknown) {
-    super(`storage failure: ${cause instanceof Error ? cause.message : String(cause)}`);
+    super(`storage failure: ${messageOf(cause)}`);
     this.name = 'StorageUnavailable';
   }
 }

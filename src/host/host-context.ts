@@ -1,8 +1,7 @@
-import type { PermissionMode, SessionStorage } from '../../storage/session-storage.js';
+import type { SessionStorage } from '../../storage/session-storage.js';
 import type { InspectHub } from '../inspect/inspect-hub.js';
 import type { SessionListFeed } from '../inspect/session-list.js';
-import type { LeaseHolder } from '../../storage/session-storage.js';
-import { sessionIdSchema } from '../protocol/commands.js';
+import { sessionIdSchema, type PermissionMode } from '../protocol/commands.js';
 import { SessionOwnedElsewhereError } from '../protocol/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
@@ -13,11 +12,28 @@ import type { SessionLimit } from './session-limit.js';
 import type { SseOptions } from './sse-stream.js';
 import type { StreamLimit } from './stream-limit.js';
 import type { TaskClient } from '../tasks/task-client.js';
+import type { LeaseHolder } from '../protocol/session-owner.js';
 
 /** How a host in a cluster reaches a session another host holds. */
-export interface SessionRouter {
+interface SessionRouter {
   /** A proxy with the same command surface that routes every command to the session's holder. */
   remote(sessionId: string, holder: LeaseHolder): SessionAccess;
+}
+
+/** This host's membership of a cluster: the router the routes use, and how to leave. */
+export interface ClusterMembership {
+  router: SessionRouter;
+  /** Stops the lease sweep: called before the runtime shuts down, so the sweep opens nothing more. */
+  quiesce(): void;
+  /** Ends remote streams, waits for unconfirmed updates (the sessions' `closed` among them), closes the connection. */
+  close(): Promise<void>;
+}
+
+/** A cluster for the host to join once its runtime runs (`clusterOf` in `src/cluster`, which builds on this seam). */
+export interface HostCluster {
+  /** What run_command's commands must never see (the broker URL, with its password). */
+  secrets: readonly string[];
+  join(host: HostContext, leaseTtlMs: number): Promise<ClusterMembership>;
 }
 
 /** What every route reaches: the runtime, its storage, and the host's settings. */

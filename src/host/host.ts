@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { getRequestListener, RequestError } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { PermissionMode, SessionStorage } from '../../storage/session-storage.js';
+import type { SessionStorage } from '../../storage/session-storage.js';
 import { postgresStorage } from '../../storage/postgres.js';
 import { sqliteStorage } from '../../storage/sqlite.js';
 import { postgresTaskStorage } from '../../storage/postgres.js';
@@ -13,9 +13,8 @@ import type { TaskStorage } from '../../storage/task-storage.js';
 import type { TaskClient } from '../tasks/task-client.js';
 import { AmqpLink } from '../transport/amqp-link.js';
 import type { ModelPort } from '../protocol/model.js';
-import { permissionModeSchema } from '../protocol/commands.js';
+import { permissionModeSchema, type PermissionMode } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
-import { joinCluster, type ClusterOptions } from '../cluster/cluster.js';
 import { DEFAULT_LEASE_TTL_MS } from '../runtime/ownership.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import { workspaceTools } from '../tools/workspace/index.js';
@@ -26,10 +25,11 @@ import { statelyForward, type StatelyForward } from '../inspect/stately-forward.
 import { createApp } from './app.js';
 import { allowedHostSchema } from './host-check.js';
 import { defaultInspectorAssets } from './inspector-assets.js';
-import type { HostContext } from './host-context.js';
+import type { HostCluster, HostContext } from './host-context.js';
 import { DEFAULT_MAX_SESSIONS, SessionLimit } from './session-limit.js';
 import { DEFAULT_SSE_OPTIONS, type SseOptions } from './sse-stream.js';
 import { DEFAULT_MAX_STREAMS, StreamLimit } from './stream-limit.js';
+import { messageOf } from '../util/errors.js';
 
 export interface HostOptions {
   /** Interface to bind; anything but loopback needs a token. */
@@ -59,7 +59,7 @@ export interface HostOptions {
   maxStreams?: number;
   sse?: Partial<SseOptions>;
   /** Joins a cluster of hosts on one database and one RabbitMQ: sessions held by other hosts are routed to them. */
-  cluster?: ClusterOptions | null;
+  cluster?: HostCluster | null;
   /** RabbitMQ, for the task routes (`POST /tasks` …); without it they answer 503. */
   amqpUrl?: string;
   /** The broker names' namespace for tasks (`turnchart` by default). */
@@ -116,7 +116,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     root: workspaceDir,
     ...(options.commandEnv && { commandEnv: options.commandEnv }),
     ...(options.commandContainment && { commandContainment: options.commandContainment }),
-    hostSecrets: [token, options.databaseUrl, options.amqpUrl, options.cluster?.amqpUrl],
+    hostSecrets: [token, options.databaseUrl, options.amqpUrl, ...(options.cluster?.secrets ?? [])],
     warn,
   });
   // Commands a dead host left running end before restart correction reports their turns interrupted.
@@ -155,7 +155,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const limits = { sessions: new SessionLimit(runtime, maxSessions), streams: new StreamLimit(maxStreams) };
   Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector, tasks, limits });
   const cluster = options.cluster
-    ? await joinCluster(context, options.cluster, options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS).catch(async (error: unknown) => {
+    ? await options.cluster.join(context, options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS).catch(async (error: unknown) => {
         await runtime.shutdown();
         await forward?.close();
         await tasks?.link.close();
@@ -244,7 +244,7 @@ function listen(fetch: (request: Request) => Response | Promise<Response>, hostn
  * shape, where the adapter's own answer is an empty 400, and the connection is closed.
  */
 function answerUnbuildable(error: unknown): Response {
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = messageOf(error);
   const [status, code, message] = !(error instanceof RequestError)
     ? [500, 'InternalError', 'the host could not answer this request']
     : /host header/i.test(reason)

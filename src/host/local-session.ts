@@ -1,9 +1,11 @@
-import type { ContextWindowPreview } from '../context/inspect.js';
+import type { ContextWindowPreview } from '../context/preview.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { SessionHandle, SessionSnapshot, TurnStatusResult } from '../runtime/session-handle.js';
+import type { SessionHandle } from '../runtime/session-handle.js';
 import { viaStorage } from './errors.js';
 import type { FeedSink, FeedStart, SessionAccess, UpdateFeed } from './session-access.js';
+import type { TurnStatusResult } from '../protocol/command-results.js';
+import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 
 /** A session open in this host's runtime, behind the routes' command surface. */
 export class LocalSession implements SessionAccess {

@@ -6,7 +6,7 @@ import { busyPolicySchema, idSchema, inputPartSchema, MAX_TEXT_CHARS, permission
  * OpenAPI document at `/openapi.json` is generated from these.
  */
 
-export const ErrorSchema = z
+const ErrorSchema = z
   .object({ error: z.object({ code: z.string(), message: z.string() }).catchall(z.unknown()) })
   .openapi('Error');
 
@@ -42,7 +42,7 @@ export const SnapshotSchema = z
 
 export const CreatedSession = z.object({ sessionId: z.string(), snapshot: SnapshotSchema }).openapi('CreatedSession');
 
-export const SessionSummary = z
+const SessionSummary = z
   .object({
     sessionId: z.string(),
     agent: z.string(),

@@ -1,4 +1,4 @@
-import type { ContextWindowPreview } from '../context/inspect.js';
+import type { ContextWindowPreview } from '../context/preview.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type {
   CancelTurnResult,
@@ -6,12 +6,12 @@ import type {
   DeliverResult,
   ResolvePermissionResult,
   RewindResult,
-  SessionSnapshot,
   SetModeResult,
   SwitchAgentResult,
   SubmitTurnResult,
   TurnStatusResult,
-} from '../runtime/session-handle.js';
+} from '../protocol/command-results.js';
+import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 
 /** Where an event stream starts: a snapshot (new client, or its range is gone), or the updates it missed. */
 export type FeedStart =

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { idSchema, permissionModeSchema } from '../protocol/commands.js';
-import { MAX_DURATION_LIMIT_MS } from '../tasks/task-spec.js';
+import { MAX_DURATION_LIMIT_MS } from '../protocol/task-spec.js';
 import type { TaskRow } from '../../storage/task-storage.js';
 
 /** The task routes' shapes (the task spec is validated again by `submitTask`, from the same rules). */

@@ -2,9 +2,9 @@ import type { FinishReason as UiFinishReason, UIMessageChunk } from 'ai';
 import type { FinishReason } from '../protocol/model.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
-import type { RuntimeView } from '../runtime/live-view.js';
 import { approvalId } from './approval-id.js';
 import type { RecordedCall, TurnRecordsView } from './turn-records.js';
+import type { RuntimeView } from '../protocol/session-snapshot.js';
 
 export type RunningView = Extract<RuntimeView, { kind: 'running' }>;
 

@@ -1,10 +1,11 @@
 import type { UIMessageChunk } from 'ai';
 import type { SessionStorage } from '../../storage/session-storage.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
-import type { SessionSnapshot } from '../runtime/session-handle.js';
 import type { SessionAccess, UpdateFeed } from './session-access.js';
 import { TurnRecords } from './turn-records.js';
 import { UiMessageTranslator } from './ui-message-stream.js';
+import type { SessionSnapshot } from '../protocol/session-snapshot.js';
+import { messageOf } from '../util/errors.js';
 
 /**
  * A session's updates, held from the moment the tap opens. It is opened before the command that
@@ -174,6 +175,6 @@ async function follow(tap: UpdateTap, turn: PreparedTurn, send: (chunks: UIMessa
       }
     }
   } catch (error) {
-    send(translator.interrupted(`storage unavailable: ${error instanceof Error ? error.message : String(error)}`));
+    send(translator.interrupted(`storage unavailable: ${messageOf(error)}`));
   }
 }

@@ -1,7 +1,7 @@
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
 import type { ChartEdge, ChartGraph, ChartNode, EdgeKind } from './chart-types.js';
 
-export type { ChartEdge, ChartGraph, ChartNode, EdgeKind };
+export type { ChartEdge, ChartGraph };
 
 /**
  * A chart's definition as nodes and edges, read from the machine's state nodes. Unlike
@@ -74,7 +74,7 @@ function eventLabel(kind: EdgeKind, eventType: string): string {
 }
 
 /** A guard's name: a named guard, a combinator of named guards (`and(a, b)`), or `inline` for an anonymous function. */
-export function guardName(guard: unknown): string | null {
+function guardName(guard: unknown): string | null {
   if (guard === undefined || guard === null) return null;
   if (typeof guard === 'string') return guard;
   if (typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type;

@@ -5,9 +5,9 @@ import { stallWatchdogMachine } from '../../machines/stall-watchdog.machine.js';
 import { toolCallMachine } from '../../machines/tool-call.machine.js';
 import { turnMachine } from '../../machines/turn.machine.js';
 import { chartGraph } from './chart-graph.js';
-import type { ChartEdge, ChartGraph, ChartLayout, ChartNode, LaidOutEdge, LaidOutNode, LaidOutRoute } from './chart-types.js';
+import type { ChartEdge, ChartGraph, ChartLayout, ChartNode, LaidOutEdge, LaidOutRoute } from './chart-types.js';
 
-export type { ChartLayout, LaidOutEdge, LaidOutNode, LaidOutRoute };
+export type { ChartLayout };
 
 /**
  * ELK, loaded on first use: it is 1.5 MB of JavaScript that a host whose page is never opened
@@ -21,7 +21,7 @@ async function loadElk(): Promise<ELK> {
 }
 
 /** The charts whose actors a session runs. */
-export const CHARTS: readonly AnyStateMachine[] = [sessionMachine, turnMachine, toolCallMachine, stallWatchdogMachine];
+const CHARTS: readonly AnyStateMachine[] = [sessionMachine, turnMachine, toolCallMachine, stallWatchdogMachine];
 
 // Text metrics the page draws with (12px system sans-serif, 11px for edge and internal labels).
 const CHAR = 7;
@@ -34,7 +34,7 @@ const HEADER = 26;
  * server, once per chart per process: the charts never change while the host runs, every page gets
  * the same picture, and the browser bundle does not carry ELK (about 1.5 MB).
  */
-export async function layoutChart(graph: ChartGraph): Promise<ChartLayout> {
+async function layoutChart(graph: ChartGraph): Promise<ChartLayout> {
   const internal = new Map<string, string[]>();
   for (const edge of graph.edges) if (edge.internal) internal.set(edge.source, [...(internal.get(edge.source) ?? []), edge.label]);
   const children = new Map<string | null, ChartNode[]>();

@@ -36,7 +36,7 @@ export interface ChartGraph {
   edges: ChartEdge[];
 }
 
-export interface Point {
+interface Point {
   x: number;
   y: number;
 }

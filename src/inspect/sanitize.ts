@@ -10,7 +10,7 @@ export interface SanitizeLimits {
   maxBytes: number;
 }
 
-export const DEFAULT_LIMITS: SanitizeLimits = { maxString: 2_000, maxItems: 50, maxDepth: 6, maxBytes: 32_768 };
+const DEFAULT_LIMITS: SanitizeLimits = { maxString: 2_000, maxItems: 50, maxDepth: 6, maxBytes: 32_768 };
 
 /**
  * How a key's value is judged. `all`: a credential whatever it holds (`password`, `apiKey`,

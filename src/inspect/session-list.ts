@@ -11,7 +11,7 @@ export interface ListListener {
 /** Updates that change what the list shows for a session. */
 const STATUS_UPDATES = new Set<UpdateEnvelope['update']['type']>(['turn_started', 'phase_changed', 'turn_finished', 'permission_requested', 'permission_resolved']);
 
-export const LIST_LIMIT = 200;
+const LIST_LIMIT = 200;
 
 /**
  * The inspector's session list: the newest sessions in storage with what this host knows of each

@@ -31,7 +31,7 @@ type Raw =
   | { kind: 'snapshot'; ref: AnyActorRef; event: { type: string }; snapshot: unknown }
   | { kind: 'update'; envelope: UpdateEnvelope };
 
-export const WATCH_BUFFER = 2_000;
+const WATCH_BUFFER = 2_000;
 
 /**
  * One session seen by the inspector: while at least one page listens, XState inspection is on for

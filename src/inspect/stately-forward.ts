@@ -3,7 +3,7 @@ import type { AnyActorRef, InspectionEvent } from 'xstate';
 import { sanitize } from './sanitize.js';
 
 /** The protocol version `@statelyai/inspect` 0.7.2 stamps on every message. */
-export const STATELY_VERSION = '0.7.2';
+const STATELY_VERSION = '0.7.2';
 
 /** How many messages wait for the connection before the oldest are dropped (the same bound as `@statelyai/inspect`'s). */
 const MAX_DEFERRED = 200;
@@ -20,7 +20,7 @@ interface RefInternals {
  * it (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`; the rest are not sent), with contexts
  * and events sanitized as for the built-in page. Null for events Stately does not take.
  */
-export function statelyMessage(event: InspectionEvent, now: number = Date.now()): Record<string, unknown> | null {
+function statelyMessage(event: InspectionEvent, now: number = Date.now()): Record<string, unknown> | null {
   const ref = event.actorRef as unknown as RefInternals;
   const base = { _version: STATELY_VERSION, createdAt: String(now), id: null, rootId: event.rootId, sessionId: ref.sessionId };
   switch (event.type) {

@@ -1,5 +1,5 @@
 import type { QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
-import type { RuntimeView } from '../runtime/live-view.js';
+import type { RuntimeView } from '../protocol/session-snapshot.js';
 
 /**
  * The messages of the inspector's per-session stream (`GET /inspect/api/sessions/:id/stream`) and
@@ -73,7 +73,7 @@ export interface InspectedSession {
   runtime: RuntimeView;
 }
 
-export type SessionStatus = string;
+type SessionStatus = string;
 
 /** A session in the inspector's list. */
 export interface SessionListEntry {

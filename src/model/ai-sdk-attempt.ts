@@ -2,7 +2,7 @@ import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Stream
 import { ModelCallError, type ModelStreamEvent } from '../protocol/model.js';
 import { ResponseAssembler } from './ai-sdk-response.js';
 import { classifyError, type ClassifiedError } from './provider-errors.js';
-import { StallWatchdog } from './stall-watchdog.js';
+import { SilentProviderTimer } from './silent-provider-timer.js';
 
 /** Thrown by an attempt: the port decides whether to retry it. */
 export class AttemptFailure extends Error {
@@ -19,7 +19,7 @@ export interface AttemptSettings {
 
 /**
  * One `doStream` call read to its `finish` part. It owns an abort controller, so a cancel (the
- * caller's signal) or a stall (the watchdog) stops the provider's request itself, not only the read.
+ * caller's signal) or a silent provider (its timer) stops the provider's request itself, not only the read.
  */
 export async function* streamAttempt(
   model: LanguageModelV3,
@@ -34,35 +34,35 @@ export async function* streamAttempt(
     controller.abort();
     void reader?.cancel().catch(() => undefined);
   };
-  const watchdog = new StallWatchdog(settings.stallTimeoutMs, stop);
+  const silence = new SilentProviderTimer(settings.stallTimeoutMs, stop);
   const response = new ResponseAssembler();
   signal.addEventListener('abort', stop, { once: true });
   try {
     if (signal.aborted) stop();
-    watchdog.arm();
+    silence.arm();
     const { stream } = await model.doStream({ ...call, abortSignal: controller.signal });
-    watchdog.disarm();
+    silence.disarm();
     reader = stream.getReader();
     if (controller.signal.aborted) stop();
     for (;;) {
-      watchdog.arm();
+      silence.arm();
       const { done, value: part } = await reader.read();
-      watchdog.disarm();
+      silence.disarm();
       // Ending without `finish` is left to the runtime, which reports it as a protocol error.
       if (done) break;
       const event = response.accept(part);
       if (event) yield event;
       if (event?.type === 'response_completed') return;
     }
-    const cut = interruption(watchdog, signal, response.semantic);
+    const cut = interruption(silence, signal, response.semantic);
     if (cut) throw new AttemptFailure({ error: cut, retryable: false });
   } catch (error) {
-    watchdog.disarm();
+    silence.disarm();
     if (error instanceof AttemptFailure) throw error;
-    const cut = interruption(watchdog, signal, response.semantic);
+    const cut = interruption(silence, signal, response.semantic);
     throw new AttemptFailure(cut ? { error: cut, retryable: false } : classifyError(error, response.semantic, settings.now));
   } finally {
-    watchdog.disarm();
+    silence.disarm();
     signal.removeEventListener('abort', stop);
     // Cancelling stops an unfinished provider stream (an early return or an error).
     await reader?.cancel().catch(() => undefined);
@@ -71,8 +71,8 @@ export async function* streamAttempt(
 }
 
 /** A cancel or a stall, which end an attempt whatever error the provider's request then reports. */
-function interruption(watchdog: StallWatchdog, signal: AbortSignal, semantic: boolean): ModelCallError | undefined {
+function interruption(silence: SilentProviderTimer, signal: AbortSignal, semantic: boolean): ModelCallError | undefined {
   if (signal.aborted) return new ModelCallError('provider', 'model call aborted', semantic);
-  if (watchdog.stalled) return new ModelCallError('provider', `the model stream stalled: nothing arrived for ${watchdog.timeoutMs} ms`, semantic);
+  if (silence.stalled) return new ModelCallError('provider', `the model stream stalled: nothing arrived for ${silence.timeoutMs} ms`, semantic);
   return undefined;
 }

@@ -38,7 +38,7 @@ export function callOptions(request: ModelRequest, providerOptions: SharedV3Prov
  * the request pairs them by the runtime's, and each result follows its call's assistant message
  * (normalize sees to that), so the mapping is learnt on the way.
  */
-export function toPrompt(request: ModelRequest): LanguageModelV3Prompt {
+function toPrompt(request: ModelRequest): LanguageModelV3Prompt {
   const prompt: LanguageModelV3Prompt = request.system.map((part) => ({ role: 'system', content: part.content }));
   const providerIds = new Map<string, string>();
   for (const message of request.messages) {

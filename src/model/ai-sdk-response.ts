@@ -107,7 +107,7 @@ function finishReason(reason: LanguageModelV3FinishReason): FinishReason {
 }
 
 /** The call's tokens; none when the provider reported no count at all. */
-export function tokenUsage(usage: LanguageModelV3Usage | undefined): TokenUsage | undefined {
+function tokenUsage(usage: LanguageModelV3Usage | undefined): TokenUsage | undefined {
   if (!usage) return undefined;
   const { inputTokens: input, outputTokens: output } = usage;
   const inputTokens = input.total ?? sum(input.noCache, input.cacheRead, input.cacheWrite);

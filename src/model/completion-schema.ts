@@ -8,7 +8,7 @@ import type { CompletedCall } from './consume-stream.js';
  */
 const count = z.number().int().nonnegative();
 
-export const tokenUsageSchema = z.object({ inputTokens: count, outputTokens: count, cachedInputTokens: count, reasoningTokens: count }).strict();
+const tokenUsageSchema = z.object({ inputTokens: count, outputTokens: count, cachedInputTokens: count, reasoningTokens: count }).strict();
 
 const providerMetadataSchema = z.record(z.string(), z.record(z.string(), z.json()));
 

@@ -6,7 +6,8 @@ import {
   MODEL_TOOL_CALL_ID_MAX_CHARS,
   MODEL_TOOL_CALLS_MAX,
   MODEL_TOOL_NAME_MAX_CHARS,
-} from '../runtime/input-limits.js';
+} from '../protocol/input-limits.js';
+import { messageOf } from '../util/errors.js';
 
 /** The call's cancellation: `aborted` is read per event, the `AbortSignal` only by a port that wants one. */
 export interface StreamCancellation {
@@ -62,7 +63,7 @@ export async function consumeModelStream(
     if (error instanceof ModelCallError) {
       throw semantic && !error.semanticOutputProduced ? new ModelCallError(error.kind, error.message, true) : error;
     }
-    throw new ModelCallError('provider', error instanceof Error ? error.message : String(error), semantic);
+    throw new ModelCallError('provider', messageOf(error), semantic);
   }
   if (!completed) throw new ModelCallError('protocol', 'the model stream ended without a completed response', semantic);
   const bad = oversizedToolCall(completed.response) ?? malformedCompletion(completed);

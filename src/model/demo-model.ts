@@ -17,7 +17,7 @@ export function demoModel(): ModelPort {
   };
 }
 
-export const DEMO_NOTE_PATH = 'turnchart-note.md';
+const DEMO_NOTE_PATH = 'turnchart-note.md';
 
 function decide(request: ModelRequest): ScriptedReply {
   // World state sampled after a tool ran may follow its result: what matters is what came before it.

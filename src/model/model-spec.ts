@@ -5,6 +5,7 @@ import { TurnchartError } from '../protocol/errors.js';
 import { demoModel } from './demo-model.js';
 import { openAiCompatibleModel, type ProviderSettings } from './openai-compatible-spec.js';
 import { scriptedModel, type ScriptedReply } from './scripted-model.js';
+import { messageOf } from '../util/errors.js';
 
 export type { ProviderSettings };
 
@@ -58,13 +59,13 @@ async function readScript(file: string): Promise<z.infer<typeof scriptSchema>> {
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    throw new TurnchartError('InvalidOptions', `cannot read the model script ${file}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new TurnchartError('InvalidOptions', `cannot read the model script ${file}: ${messageOf(error)}`);
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new TurnchartError('InvalidOptions', `the model script ${file} is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+    throw new TurnchartError('InvalidOptions', `the model script ${file} is not JSON: ${messageOf(error)}`);
   }
   const script = scriptSchema.safeParse(parsed);
   if (!script.success) throw new TurnchartError('InvalidOptions', `the model script ${file} is not a list of replies: ${z.prettifyError(script.error)}`);

@@ -42,7 +42,7 @@ export function classifyError(error: unknown, semantic: boolean, now: () => numb
 }
 
 /** `retry-after-ms` (OpenAI, Azure), else `retry-after` in seconds or as an HTTP date. */
-export function retryAfter(headers: Record<string, string> | undefined, now: () => number): number | undefined {
+function retryAfter(headers: Record<string, string> | undefined, now: () => number): number | undefined {
   if (!headers) return undefined;
   const lower = Object.fromEntries(Object.entries(headers).map(([key, value]) => [key.toLowerCase(), value.trim()]));
   const ms = Number(lower['retry-after-ms'] || Number.NaN);

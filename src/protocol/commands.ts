@@ -60,7 +60,9 @@ export const inputPartSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('skill'), name: z.string().min(1).max(200) }),
 ]);
 
-export const triggerTypeSchema = z.enum(['message', 'manual_action', 'api_action', 'hook', 'system']);
+/** What started a run (RL-1). */
+const triggerTypeSchema = z.enum(['message', 'manual_action', 'api_action', 'hook', 'system']);
+export type TriggerType = z.infer<typeof triggerTypeSchema>;
 
 export const startTurnSchema = readSafely(
   z.object({
@@ -81,7 +83,9 @@ export const resolvePermissionSchema = readSafely(
   }),
 );
 
+/** RT-5: how a session's tool calls are authorized. */
 export const permissionModeSchema = z.enum(['ask', 'auto', 'read_only']);
+export type PermissionMode = z.infer<typeof permissionModeSchema>;
 
 /** agent.switch: the name of the agent a session switches to. */
 export const agentNameSchema = readSafely(idSchema.clone());
@@ -90,7 +94,9 @@ export const agentMessageSchema = readSafely(z.object({ from: idSchema, text: z.
 
 export const afterSequenceSchema = readSafely(z.number().int().min(0));
 
+/** RL-2: `reject` answers Busy, `enqueue` runs turns one at a time in arrival order, `interrupt` cancels the running one. */
 export const busyPolicySchema = z.enum(['reject', 'enqueue', 'interrupt']);
+export type BusyPolicy = z.infer<typeof busyPolicySchema>;
 
 const createSessionShape = {
   agent: idSchema.default('default'),
@@ -121,7 +127,6 @@ export const embedSessionSchema = readSafely(
   }),
 );
 
-export type StartTurnCommand = z.infer<typeof startTurnSchema>;
 export type InputPart = z.infer<typeof inputPartSchema>;
 export type CreateSessionOptions = z.input<typeof createSessionSchema>;
 export type EmbedSessionInput = z.input<typeof embedSessionSchema>;
@@ -130,9 +135,4 @@ export type InvalidInput = { code: 'InvalidInput'; message: string };
 
 export function invalidInput(error: z.ZodError): { ok: false; error: InvalidInput } {
   return { ok: false, error: { code: 'InvalidInput', message: z.prettifyError(error) } };
-}
-
-/** RT-4, CW-7: the same rough estimate everywhere — a token per four bytes of JSON. */
-export function estimateTokens(value: unknown): number {
-  return Math.ceil(Buffer.byteLength(JSON.stringify(value), 'utf8') / 4);
 }

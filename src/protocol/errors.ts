@@ -1,4 +1,5 @@
-import type { LeaseHolder } from '../../storage/session-storage.js';
+import type { LeaseHolder } from './session-owner.js';
+import { messageOf } from '../util/errors.js';
 
 /** A typed error for what cannot be a command result: bad configuration, unknown sessions, storage failures. */
 export class TurnchartError extends Error {
@@ -31,6 +32,19 @@ export function persistenceError(error: unknown): TurnchartError {
   if (error instanceof TurnchartError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'SessionOwnedElsewhere') return new TurnchartError('SessionOwnedElsewhere', (error as Error).message, { cause: error });
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return new TurnchartError('PersistenceError', typeof code === 'string' ? `${code}: ${message}` : message, { cause: error });
+}
+
+export type WorldStateErrorCode = 'user_project_context_error' | 'project_instruction_error' | 'skill_catalog_task_error';
+
+/** A source that cannot be read fails the turn with its section's code, before any model call. */
+export class WorldStateError extends Error {
+  constructor(
+    readonly code: WorldStateErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WorldStateError';
+  }
 }

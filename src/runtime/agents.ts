@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import type { TurnLimits } from '../../machines/turn.machine.js';
-import { SYSTEM_PART_TOKEN_LIMIT } from '../context/engine.js';
 import { systemContext } from '../context/system-context.js';
 import type { ToolDefinition } from '../protocol/model.js';
-import { estimateTokens } from '../protocol/commands.js';
 import { hooksSchema, type Hooks } from './hooks.js';
 import type { GuardrailLimits } from '../../machines/guardrails.js';
 import {
@@ -13,6 +11,8 @@ import {
   resolveGuardrails,
   type OnMistakeLimit,
 } from './guardrail-profiles.js';
+import { SYSTEM_PART_TOKEN_LIMIT } from '../protocol/item-limits.js';
+import { estimateTokens } from '../protocol/token-estimate.js';
 
 /** An agent's static definition (000 §1): its prompt and its limits (RT-11). */
 export interface AgentDefinition {
@@ -38,9 +38,9 @@ export interface AgentDefinition {
 }
 
 /** Live children one turn may have when the agent does not say. */
-export const DEFAULT_MAX_CHILDREN = 4;
+const DEFAULT_MAX_CHILDREN = 4;
 
-export const agentConfigSchema = z.object({
+const agentConfigSchema = z.object({
   systemPrompt: z.string().min(1).optional(),
   maxModelCalls: z.number().int().min(1).max(1_000).optional(),
   doomLoopThreshold: z.number().int().min(2).max(100).optional(),
@@ -60,7 +60,7 @@ export const agentConfigSchema = z.object({
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */
-export const DEFAULT_PARALLEL_READS = 4;
+const DEFAULT_PARALLEL_READS = 4;
 
 export type AgentConfig = Omit<z.infer<typeof agentConfigSchema>, 'hooks'> & { hooks?: Hooks };
 

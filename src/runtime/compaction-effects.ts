@@ -7,6 +7,7 @@ import { loadConversation } from './load-conversation.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
 import type { EffectCancellation } from './effect-port.js';
 import { recordUsage } from './turn-meter.js';
+import { messageOf } from '../util/errors.js';
 
 const SILENT = { text: () => undefined, reasoning: () => undefined };
 
@@ -86,8 +87,4 @@ export function compactionEffects(deps: RuntimeDeps) {
   }
 
   return { handlers: { compact, rewindConversation, reloadConversation } };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

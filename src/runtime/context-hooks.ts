@@ -1,12 +1,13 @@
 import { z } from 'zod';
-import type { SampleInput } from '../../machines/turn.machine.js';
-import { SYSTEM_PART_TOKEN_LIMIT, type PreparedModelCall } from '../context/engine.js';
-import { estimateTokens } from '../protocol/commands.js';
+import type { SampleInput } from '../../machines/turn.effects.js';
+import { type PreparedModelCall } from '../context/engine.js';
 import type { SystemPart } from '../protocol/model.js';
 import type { EffectCancellation } from './effect-port.js';
 import { HookError, invalidAnswer, runHook } from './hook-runner.js';
 import { contextHookResultSchema, type ContextHookContext, type HookStage, type ResolvedHook } from './hooks.js';
 import type { RuntimeDeps, SessionEnv } from './session-env.js';
+import { SYSTEM_PART_TOKEN_LIMIT } from '../protocol/item-limits.js';
+import { estimateTokens } from '../protocol/token-estimate.js';
 
 /**
  * RL-4's context hooks, run inside the context-build step (`preparing`) of every model call:

@@ -1,11 +1,12 @@
-import type { ToolCallContext, ToolEffectInput } from '../../machines/tool-call.machine.js';
-import type { TurnEffectInput } from '../../machines/turn.machine.js';
-import type { WaitAgentOutput } from '../../machines/delegation.js';
+import type { ToolCallContext } from '../../machines/tool-call.machine.js';
+import type { ToolEffectInput, WaitAgentOutput } from '../../machines/tool-call.effects.js';
+import type { TurnEffectInput } from '../../machines/turn.effects.js';
 import type { StoredMessage } from '../protocol/messages.js';
 import type { ToolResult } from '../protocol/tool-result.js';
 import type { EffectCancellation } from './effect-port.js';
 import type { Delegation } from './delegation.js';
 import type { RuntimeDeps, SessionEnv } from './session-env.js';
+import { messageOf } from '../util/errors.js';
 
 type Ctx = { context: ToolCallContext };
 
@@ -39,7 +40,7 @@ export function delegationEffects(deps: SubagentDeps) {
       await deps.storage.switchAgent(env.id, input.agent, note, env.fence);
     } catch (error) {
       // The session chart answers the command with this code; nothing changed.
-      throw Object.assign(new Error(`the agent switch could not be stored: ${error instanceof Error ? error.message : String(error)}`), { commandCode: 'PersistenceError' });
+      throw Object.assign(new Error(`the agent switch could not be stored: ${messageOf(error)}`), { commandCode: 'PersistenceError' });
     }
     if (note) env.chat.append(note, true);
     deps.installAgent(env, input.agent);

@@ -1,5 +1,4 @@
-import type { ToolEffectInput } from '../../machines/tool-call.machine.js';
-import type { WaitAgentOutput } from '../../machines/delegation.js';
+import type { ToolEffectInput, WaitAgentOutput } from '../../machines/tool-call.effects.js';
 import type { AgentLink, SessionStorage } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { ToolResult } from '../protocol/tool-result.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AfterDispatchInput, DispatchOutcome, ToolEffectInput, ValidationOutput } from '../../machines/tool-call.machine.js';
+import type { AfterDispatchInput, DispatchOutcome, ToolEffectInput, ValidationOutput } from '../../machines/tool-call.effects.js';
 import type { EffectCancellation } from './effect-port.js';
 import { invalidAnswer, runHook } from './hook-runner.js';
 import { dispatchDecisionSchema, type ToolHookContext } from './hooks.js';

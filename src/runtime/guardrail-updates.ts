@@ -1,4 +1,4 @@
-import type { GuardrailTriggered } from '../../machines/tool-call.machine.js';
+import type { GuardrailTriggered } from '../../machines/guardrails.js';
 import { emit, type SessionEnv } from './session-env.js';
 
 /** The `guardrail_triggered` update; `toolName` only where a tool call tripped the rule. */

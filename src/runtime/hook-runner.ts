@@ -3,6 +3,7 @@ import type { ChartClock } from './chart-clock.js';
 import { EffectAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import type { HookStage, ResolvedHook } from './hooks.js';
+import { messageOf } from '../util/errors.js';
 
 /** A hook that threw, returned what its stage does not take, or passed its time limit: it fails closed. */
 export class HookError extends TurnFailure {
@@ -64,7 +65,7 @@ export function runHook<T>(
 }
 
 function thrown(stage: HookStage, hook: ResolvedHook<unknown>, error: unknown): HookError {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = messageOf(error);
   return new HookError('hook_failed', stage, `the ${stage} hook of the ${hook.owner} threw: ${message}`);
 }
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { PermissionMode } from '../../storage/session-storage.js';
 import type { ModelRequest, SystemPart } from '../protocol/model.js';
 import type { ToolResult } from '../protocol/tool-result.js';
+import type { PermissionMode } from '../protocol/commands.js';
 
 /**
  * RL-4: hooks around context build and tool dispatch, given on `createRuntime({ hooks })` and per
@@ -94,7 +94,7 @@ export type ResolvedHooks = {
   [S in HookStage]: ResolvedHook<NonNullable<Hooks[S]>>[];
 };
 
-export const NO_HOOKS: ResolvedHooks = Object.freeze({
+const NO_HOOKS: ResolvedHooks = Object.freeze({
   beforeContextBuild: [],
   afterContextBuild: [],
   beforeToolDispatch: [],

@@ -1,36 +1,7 @@
 import type { Plan } from '../protocol/plan.js';
-import type { TurnOutcome } from '../protocol/outcome.js';
-import type { LiveToolCallStatus, QueuedTurnView, TurnPhase, UpdateEnvelope } from '../protocol/updates.js';
+import type { LiveToolCallStatus, QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
 import type { TokenUsage } from '../protocol/usage.js';
-
-export interface LiveToolCall {
-  toolCallId: string;
-  name: string;
-  status: LiveToolCallStatus;
-}
-
-export interface PendingApproval {
-  toolCallId: string;
-  name: string;
-  paths: string[];
-}
-
-export type RuntimeView =
-  | { kind: 'idle' }
-  | {
-      kind: 'running';
-      turnId: string;
-      clientRequestId: string;
-      phase: TurnPhase;
-      draftText: string;
-      draftReasoning: string;
-      toolCalls: LiveToolCall[];
-      pendingApproval: PendingApproval | null;
-      plan: Plan | null;
-      /** Tokens the turn's model calls have cost so far, once one reported any. */
-      usage?: TokenUsage;
-    }
-  | { kind: 'terminal'; turnId: string; outcome: TurnOutcome; plan: Plan | null };
+import type { RuntimeView } from '../protocol/session-snapshot.js';
 
 /**
  * The in-memory picture a reconnecting UI reads (RT-21), folded from the same updates the

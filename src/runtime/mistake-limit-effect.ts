@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { mistakeLimitStopMessage } from '../../machines/guardrails.js';
-import type { MistakeDecision, MistakeLimitInput } from '../../machines/turn.machine.js';
+import type { MistakeDecision, MistakeLimitInput } from '../../machines/turn.effects.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import { EffectAborted, untilAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import { mistakeDecisionSchema, type MistakeLimitDecision } from './guardrail-profiles.js';
 import { persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
+import { messageOf } from '../util/errors.js';
 
 /**
  * GR-2's effect: the turn chart decided the breaker tripped; the agent's `onMistakeLimit` says what
@@ -27,7 +28,7 @@ export function consultMistakeLimitEffect(deps: RuntimeDeps) {
     );
     const answer = await untilAborted(asked, cancellation).catch((error: unknown) => {
       if (error instanceof EffectAborted) throw new EffectAborted('onMistakeLimit');
-      throw new TurnFailure('mistake_limit', `${tripped}, and onMistakeLimit failed: ${error instanceof Error ? error.message : String(error)}`);
+      throw new TurnFailure('mistake_limit', `${tripped}, and onMistakeLimit failed: ${messageOf(error)}`);
     });
     const decision = parseDecision(answer, tripped);
     if (decision.action === 'continue') {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { AcquireResult, LeaseRequest, OwnerIdentity, SessionStorage } from '../../storage/session-storage.js';
+import type { AcquireResult, LeaseRequest, SessionStorage } from '../../storage/session-storage.js';
+import type { OwnerIdentity } from '../protocol/session-owner.js';
 
 export interface OwnershipOptions {
   /** How long a lease lasts without renewal (ms); renewed every third of it. */

@@ -7,6 +7,7 @@ import type { Toolset } from '../tools/toolset.js';
 import type { EffectCancellation } from './effect-port.js';
 import { EffectSignal } from './effect-signal.js';
 import type { SessionEnv } from './session-env.js';
+import { messageOf } from '../util/errors.js';
 
 /** A read started ahead of its tool-call chart: its result, and the signal a cancel aborts. */
 export interface StartedRead {
@@ -73,7 +74,7 @@ export class ParallelReads {
           }
           active += 1;
           void read(call, args, signal)
-            .catch((error: unknown): ToolResult => ({ status: 'failed', content: `tool error: ${error instanceof Error ? error.message : String(error)}` }))
+            .catch((error: unknown): ToolResult => ({ status: 'failed', content: `tool error: ${messageOf(error)}` }))
             .then(resolve)
             .finally(next);
         };

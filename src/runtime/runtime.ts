@@ -9,7 +9,7 @@ import { FRESH_TRACKERS, type GuardrailTrackers } from '../../machines/guardrail
 import { auditPageSchema, createSessionSchema, embedSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, SessionOwnedElsewhereError, TurnchartError } from '../protocol/errors.js';
 import type { ModelPort } from '../protocol/model.js';
-import { previewContextWindow, type ContextWindowPreview } from '../context/inspect.js';
+import { previewContextWindow, type ContextWindowPreview } from '../context/preview.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AuditLog, AuditPage } from '../protocol/audit.js';
 import type { AnyTool } from '../tools/define-tool.js';
@@ -32,8 +32,7 @@ import { DurableSignals, type RuntimeServices, type SessionEnv } from './session
 import { TRACE_BATCH_MS, TRACE_QUEUE_CAPACITY, TRACE_SIGNALS_PER_SESSION, TraceRecorder } from './trace-recorder.js';
 import { Delegation } from './delegation.js';
 import { SEQUENCE_BLOCK, UpdateStream } from './update-stream.js';
-
-export type { ContextWindowPreview };
+import { messageOf } from '../util/errors.js';
 
 export type { ChartClock };
 
@@ -165,7 +164,7 @@ export class Runtime {
     this.sequenceBlock = options.sequenceBlock ?? SEQUENCE_BLOCK;
     this.skills = options.skills ? { dir: resolve(options.skills.dir), disabled: options.skills.disabled ?? [] } : null;
     this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${orderedUuid()}` };
-    this.updates$ = isolated(this.runtimeSubject, { onError: (error) => this.warn(`an update subscriber threw: ${describe(error)}`) });
+    this.updates$ = isolated(this.runtimeSubject, { onError: (error) => this.warn(`an update subscriber threw: ${messageOf(error)}`) });
     this.reaper = new IdleReaper(options.idleTtlMs ?? null, (id) => void this.evict(id));
     this.watchesProgress = Object.values(agents).some((agent) => agent.guardrails.stallTimeoutMs !== null);
     this.delegation = new Delegation({
@@ -200,7 +199,7 @@ export class Runtime {
     ownership.startRenewing(
       () => [...this.sessions.keys()],
       (id) => this.lose(id),
-      (error) => this.warn(`could not renew session leases: ${describe(error)}`),
+      (error) => this.warn(`could not renew session leases: ${messageOf(error)}`),
     );
   }
 
@@ -230,7 +229,7 @@ export class Runtime {
    */
   async inspectContextWindow(sessionId: string): Promise<ContextWindowPreview> {
     const { env } = this.sessions.get(sessionId) ?? (await this.openSession(sessionId), this.sessions.get(sessionId)!);
-    return previewContextWindow(env, env.tools, this.options.model.capabilities);
+    return previewContextWindow({ systemPrompt: env.agent.systemPrompt, conversation: env.chat.view(), watermark: env.chat.watermark }, env.tools, this.options.model.capabilities);
   }
 
   /**
@@ -393,7 +392,7 @@ export class Runtime {
   /** The embedding actor stopped (or its session closed): the session closes as `session.close()` closes it. */
   private unembed(handle: SessionHandle): void {
     if (this.embedded.get(handle.id) === handle) this.embedded.delete(handle.id);
-    handle.close().catch((error: unknown) => this.warn(`could not close embedded session ${handle.id}: ${describe(error)}`));
+    handle.close().catch((error: unknown) => this.warn(`could not close embedded session ${handle.id}: ${messageOf(error)}`));
   }
 
   /** Stops every session (running turns end `actor_stopped`), flushes the trace, closes storage. */
@@ -414,7 +413,7 @@ export class Runtime {
   /** Opens the sessions whose queued turns nobody is running (after a restart, or their owner left). */
   async startQueuedSessions(): Promise<void> {
     for (const id of await this.options.storage.unheldSessionsWithQueuedTurns()) {
-      await this.openSession(id).catch((error: unknown) => this.warn(`could not resume the queue of session ${id}: ${describe(error)}`));
+      await this.openSession(id).catch((error: unknown) => this.warn(`could not resume the queue of session ${id}: ${messageOf(error)}`));
     }
   }
 
@@ -475,7 +474,7 @@ export class Runtime {
           block: this.sequenceBlock,
           reserve: (upTo) => this.options.storage.reserveUpdateSequence(row.id, upTo, fence),
         },
-        onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${describe(error)}`),
+        onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${messageOf(error)}`),
         onSubscribers: () => this.checkIdle(row.id),
         // The agent may change (agent.switch), so the check is per update, and only when some agent watches.
         ...(this.watchesProgress && { onEmit: () => env.agent.guardrails.stallTimeoutMs !== null && reportProgress(sessionActor.ref) }),
@@ -589,7 +588,7 @@ export class Runtime {
       await this.options.storage.releaseSession(handle.id, this.ownership.identity.ownerId, open.env.updates.lastSequence, open.env.fence);
     } catch (error) {
       // The lease then simply runs out; nothing is lost.
-      this.warn(`could not release session ${handle.id}: ${describe(error)}`);
+      this.warn(`could not release session ${handle.id}: ${messageOf(error)}`);
     }
     this.closedSubject.next(handle.id);
   }
@@ -609,10 +608,6 @@ function sessionTaken(id: string): TurnchartError {
   return new TurnchartError('SessionExists', `a session '${id}' exists already`);
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
   const parsed = optionsSchema.safeParse(options);
   if (!parsed.success) throw new TurnchartError('InvalidOptions', z.prettifyError(parsed.error));
@@ -622,7 +617,7 @@ export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
     agents = resolveAgents(options.agents);
     checkSystemContexts(agents, (agent) => toolset.surfaceFor(agent));
   } catch (error) {
-    throw new TurnchartError('InvalidOptions', error instanceof z.ZodError ? z.prettifyError(error) : error instanceof Error ? error.message : String(error));
+    throw new TurnchartError('InvalidOptions', error instanceof z.ZodError ? z.prettifyError(error) : messageOf(error));
   }
   const now = options.now ?? Date.now;
   await options.storage.migrate();

@@ -86,7 +86,7 @@ function bridgeEventOf(port: EmbeddingPort, envelope: UpdateEnvelope): BridgeEve
 }
 
 /** The arguments of a stored tool call; a call only asks for approval once they parsed as an object. */
-export function toolCallArgs(conversation: readonly ChatMessage[], toolCallId: string): Record<string, unknown> {
+function toolCallArgs(conversation: readonly ChatMessage[], toolCallId: string): Record<string, unknown> {
   for (let i = conversation.length - 1; i >= 0; i--) {
     const message = conversation[i]!;
     if (message.role !== 'assistant') continue;

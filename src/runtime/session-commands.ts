@@ -2,6 +2,7 @@ import type { AnyActorRef, EventObject } from 'xstate';
 import { FROM_BRIDGE, type BridgeEvent, type CommandAnswer, type EmbeddedSessionContext } from '../../machines/embedded-session.machine.js';
 import type { EmbeddingPort } from './session-bridge.js';
 import type { SessionHandle } from './session-handle.js';
+import { messageOf } from '../util/errors.js';
 
 /**
  * The embedded chart's `runCommand`: the command goes to the session's handle — the same
@@ -31,7 +32,7 @@ async function answer(handle: SessionHandle | undefined, command: EventObject): 
     return await dispatch(handle, command);
   } catch (error) {
     // The handle answers every command with a value; this is a defect, still answered rather than thrown.
-    return { ok: false, error: { code: 'InternalError', message: error instanceof Error ? error.message : String(error) } };
+    return { ok: false, error: { code: 'InternalError', message: messageOf(error) } };
   }
 }
 

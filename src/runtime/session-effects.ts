@@ -1,4 +1,5 @@
-import type { FinishTurnInput, FinishTurnOutput, SessionContext, SessionEffects, SessionEvent } from '../../machines/session.machine.js';
+import type { SessionContext, SessionEvent } from '../../machines/session.machine.js';
+import type { FinishTurnInput, FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, SessionEffects } from '../../machines/session.effects.js';
 import type { EffectHandlers } from './effect-port.js';
 import type { TurnEnd } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
@@ -55,7 +56,7 @@ export function sessionEffects(deps: TurnEffectDeps) {
     env.stored.follow(event.turnId, write);
   };
 
-  const settleCancelledQueuedTurn = ({ context }: Args, params: { turnId: string }) => {
+  const settleCancelledQueuedTurn = ({ context }: Args, params: QueuedTurnParams) => {
     const env = envOf(context.sessionId);
     const { turnId } = params;
     const queuedInput = env.stored.wait(turnId);
@@ -78,7 +79,7 @@ export function sessionEffects(deps: TurnEffectDeps) {
         const turn = context.activeTurn;
         if (turn) emit(envOf(context.sessionId), turn.turnId, { type: 'turn_started', clientRequestId: turn.clientRequestId });
       },
-      emitPermissionRequested: ({ context }: Args, params: { turnId: string; toolCallId: string; name: string; paths: string[] }) =>
+      emitPermissionRequested: ({ context }: Args, params: PermissionRequestParams) =>
         emit(envOf(context.sessionId), params.turnId, {
           type: 'permission_requested',
           toolCallId: params.toolCallId,

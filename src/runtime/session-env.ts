@@ -1,4 +1,4 @@
-import type { AgentLink, BusyPolicy, PermissionMode, SessionStorage, TriggerType, TurnEnd } from '../../storage/session-storage.js';
+import type { AgentLink, SessionStorage, TurnEnd } from '../../storage/session-storage.js';
 import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
 import type { SystemPart, ToolDefinition } from '../protocol/model.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
@@ -17,9 +17,10 @@ import type { ResolvedHooks } from './hooks.js';
 import type { CallAudits } from './call-audits.js';
 import type { ChartClock } from './chart-clock.js';
 import type { ToolAudit } from '../protocol/audit.js';
+import type { BusyPolicy, PermissionMode, TriggerType } from '../protocol/commands.js';
 
 /** A user message prepared before acceptance: skill snapshots first, then the user's text. */
-export interface PreparedInput {
+interface PreparedInput {
   clientRequestId: string;
   messages: ChatMessage[];
   /** The run record written with the turn (RL-1). */
@@ -29,7 +30,7 @@ export interface PreparedInput {
   fromQueue: boolean;
 }
 
-export interface AgentMessage {
+interface AgentMessage {
   from: string;
   text: string;
 }

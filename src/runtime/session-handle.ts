@@ -1,11 +1,10 @@
 import type { Observable } from 'rxjs';
 import type { Actor } from 'xstate';
 import type { CommandReply, SessionEvent } from '../../machines/session.machine.js';
-import type { BusyPolicy, PermissionMode, TurnRow } from '../../storage/session-storage.js';
+import type { TurnRow } from '../../storage/session-storage.js';
 import {
   afterSequenceSchema,
   agentMessageSchema,
-  estimateTokens,
   invalidInput,
   permissionModeSchema,
   agentNameSchema,
@@ -16,83 +15,32 @@ import {
 } from '../protocol/commands.js';
 import type { ChatMessage } from '../protocol/messages.js';
 import type { StoppedBy, TurnOutcome } from '../protocol/outcome.js';
-import type { QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
-import type { RuntimeView } from './live-view.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
+import type {
+  CancelTurnResult,
+  CompactResult,
+  DeliverResult,
+  ReplayResult,
+  ResolvePermissionResult,
+  RewindResult,
+  SetModeResult,
+  StartTurnResult,
+  Stopped,
+  SubmitTurnResult,
+  SwitchAgentResult,
+  TurnStatusResult,
+  WaitResult,
+} from '../protocol/command-results.js';
+import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 import { limitsOf, type AgentDefinition } from './agents.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
 import { holdGate, type RuntimeServices, type SessionEnv } from './session-env.js';
-import type { ReplayResult } from './update-stream.js';
-import { AGENT_MESSAGE_TOKEN_LIMIT } from '../context/item-limits.js';
-import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS } from './input-limits.js';
+import { AGENT_MESSAGE_TOKEN_LIMIT } from '../protocol/item-limits.js';
+import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS } from '../protocol/input-limits.js';
 import { resolveSkill, skillInstructionText } from '../skills/skill-directory.js';
 import type { SkillsConfig } from '../skills/types.js';
-
-export { AGENT_MESSAGE_TOKEN_LIMIT };
-
-/** The session was closed (stopped, evicted when idle, or its runtime shut down): open it again for a live handle. */
-type Stopped = { code: 'RuntimeStopped' } | { code: 'SessionClosed' };
-
-type Persistence = { code: 'PersistenceError'; message: string };
-
-export type StartTurnResult =
-  | { ok: true; turnId: string; queued?: true }
-  | {
-      ok: false;
-      error:
-        | { code: 'Busy'; turnId: string }
-        | { code: 'EmptyInput' }
-        | { code: 'ReloadRequired' }
-        | { code: 'SessionActive' }
-        | { code: 'UnknownSkill'; name: string }
-        | { code: 'SkillTooLarge'; name: string; tokens: number }
-        | InvalidInput
-        | Stopped;
-    };
-
-/**
- * The service's answer to a turn (RL-1): given only once the turn's input is durable — its row and
- * user message for a turn that starts at once, its queued row for one that waits.
- */
-export type SubmitTurnResult =
-  | { ok: true; turnId: string; runId: string; status: TurnStatus }
-  | { ok: false; error: Exclude<StartTurnResult, { ok: true }>['error'] | Persistence };
-
-/** Where a turn stands: waiting, running, or its stored terminal status. */
-export type TurnStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';
-
-export type TurnStatusResult = { ok: true; turnId: string; status: TurnStatus; outcome?: TurnOutcome } | { ok: false; error: { code: 'UnknownTurn' } };
-
-export type CancelTurnResult = { ok: true } | { ok: false; error: { code: 'TurnNotActive' } | InvalidInput | Stopped | Persistence };
-export type ResolvePermissionResult =
-  | { ok: true }
-  | { ok: false; error: { code: 'TurnNotActive' } | { code: 'PermissionNotPending' } | InvalidInput | Stopped };
-export type DeliverResult =
-  | { ok: true }
-  | { ok: false; error: { code: 'MessageTooLarge'; tokens: number } | { code: 'MailboxFull'; messages: number; tokens: number } | InvalidInput | Stopped };
-export type SwitchAgentResult =
-  | { ok: true; agent: string }
-  | { ok: false; error: { code: 'UnknownAgent'; message: string } | { code: 'AgentSwitchNotAllowed'; message: string } | { code: 'SessionActive' } | { code: string; message: string } | InvalidInput | Stopped };
-export type SetModeResult = { ok: true } | { ok: false; error: { code: 'PersistenceError'; message: string } | InvalidInput | Stopped };
-export type WaitResult = TurnOutcome | { status: 'unknown_turn' };
-export type CompactResult =
-  | { ok: true; compactionId: string }
-  | { ok: false; error: { code: 'SessionActive' } | { code: 'ReloadRequired' } | { code: string; message: string } | Stopped };
-export type RewindResult =
-  | { ok: true }
-  | { ok: false; error: { code: 'SessionActive' } | { code: 'UnknownCompaction'; message: string } | { code: string; message: string } | InvalidInput | Stopped };
-
-export interface SessionSnapshot {
-  version: 7;
-  sessionId: string;
-  lastUpdateSequence: number;
-  permissionMode: PermissionMode;
-  busyPolicy: BusyPolicy;
-  /** Turns waiting behind the running one, in the order they will start (RL-2). */
-  queue: QueuedTurnView[];
-  /** turnchart runs tools in the host process; any sandbox is the tool's own business. */
-  sandbox: 'none';
-  runtime: RuntimeView;
-}
+import { messageOf } from '../util/errors.js';
+import { estimateTokens } from '../protocol/token-estimate.js';
 
 /** What the runtime does when a session closes: forget it and release its lease. */
 export interface SessionLifecycle {
@@ -184,7 +132,7 @@ export class SessionHandle {
       try {
         await accepted.stored;
       } catch (error) {
-        return { ok: false, error: { code: 'PersistenceError', message: error instanceof Error ? error.message : String(error) } };
+        return { ok: false, error: { code: 'PersistenceError', message: messageOf(error) } };
       }
     }
     const status = await this.turnStatus(turnId);
@@ -271,7 +219,7 @@ export class SessionHandle {
       return reply;
     } catch (error) {
       // The turn will not run in this process, but its row still says queued: say so rather than claim a durable cancel.
-      return { ok: false, error: { code: 'PersistenceError', message: error instanceof Error ? error.message : String(error) } };
+      return { ok: false, error: { code: 'PersistenceError', message: messageOf(error) } };
     }
   }
 
@@ -346,7 +294,7 @@ export class SessionHandle {
     try {
       await this.services.storage.setPermissionMode(this.id, parsed.data, this.env.fence);
     } catch (error) {
-      return { ok: false, error: { code: 'PersistenceError', message: error instanceof Error ? error.message : String(error) } };
+      return { ok: false, error: { code: 'PersistenceError', message: messageOf(error) } };
     }
     this.env.permissionMode = parsed.data;
     return { ok: true };

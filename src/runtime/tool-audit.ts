@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { WriteResultInput } from '../../machines/tool-call.machine.js';
+import type { WriteResultInput } from '../../machines/tool-call.effects.js';
 import { parseArguments, stableStringify } from '../../machines/signature.js';
 import type { ToolAudit } from '../protocol/audit.js';
 import type { ToolCallPart } from '../protocol/messages.js';

@@ -1,25 +1,25 @@
 import { z } from 'zod';
-import {
-  approvalPathsAction,
-  type ExecuteInput,
-  type GuardrailTriggered,
-  type ToolCallContext,
-  type ToolCallEffects,
-  type ToolEffectInput,
-  type ValidationOutput,
-  type WriteResultInput,
-} from '../../machines/tool-call.machine.js';
+import { approvalPathsAction, type ToolCallContext } from '../../machines/tool-call.machine.js';
+import type {
+  ExecuteInput,
+  LiveStatusParams,
+  PermissionResolvedParams,
+  ToolCallEffects,
+  ToolEffectInput,
+  ValidationOutput,
+  WriteResultInput,
+} from '../../machines/tool-call.effects.js';
+import type { GuardrailTriggered } from '../../machines/guardrails.js';
 import type { EffectCancellation, EffectHandlers } from './effect-port.js';
 import { planSchema } from '../protocol/plan.js';
 import type { SpanStatus } from '../protocol/trace.js';
 import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
-import type { PermissionDecision } from '../protocol/updates.js';
 import type { ToolExecutionResult } from '../tools/define-tool.js';
 import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js';
 import { UPDATE_PLAN } from '../tools/toolset.js';
 import { emit, persistAndAppend } from './session-env.js';
 import { span, toolSpanId, type TurnEffectDeps } from './turn-effects.js';
-import { withDeadline } from './tool-deadline.js';
+import { withToolTimeLimit } from './tool-deadline.js';
 import { joinStartedRead } from './parallel-reads.js';
 import { emitGuardrailTriggered } from './guardrail-updates.js';
 import type { ToolCallPart } from '../protocol/messages.js';
@@ -71,7 +71,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   const runWithinLimit = (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
     const tool = toolset.registryTool(input.name)!;
     const limit = tool.timeoutMs ?? envOf(input.sessionId).agent.toolTimeoutMs;
-    return limit === null ? runTool(input, cancellation, announce) : withDeadline(limit, cancellation, (combined) => runTool(input, combined, announce));
+    return limit === null ? runTool(input, cancellation, announce) : withToolTimeLimit(limit, cancellation, (combined) => runTool(input, combined, announce));
   };
 
   const runTool = async (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
@@ -160,12 +160,12 @@ export function toolCallEffects(deps: TurnEffectDeps) {
           name: context.call.name,
           status: 'validating',
         }),
-      setLiveStatus: ({ context }: Ctx, params: { status: 'waiting_permission' | 'running' }) => {
+      setLiveStatus: ({ context }: Ctx, params: LiveStatusParams) => {
         const env = envOf(context.sessionId);
         if (params.status === 'waiting_permission') env.audits.waitStarted(context.call.id, now());
         env.live.setToolStatus(context.call.id, params.status);
       },
-      emitPermissionResolved: ({ context }: Ctx, params: { decision: PermissionDecision | 'cancelled' | 'actor_stopped' }) => {
+      emitPermissionResolved: ({ context }: Ctx, params: PermissionResolvedParams) => {
         const env = envOf(context.sessionId);
         env.audits.waitEnded(context.call.id, now());
         emit(env, context.turnId, { type: 'permission_resolved', toolCallId: context.call.id, decision: params.decision });

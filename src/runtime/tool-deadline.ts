@@ -1,6 +1,7 @@
 import type { ToolResult } from '../protocol/tool-result.js';
 import type { EffectCancellation } from './effect-port.js';
 import { EffectSignal } from './effect-signal.js';
+import { withDeadline } from '../util/deadline.js';
 
 /**
  * A tool's time limit (`timeoutMs` on the tool, or the agent's `toolTimeoutMs`): when it passes, the
@@ -8,7 +9,7 @@ import { EffectSignal } from './effect-signal.js';
  * saying so — the turn goes on, and the model sees the failure. A tool that ignores its signal is
  * not waited for; whatever it returns afterwards is dropped.
  */
-export function withDeadline(
+export function withToolTimeLimit(
   timeoutMs: number,
   cancellation: EffectCancellation,
   run: (cancellation: EffectCancellation) => Promise<ToolResult>,
@@ -29,12 +30,8 @@ export function withDeadline(
       return deadline.signal;
     },
   };
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<ToolResult>((resolve) => {
-    timer = setTimeout(() => {
-      deadline.abort();
-      resolve({ status: 'failed', content: `the tool timed out after ${timeoutMs} ms and was cancelled` });
-    }, timeoutMs);
+  return withDeadline(run(combined), timeoutMs, () => {
+    deadline.abort();
+    return { status: 'failed', content: `the tool timed out after ${timeoutMs} ms and was cancelled` };
   });
-  return Promise.race([run(combined), timedOut]).finally(() => clearTimeout(timer));
 }

@@ -1,14 +1,15 @@
+import type { TurnContext } from '../../machines/turn.machine.js';
 import type {
   CallModelInput,
+  PhaseParams,
   PreparedOutput,
   SampleInput,
   SkipCallsInput,
-  TurnContext,
   TurnEffectInput,
   TurnEffects,
   WriteAssistantInput,
-} from '../../machines/turn.machine.js';
-import type { GuardrailTriggered } from '../../machines/tool-call.machine.js';
+} from '../../machines/turn.effects.js';
+import type { GuardrailTriggered } from '../../machines/guardrails.js';
 import { abandonStartedReads, ParallelReads, type RunRead } from './parallel-reads.js';
 import { worldStateSampler } from './world-state-effects.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
@@ -21,7 +22,6 @@ import { consumeModelStream } from '../model/consume-stream.js';
 import { NOT_EXECUTED_RESULT_TEXT, type StoredMessage } from '../protocol/messages.js';
 import type { ModelRequest, ModelResponse } from '../protocol/model.js';
 import { TurnFailure } from '../protocol/tool-result.js';
-import type { TurnPhase } from '../protocol/updates.js';
 import type { Toolset } from '../tools/toolset.js';
 import { emit, persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
 import type { TraceRecorder } from './trace-recorder.js';
@@ -218,7 +218,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     },
     actions: {
       startParallelReads: ({ context }: { context: TurnContext }) => parallel.start(envOf(context.sessionId), context),
-      emitPhase: ({ context }: { context: TurnEffectInput }, params: { phase: TurnPhase }) =>
+      emitPhase: ({ context }: { context: TurnEffectInput }, params: PhaseParams) =>
         emit(envOf(context.sessionId), context.turnId, { type: 'phase_changed', phase: params.phase }),
       emitGuardrailTriggered: ({ context }: { context: TurnEffectInput }, params: GuardrailTriggered) =>
         emitGuardrailTriggered(envOf(context.sessionId), context.turnId, params),

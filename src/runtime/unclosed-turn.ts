@@ -1,5 +1,6 @@
 import { FencedWriteError } from '../../storage/session-storage.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
+import { messageOf } from '../util/errors.js';
 
 /**
  * A turn whose closing write failed still says `running` in storage, which would block every later
@@ -19,7 +20,7 @@ export async function closeUnclosedTurn(env: SessionEnv, services: RuntimeServic
     if (error instanceof FencedWriteError) throw error;
     const row = await storage.getTurn(unclosed.turnId);
     if (row?.status === 'running') {
-      const reason = error instanceof Error ? error.message : String(error);
+      const reason = messageOf(error);
       await storage.endTurn(
         unclosed.turnId,
         {

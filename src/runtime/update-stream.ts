@@ -1,5 +1,6 @@
 import { Subject, type Observable } from 'rxjs';
 import { UPDATE_VERSION, type SessionUpdate, type UpdateEnvelope } from '../protocol/updates.js';
+import type { ReplayResult } from '../protocol/command-results.js';
 import { isolated } from './isolated-observable.js';
 import type { LiveView } from './live-view.js';
 
@@ -11,14 +12,12 @@ export const SEQUENCE_BLOCK = 10_000;
 /** How soon a reservation that failed (storage away) is tried again when no update asks for it. */
 const RESERVE_RETRY_MS = 1_000;
 
-export type ReplayResult = { ok: true; updates: UpdateEnvelope[] } | { ok: false; error: { code: 'SnapshotRequired' } };
-
 /**
  * Where a session's sequence numbers stand in storage. Numbers up to `reserved` are durably
  * reserved, so an owner that starts after a crash begins above every number this one issued; the
  * next block is reserved ahead of need, and an update that would pass the reservation waits for it.
  */
-export interface SequenceReservation {
+interface SequenceReservation {
   /** The last sequence issued before this session opened: numbering continues above it. */
   start: number;
   /** The highest sequence reserved in storage so far. */

@@ -1,11 +1,10 @@
-import type { SampleInput } from '../../machines/turn.machine.js';
+import type { SampleInput } from '../../machines/turn.effects.js';
 import {
   capturePolicyOnly,
   captureWorldState,
   nextBaseline,
   renderWorldStateDiff,
   scanRetainedSections,
-  WorldStateError,
   type WorldStateBaseline,
   type WorldStateCapture,
   type WorldStateSources,
@@ -14,6 +13,7 @@ import { TurnFailure } from '../protocol/tool-result.js';
 import { EffectAborted, untilAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import { persistAndAppend, type RuntimeDeps } from './session-env.js';
+import { WorldStateError } from '../protocol/errors.js';
 
 /**
  * CW-2's sampling before every model call: capture the four sources, diff against the baseline and

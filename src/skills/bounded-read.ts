@@ -1,5 +1,6 @@
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
+import { isMissing } from '../util/errors.js';
 
 export type BoundedRead = { status: 'read'; bytes: Buffer } | { status: 'missing' } | { status: 'refused'; reason: string };
 
@@ -65,9 +66,4 @@ async function readAtMost(handle: FileHandle, max: number): Promise<Buffer> {
     filled += bytesRead;
   }
   return buffer.subarray(0, filled);
-}
-
-function isMissing(error: unknown): boolean {
-  const code = (error as NodeJS.ErrnoException).code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
 }

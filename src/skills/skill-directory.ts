@@ -1,8 +1,10 @@
 import { readdir } from 'node:fs/promises';
-import { estimateTokens } from '../protocol/commands.js';
-import { WorldStateError } from '../context/world-state/types.js';
 import { loadSkillFile } from './skill-file.js';
-import { SKILL_TOKEN_LIMIT, type SkillResolution, type SkillSnapshot, type SkillsConfig, type SkillSummary } from './types.js';
+import { type SkillResolution, type SkillSnapshot, type SkillsConfig, type SkillSummary } from './types.js';
+import { SKILL_TOKEN_LIMIT } from '../protocol/item-limits.js';
+import { WorldStateError } from '../protocol/errors.js';
+import { messageOf } from '../util/errors.js';
+import { estimateTokens } from '../protocol/token-estimate.js';
 
 /** Every enabled skill, by name. A broken skill folder is a warning for the log, never a failed turn. */
 export async function listSkills(config: SkillsConfig): Promise<{ skills: SkillSummary[]; warnings: string[] }> {
@@ -14,7 +16,7 @@ export async function listSkills(config: SkillsConfig): Promise<{ skills: SkillS
   } catch (error) {
     // No skills directory simply means no skills; one that exists but cannot be listed is a fault.
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { skills: [], warnings: [] };
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = messageOf(error);
     throw new WorldStateError('skill_catalog_task_error', `skills directory ${config.dir}: ${reason}`);
   }
 

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { readRegularFile } from './bounded-read.js';
 import { parseSkillFile, type ParsedSkillFile } from './frontmatter.js';
 import { MAX_SKILL_DESCRIPTION_CHARS, MAX_SKILL_FILE_BYTES, SKILL_READ_TIMEOUT_MS } from './limits.js';
-import { withDeadline } from './read-deadline.js';
+import { withDeadline } from '../util/deadline.js';
+import { messageOf } from '../util/errors.js';
 
 export type SkillFileLoad = { file: string; parsed: ParsedSkillFile } | { warning: string };
 
@@ -32,7 +33,7 @@ async function load(folder: string): Promise<SkillFileLoad> {
     if (length > MAX_SKILL_DESCRIPTION_CHARS) return { warning: `description has ${length} characters, over the limit of ${MAX_SKILL_DESCRIPTION_CHARS}` };
     return { file, parsed };
   } catch (error) {
-    return { warning: error instanceof Error ? error.message : String(error) };
+    return { warning: messageOf(error) };
   }
 }
 

@@ -24,5 +24,3 @@ export interface SkillSnapshot {
 export type SkillResolution =
   | { ok: true; skill: SkillSnapshot }
   | { ok: false; error: { code: 'UnknownSkill'; name: string } | { code: 'SkillTooLarge'; name: string; tokens: number } };
-
-export { SKILL_TOKEN_LIMIT } from '../context/item-limits.js';

@@ -4,6 +4,7 @@ import { AmqpLink } from '../transport/amqp-link.js';
 import { EventOrder, type FetchRange, type Gap, type PositionStore } from './event-order.js';
 import { taskEventEnvelopeSchema, toEnvelope, type TaskEventEnvelope } from './task-envelope.js';
 import { declareTaskTopology, eventRoutingKey, taskTopology } from './task-topology.js';
+import { messageOf } from '../util/errors.js';
 
 export type { FetchRange, Gap, PositionStore };
 
@@ -120,7 +121,7 @@ class Consumer implements TaskEventConsumer {
       if (!parsed.success) throw new Error(parsed.error.message);
       event = parsed.data;
     } catch (error) {
-      this.warn(`dropped a message that is not a task event: ${error instanceof Error ? error.message : String(error)}`);
+      this.warn(`dropped a message that is not a task event: ${messageOf(error)}`);
       return ack(this.link, [delivery]);
     }
     void this.order.receive(event, delivery);

@@ -1,4 +1,5 @@
 import type { TaskEventEnvelope } from './task-envelope.js';
+import { messageOf } from '../util/errors.js';
 
 /** Where a consumer keeps `last_processed_sequence` per task session, so a restart resumes de-duplication (LC-3). */
 export interface PositionStore {
@@ -64,7 +65,7 @@ export class EventOrder<D> {
   /** Takes one delivery of `event`; resolves once it is handled, held, dropped as a duplicate, or handed back. */
   receive(event: TaskEventEnvelope, delivery: D): Promise<void> {
     return this.serially(event.session_id, () => this.place(event, delivery)).catch(async (error: unknown) => {
-      this.options.warn(`session ${event.session_id}: event ${event.payload.sequence} left for redelivery (${error instanceof Error ? error.message : String(error)})`);
+      this.options.warn(`session ${event.session_id}: event ${event.payload.sequence} left for redelivery (${messageOf(error)})`);
       await this.forget(event, delivery);
       this.settler.requeue(delivery);
     });

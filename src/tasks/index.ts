@@ -3,7 +3,6 @@ export { startWorker, type WorkerOptions, type TaskWorker } from './worker.js';
 export { submitTask, requestTaskControl, type TaskClient, type ControlResult } from './task-client.js';
 export { createTaskEventConsumer, storagePositions, storageFetcher, type TaskEventConsumer, type TaskEventConsumerOptions, type PositionStore, type FetchRange, type Gap } from './event-consumer.js';
 export { approveAll, TaskRunner, type AdmissionGate } from './task-runner.js';
-export { taskSpecSchema, DEFAULT_MAX_DURATION_MS, type TaskSpec, type TaskSubmission } from './task-spec.js';
 export { HCP_VERSION, TASK_EVENT_TYPES, taskEventEnvelopeSchema, toEnvelope, type TaskEventEnvelope, type TaskEventType } from './task-envelope.js';
 export { taskTopology, DEFAULT_NAMESPACE, eventRoutingKey, controlRoutingKey, type TaskTopology } from './task-topology.js';
 export { RESUME_TEXT } from './session-driver.js';

@@ -2,6 +2,7 @@ import type { TaskStorage } from '../../storage/task-storage.js';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { toEnvelope } from './task-envelope.js';
 import { eventRoutingKey, type TaskTopology } from './task-topology.js';
+import { messageOf } from '../util/errors.js';
 
 export interface OutboxRelayOptions {
   /** Only rows at least this old are republished: a live journal is probably publishing younger ones itself. */
@@ -40,7 +41,7 @@ export class OutboxRelay {
   sweep(graceMs = this.options.graceMs): Promise<number> {
     this.running ??= this.pass(graceMs)
       .catch((error: unknown) => {
-        this.warn(`outbox relay: ${error instanceof Error ? error.message : String(error)}`);
+        this.warn(`outbox relay: ${messageOf(error)}`);
         return 0;
       })
       .finally(() => (this.running = null));

@@ -1,12 +1,12 @@
 import type { Subscription } from 'rxjs';
-import type { TurnEnd } from '../../machines/task.machine.js';
-import type { SessionOrder, TaskEvent } from '../../machines/task.machine.js';
+import type { SessionOrder, SessionReport, TurnEnd } from '../../machines/task.effects.js';
 import type { SessionStorage, TurnRow } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import type { TaskJournal } from './task-journal.js';
-import type { TaskSpec } from './task-spec.js';
+import type { TaskSpec } from '../protocol/task-spec.js';
+import { messageOf } from '../util/errors.js';
 
 /** What a turn run again after its worker died is told: the conversation so far is its checkpoint. */
 export const RESUME_TEXT =
@@ -46,7 +46,7 @@ export class SessionDriver {
 
   constructor(
     private readonly deps: SessionDriverDeps,
-    private readonly sendBack: (event: TaskEvent) => void,
+    private readonly sendBack: (event: SessionReport) => void,
   ) {
     // The stream completes when the session closes (it was closed, or lost to another owner): the task cannot go on.
     this.subscription = deps.handle.updates$.subscribe({ next: (update) => this.onUpdate(update), complete: () => this.failed(new Error('the agent session closed')) });
@@ -64,7 +64,7 @@ export class SessionDriver {
       case 'abort':
         return void this.abort().catch((error: unknown) => {
           // Cleanup is best effort: the task is aborted all the same.
-          this.deps.warn(`task ${this.deps.taskId}: cleanup after abort failed: ${error instanceof Error ? error.message : String(error)}`);
+          this.deps.warn(`task ${this.deps.taskId}: cleanup after abort failed: ${messageOf(error)}`);
           if (!this.stopped) this.sendBack({ type: 'session.aborted' });
         });
     }
@@ -163,7 +163,7 @@ export class SessionDriver {
   /** The session could not go on; nothing is reported once the chart stopped listening (or the worker detached). */
   private failed(error: unknown): void {
     if (this.stopped) return;
-    this.sendBack({ type: 'session.failed', message: error instanceof Error ? error.message : String(error) });
+    this.sendBack({ type: 'session.failed', message: messageOf(error) });
   }
 
   /** The session's updates as task events; text deltas stay in the session's own stream. */

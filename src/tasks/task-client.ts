@@ -3,7 +3,7 @@ import { COMMAND_TARGET, isTaskTransition, type TaskReply } from '../../machines
 import type { TaskControl, TaskRow, TaskStorage } from '../../storage/task-storage.js';
 import { TurnchartError } from '../protocol/errors.js';
 import type { AmqpLink } from '../transport/amqp-link.js';
-import { taskSpecSchema } from './task-spec.js';
+import { taskSpecSchema } from '../protocol/task-spec.js';
 import { controlRoutingKey, declareTaskTopology, taskTopology, type TaskMessage, type TaskTopology } from './task-topology.js';
 
 /** What submitting and controlling tasks needs: their storage and a link to RabbitMQ. */

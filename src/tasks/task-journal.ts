@@ -3,6 +3,7 @@ import type { TaskChange, TaskEventRow, TaskFence, TaskStorage } from '../../sto
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { toEnvelope, type TaskEventType } from './task-envelope.js';
 import { eventRoutingKey, type TaskTopology } from './task-topology.js';
+import { messageOf } from '../util/errors.js';
 
 /** Sends one stored event to its consumers; resolves once the broker has confirmed it. */
 export type EventSender = (row: TaskEventRow) => Promise<void>;
@@ -75,7 +76,7 @@ export class TaskJournal {
       await this.send(row);
       await this.storage.markPublished(row.taskId, [row.sequence], this.now());
     } catch (error) {
-      this.warn(`task ${row.taskId}: event ${row.sequence} left to the outbox relay (${error instanceof Error ? error.message : String(error)})`);
+      this.warn(`task ${row.taskId}: event ${row.sequence} left to the outbox relay (${messageOf(error)})`);
     }
   }
 }

@@ -1,17 +1,6 @@
 import { createActor, fromCallback, fromPromise, toPromise, type Actor, type EventObject, type InspectionEvent } from 'xstate';
-import {
-  COMMAND_TARGET,
-  taskMachine,
-  TERMINAL_TASK_STATES,
-  type AdmissionDecision,
-  type Change,
-  type SessionActorInput,
-  type RunningClockInput,
-  type SessionOrder,
-  type TaskContext,
-  type TaskOutput,
-  type TaskReply,
-} from '../../machines/task.machine.js';
+import { COMMAND_TARGET, taskMachine, TERMINAL_TASK_STATES, type TaskContext, type TaskOutput, type TaskReply } from '../../machines/task.machine.js';
+import type { AdmissionDecision, Change, RunningClockInput, SessionActorInput, SessionOrder } from '../../machines/task.effects.js';
 import type { SessionStorage } from '../../storage/session-storage.js';
 import type { TaskControl, TaskRow, TaskStorage } from '../../storage/task-storage.js';
 import { REAL_CLOCK, type ChartClock } from '../runtime/chart-clock.js';
@@ -26,7 +15,7 @@ export type AdmissionGate = (task: TaskRow) => AdmissionDecision | Promise<Admis
 /** Approves every task at the lowest risk: the gate a worker runs with unless given one. */
 export const approveAll: AdmissionGate = () => ({ approve: true, risk: 'R1' });
 
-export const DEFAULT_ABORT_CLEANUP_MS = 10_000;
+const DEFAULT_ABORT_CLEANUP_MS = 10_000;
 
 export interface TaskRunnerDeps {
   task: TaskRow;

@@ -16,6 +16,7 @@ import { amqpSender, TaskJournal, type EventSender } from './task-journal.js';
 import { runningTimeOf } from './running-time.js';
 import { approveAll, TaskRunner, type AdmissionGate } from './task-runner.js';
 import { controlRoutingKey, declareTaskTopology, taskTopology, type TaskTopology } from './task-topology.js';
+import { messageOf } from '../util/errors.js';
 
 export interface WorkerOptions {
   sessions: SessionStorage;
@@ -334,8 +335,4 @@ function settle(link: AmqpLink, { message, channel }: Delivery, verdict: 'ack' |
   if (link.channel !== channel) return;
   if (verdict === 'ack') channel.ack(message);
   else channel.nack(message, false, true);
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
-import type { PermissionMode } from '../../storage/session-storage.js';
+import type { AuthorizationDecision } from '../protocol/tool-result.js';
+import type { PermissionMode } from '../protocol/commands.js';
 
 export type ToolEffect = 'read' | 'write' | 'execute';
 
@@ -47,4 +47,3 @@ export function defineTool<Schema extends z.ZodType>(tool: Tool<Schema>): Tool<S
 }
 
 export type AnyTool = Tool<z.ZodType>;
-export type { ToolResult };

@@ -3,20 +3,20 @@ import { SEND_AGENT_MESSAGE, SPAWN_AGENT, WAIT_AGENT } from '../../machines/dele
 import type { ToolDefinition } from '../protocol/model.js';
 
 /** The arguments of the delegation control tools, checked like any tool's. */
-export const spawnAgentSchema = z.strictObject({
+const spawnAgentSchema = z.strictObject({
   agent: z.string().min(1).max(200),
   task: z.string().min(1).max(200_000),
 });
 
-export const sendAgentMessageSchema = z.strictObject({
+const sendAgentMessageSchema = z.strictObject({
   agentId: z.string().min(1).max(200),
   text: z.string().min(1).max(200_000),
 });
 
 /** The longest a single wait may take: an hour. */
-export const MAX_WAIT_MS = 3_600_000;
+const MAX_WAIT_MS = 3_600_000;
 
-export const waitAgentSchema = z.strictObject({
+const waitAgentSchema = z.strictObject({
   agentId: z.string().min(1).max(200),
   timeoutMs: z.number().int().min(1).max(MAX_WAIT_MS),
 });

@@ -1,5 +1,5 @@
-import type { PermissionMode } from '../../storage/session-storage.js';
 import type { ToolEffect } from './define-tool.js';
+import type { PermissionMode } from '../protocol/commands.js';
 
 /**
  * RT-5/RT-16: what the session's permission mode says about a tool, read by the tool-call chart's

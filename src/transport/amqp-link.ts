@@ -1,5 +1,6 @@
 import { connect, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { TurnchartError } from '../protocol/errors.js';
+import { messageOf } from '../util/errors.js';
 
 export interface AmqpLinkOptions {
   /** `amqp://user:pass@host:port/vhost`. */
@@ -132,10 +133,6 @@ export class AmqpLink {
       }
     }
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** The URL without its password, for messages. */

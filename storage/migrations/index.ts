@@ -12,7 +12,7 @@ import { guardrailTrackers } from './007_guardrail_trackers.js';
  * and a directory scan would see `.js` in one and `.ts` in the other.
  * Names sort alphabetically, which is the order the Migrator applies them.
  */
-export const migrations: Record<string, Migration> = {
+const migrations: Record<string, Migration> = {
   '001_initial': initial,
   '002_compactions': compactions,
   '003_service': service,

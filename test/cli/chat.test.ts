@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -235,6 +236,33 @@ describe('turnchart chat embedded on a SQLite file', { timeout: 120_000 }, () =>
       c.kill();
       await c.exited;
     }
+  });
+
+  it('ends a script after its turn: the end of the input is not an error, and no prompt follows it (issue 29)', async () => {
+    const { workspace, model } = await workspaceWith([{ text: 'Hello back.' }]);
+    const c = spawnChat(['--db', path.join(workspace, 'chat.db'), '--workspace', workspace, '--model', model]);
+    // The whole script, its end included, before the session is even open: `printf 'hello\n/context\n' | turnchart chat`.
+    c.send('hello');
+    c.send('/context');
+    c.endInput();
+    expect(await c.exited).toBe(0);
+    const output = c.output();
+    expect(output).toMatch(/› hello\nHello back\.\n✓ completed\n› \/context\ncontext [█▓▒░·│]{50} [\d.]+% of the auto-compact line\n/);
+    expect(output).toMatch(/auto-compact at [\d,]+ of a [\d,]+-token window \(input [\d,]+\)\n$/);
+    expect(output).not.toContain('error');
+  });
+
+  it('ends a script whose input ends at an approval, saying so; the embedded turn stops with the chat', async () => {
+    const { workspace, model } = await workspaceWith([{ text: 'Writing it.', toolCalls: [{ name: 'write_file', args: { path: 'never.md', content: 'x' } }] }]);
+    const c = spawnChat(['--db', path.join(workspace, 'chat.db'), '--workspace', workspace, '--model', model]);
+    c.send('write it');
+    c.endInput();
+    expect(await c.exited).toBe(0);
+    expect(c.output()).toMatch(
+      // No approval prompt: nothing is left to answer it.
+      /\? write_file needs your approval: never\.md\nthe input ended with an approval pending\nthe running turn \S+ ends with this process \(actor_stopped\)\n$/,
+    );
+    expect(existsSync(path.join(workspace, 'never.md'))).toBe(false);
   });
 
   it('continues a stored session with --session, and reads a script from a pipe to the end', async () => {

@@ -1,5 +1,6 @@
 import { connect, type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
+import { clusterOf } from '../../src/cluster/cluster.js';
 import { commandRequestSchema } from '../../src/cluster/messages.js';
 import { commandQueueOf } from '../../src/cluster/names.js';
 import { clusterSkipReason } from '../support/cluster-hosts.js';
@@ -25,7 +26,7 @@ describe.skipIf(clusterSkipReason !== null)('routing a command to another host: 
   /** A session on a cluster host, then held (for a minute) by an owner that exists only on paper. */
   async function heldByAStranger(ownerId: string): Promise<{ host: TestHost; sessionId: string }> {
     db = postgresSchema(POSTGRES_URL!);
-    host = await testHost(db, [], { cluster: { amqpUrl: process.env.TEST_AMQP_URL!, routeTimeoutMs: 300 } });
+    host = await testHost(db, [], { cluster: clusterOf({ amqpUrl: process.env.TEST_AMQP_URL!, routeTimeoutMs: 300 }) });
     const sessionId = await newSession(host);
     await host.runtime.openHandle(sessionId)!.close();
     const taken = await host.storage.acquireSession(sessionId, { ownerId, host: 'elsewhere.example', pid: 4242, ttlMs: 60_000 }, 0);

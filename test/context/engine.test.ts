@@ -15,11 +15,11 @@ import {
   type SystemPart,
   type ToolResultMessage,
 } from '../../src/index.js';
-import { SYSTEM_PART_TOKEN_LIMIT } from '../../src/context/engine.js';
 import { systemContext } from '../../src/context/system-context.js';
 import { compactedView } from '../../src/compaction/compacted-view.js';
 import { Toolset } from '../../src/tools/toolset.js';
 import type { CompactionRow } from '../../storage/session-storage.js';
+import { SYSTEM_PART_TOKEN_LIMIT } from '../../src/protocol/item-limits.js';
 
 const CAPS: ModelCapabilities = { contextWindow: 200_000, maxOutputTokens: 32_000, maxReasoningTokens: 0 };
 const PNG: DataBlock = { mediaType: 'image/png', base64: 'iVBORw0KGgo=' };

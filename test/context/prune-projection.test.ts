@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { prepare, type ChatMessage, type ConversationItem, type DataBlock, type ModelCapabilities, type ToolResultMessage } from '../../src/index.js';
 import { PRUNE_THRESHOLD_CHARS, pruneMessage, pruneText } from '../../src/context/prune.js';
 import { ITEM_TOKEN_LIMIT, projectToolResult } from '../../src/context/projection.js';
-import { estimateTokens } from '../../src/protocol/commands.js';
+import { estimateTokens } from '../../src/protocol/token-estimate.js';
 
 const CAPS: ModelCapabilities = { contextWindow: 1_000_000, maxOutputTokens: 8_000, maxReasoningTokens: 0, dataBlocks: true };
 const PNG: DataBlock = { mediaType: 'image/png', base64: 'iVBORw0KGgo=' };

@@ -1,6 +1,7 @@
 import { setup, type AnyStateMachine } from 'xstate';
 import { EFFECT_PORT } from '../../machines/effect-port.js';
-import { toolCallChart, type DispatchOutcome, type ExecuteInput, type WriteResultInput } from '../../machines/tool-call.machine.js';
+import { toolCallChart } from '../../machines/tool-call.machine.js';
+import type { DispatchOutcome, ExecuteInput, WriteResultInput } from '../../machines/tool-call.effects.js';
 import type { AuthorizationDecision, ToolResult } from '../../src/protocol/tool-result.js';
 import { effectPort, type EffectCancellation } from '../../src/runtime/effect-port.js';
 

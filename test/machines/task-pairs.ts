@@ -1,17 +1,6 @@
 import { createActor, fromCallback, fromPromise, SimulatedClock, type EventObject } from 'xstate';
-import {
-  isTaskTransition,
-  taskMachine,
-  TERMINAL_TASK_STATES,
-  type AdmissionDecision,
-  type Change,
-  type RunningClockInput,
-  type SessionActorInput,
-  type SessionOrder,
-  type TaskContext,
-  type TaskInput,
-  type TaskState,
-} from '../../machines/task.machine.js';
+import { isTaskTransition, taskMachine, TERMINAL_TASK_STATES, type TaskContext, type TaskInput, type TaskState } from '../../machines/task.machine.js';
+import type { AdmissionDecision, Change, RunningClockInput, SessionActorInput, SessionOrder } from '../../machines/task.effects.js';
 
 /**
  * Every (state, event) pair of the task chart, driven on the chart itself: from each state a task

@@ -1,18 +1,7 @@
 import { createActor, fromCallback, fromPromise, SimulatedClock, type AnyActorRef, type EventObject } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import {
-  isTaskTransition,
-  TASK_TRANSITIONS,
-  taskMachine,
-  type AdmissionDecision,
-  type Change,
-  type RunningClockInput,
-  type SessionActorInput,
-  type SessionOrder,
-  type TaskInput,
-  type TaskState,
-  type TurnEnd,
-} from '../../machines/task.machine.js';
+import { isTaskTransition, TASK_TRANSITIONS, taskMachine, type TaskInput, type TaskState } from '../../machines/task.machine.js';
+import type { AdmissionDecision, Change, RunningClockInput, SessionActorInput, SessionOrder, TurnEnd } from '../../machines/task.effects.js';
 import { RunningTime } from '../../src/tasks/running-time.js';
 import { exploreAllPairs, LC1_TABLE, PROBES } from './task-pairs.js';
 

@@ -1,5 +1,5 @@
 import { createActor, toPromise, waitFor, type ActorRefFrom } from 'xstate';
-import type { ToolCallOutput } from '../../src/protocol/tool-result.js';
+import type { ToolCallOutput } from '../../machines/tool-call.contract.js';
 import { describe, expect, it } from 'vitest';
 import { ChatStateError } from '../../src/index.js';
 import { hostWithPort, toolCallStubs } from './stubs.js';

@@ -1,8 +1,9 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
-import { sessionMachine, type BusyPolicy, type SessionContext } from '../../machines/session.machine.js';
+import { sessionMachine, type SessionContext } from '../../machines/session.machine.js';
 import { FRESH_TRACKERS } from '../../machines/guardrails.js';
 import { pendingEffectOf, recordEffect } from './recorded-effects.js';
 import type { ChartModel, ModelState } from './tour.js';
+import type { BusyPolicy } from '../../src/protocol/commands.js';
 
 /**
  * The session chart for traversal. Its own events are commands, which a path issues; the rest come

@@ -26,10 +26,10 @@ import {
   type UpdateEnvelope,
   type ToolAudit,
 } from '../../src/index.js';
-import type { BusyPolicy } from '../../machines/session.machine.js';
 import { holding } from '../support/workspace.js';
 import { DeadlineClock } from './deadline-clock.js';
 import { migratedMemoryStorage } from './storage-image.js';
+import type { BusyPolicy } from '../../src/protocol/commands.js';
 
 /** A window small enough that one big message crosses the auto-compact line. */
 export const SMALL_WINDOW = { contextWindow: 6_000, maxOutputTokens: 500, maxReasoningTokens: 0 };

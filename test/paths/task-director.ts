@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { AnyMachineSnapshot, EventObject, InspectionEvent } from 'xstate';
 import { z } from 'zod';
-import type { AdmissionDecision, TaskContext, TaskOutput } from '../../machines/task.machine.js';
+import type { TaskContext, TaskOutput } from '../../machines/task.machine.js';
+import type { AdmissionDecision } from '../../machines/task.effects.js';
 import { KyselyTaskStorage } from '../../storage/kysely-task-storage.js';
 import { sqliteDatabase } from '../../storage/sqlite.js';
 import { KyselySessionStorage } from '../../storage/kysely-storage.js';
@@ -10,7 +11,7 @@ import { createRuntime, defineTool, ModelCallError, withFaults, type FaultyStora
 import { DEFAULT_CAPABILITIES, replay } from '../../src/model/scripted-model.js';
 import { TaskJournal } from '../../src/tasks/task-journal.js';
 import { TaskRunner } from '../../src/tasks/task-runner.js';
-import { taskSpecSchema } from '../../src/tasks/task-spec.js';
+import { taskSpecSchema } from '../../src/protocol/task-spec.js';
 import { DeadlineClock } from './deadline-clock.js';
 import { ABORT_CLEANUP, ABORT_CLEANUP_MS, ADMIT_DONE, ADMIT_ERROR, MAX_DURATION, MAX_DURATION_MS, TASK_TURNS, type TaskEnv, type TaskScenario } from './task-model.js';
 import type { PathStep } from './tour.js';

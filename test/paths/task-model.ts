@@ -1,6 +1,7 @@
 import type { AnyMachineSnapshot, EventObject } from 'xstate';
 import { fromCallback, fromPromise } from 'xstate';
-import { taskMachine, type AdmissionDecision, type RunningClockInput, type SessionActorInput, type SessionOrder, type TaskContext, type TaskInput } from '../../machines/task.machine.js';
+import { taskMachine, type TaskContext, type TaskInput } from '../../machines/task.machine.js';
+import type { AdmissionDecision, RunningClockInput, SessionActorInput, SessionOrder } from '../../machines/task.effects.js';
 import type { ChartModel, ModelState } from './tour.js';
 
 /**

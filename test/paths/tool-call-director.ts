@@ -1,5 +1,6 @@
 import type { AnyMachineSnapshot, EventObject, InspectionEvent } from 'xstate';
-import type { DispatchOutcome, ToolCallContext } from '../../machines/tool-call.machine.js';
+import type { ToolCallContext } from '../../machines/tool-call.machine.js';
+import type { DispatchOutcome } from '../../machines/tool-call.effects.js';
 import type { AuthorizationDecision, DispatchDecision, ModelRequest, ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { untilAborted, type Script, type Stage } from './stage.js';
 import { CHILD_ID, SPAWN, SPAWN_FIRST, type ToolCallScenario } from './tool-call-model.js';

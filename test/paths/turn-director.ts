@@ -15,9 +15,11 @@ type Step = PathStep<TurnEnv>;
 const value = (s: { value: unknown }) => JSON.stringify(s.value);
 const machineId = (s: unknown) => (s as { machine?: { id: string } } | undefined)?.machine?.id;
 const effectOf = (step: Step) => pendingEffectOf(step.state.machine);
-const COMMANDS = new Set(['turn.cancel', 'turn.timeout', 'turn.stop', 'turn.resolve_permission']);
-const INTERRUPTS = new Set(['turn.cancel', 'turn.timeout', 'turn.stop']);
-type Interruption = 'turn.cancel' | 'turn.timeout' | 'turn.stop';
+const COMMANDS = new Set(['turn.interrupt', 'turn.resolve_permission']);
+const INTERRUPTS = new Set(['turn.interrupt']);
+/** Why a step interrupts the turn (`turn.interrupt`'s reason): the user cancels, a time limit passes, the session stops. */
+type Interruption = 'cancel' | 'timeout' | 'stop';
+const interruptionOf = (event: EventObject) => (event as { reason?: Interruption }).reason ?? 'cancel';
 /** The effects an interrupt aborts while the chart waits for their reply (`abortEffect`). */
 const ABORTABLE = new Set(['prepareRequest', 'compact', 'consultMistakeLimit']);
 /** The branches that start a run of reads ahead of their calls (RL-5), and how a step that took one is labelled. */
@@ -30,8 +32,8 @@ const isAborted = (event: EventObject) => (event as { error?: { aborted?: boolea
  * Carries out one generated path of the turn chart on a real runtime. It watches the turn actor
  * through `inspect`; each time the turn comes to rest in the state a step starts from, it makes
  * that step's event happen: it arms a storage fault, issues a command, moves the charts' clock to
- * the run's deadline (the session then sends `turn.timeout`), or leaves a note the model and tools
- * read when the runtime calls them. Nothing is sent to the chart directly.
+ * the run's deadline (the session then sends `turn.interrupt` with reason `timeout`), or leaves a
+ * note the model and tools read when the runtime calls them. Nothing is sent to the chart directly.
  */
 export class TurnDirector implements Script {
   private readonly cursor: StepCursor<TurnEnv>;
@@ -148,10 +150,8 @@ export class TurnDirector implements Script {
         // An aborted effect fails by itself: the interrupt before it is arranged to abort it.
         if (isAborted(event)) return;
         return this.fail(effectOf(step), event.error?.reloadRequired === true);
-      case 'turn.cancel':
-      case 'turn.timeout':
-      case 'turn.stop':
-        return this.interrupt(step, event.type);
+      case 'turn.interrupt':
+        return this.interrupt(step, interruptionOf(event));
       case 'turn.resolve_permission': {
         // The session records the request when the turn's step is over; answer right after that.
         const answer = { turnId: this.turnId, toolCallId: this.pendingPermission, decision: event.decision };
@@ -212,12 +212,15 @@ export class TurnDirector implements Script {
     });
   }
 
-  /** The user cancels, the run passes its time limit (the clock moves to the deadline), or the session stops. */
+  /**
+   * The user cancels, a time limit passes (the clock moves to the next deadline: the run's, or in the
+   * guarded course the watchdog's), or the session stops.
+   */
   private command(type: Interruption): void {
     const deadline = this.deadline;
     if (deadline) return void deadline.then(() => this.command(type));
-    if (type === 'turn.cancel') void this.stage.session.cancelTurn(this.turnId);
-    else if (type === 'turn.timeout') this.expire();
+    if (type === 'cancel') void this.stage.session.cancelTurn(this.turnId);
+    else if (type === 'timeout') this.expire();
     else void this.stage.session.stop();
   }
 
@@ -347,8 +350,12 @@ export class TurnDirector implements Script {
   }
 }
 
-/** An event as a path step names it; the failure of an effect an interrupt aborted is marked so. */
+/** An event as a path step names it: an interrupt with its reason (and limit), the failure of an effect an interrupt aborted marked so. */
 function label(event: EventObject): string {
+  if (event.type === 'turn.interrupt') {
+    const { reason, limit } = event as { reason?: string; limit?: string };
+    return `${event.type} (${[reason, limit].filter(Boolean).join(', ')})`;
+  }
   if (event.type !== 'effect.failed') return event.type;
   const error = (event as { error?: unknown }).error;
   const aborted = isAborted(event) || (error instanceof Error && /\baborted\b/.test(error.message));

@@ -36,7 +36,7 @@ const GUARDED_LIMITS = {
 };
 
 /** The no-progress watchdog's time-out, as the turn gets it. */
-export const STALL = { type: 'turn.timeout', limit: 'stall' };
+export const STALL = { type: 'turn.interrupt', reason: 'timeout', limit: 'stall' };
 
 /**
  * A course of turn paths: the agent's settings, and which responses its model gives. `serial` has
@@ -230,7 +230,7 @@ function guardedReplies(state: ModelState<TurnEnv>): EventObject[] {
 /** The guarded course's interrupts: any while the callback decides, the watchdog's while the model is called. */
 function guardedCommands(state: ModelState<TurnEnv>): EventObject[] {
   if (ctx(state.machine).interrupt !== null) return [];
-  if (state.machine.matches({ running_model: 'consulting' })) return commands.map((c) => (c.type === 'turn.timeout' ? STALL : c));
+  if (state.machine.matches({ running_model: 'consulting' })) return commands.map((c) => (c.reason === 'timeout' ? STALL : c));
   return state.machine.matches({ running_model: 'calling' }) ? [STALL] : [];
 }
 
@@ -308,7 +308,11 @@ function overLineChoices({ machine, env }: ModelState<TurnEnv>): boolean[] {
 }
 
 /** What can end a turn early: the user's cancel, the run's time limit (RL-3), the session stopping. */
-const commands = [{ type: 'turn.cancel' }, { type: 'turn.timeout' }, { type: 'turn.stop' }];
+const commands = [
+  { type: 'turn.interrupt', reason: 'cancel' },
+  { type: 'turn.interrupt', reason: 'timeout', limit: 'run' },
+  { type: 'turn.interrupt', reason: 'stop' },
+];
 
 /**
  * The events of the current call. In the serial course the director picks its tool, so any of them
@@ -365,7 +369,7 @@ function doneChoices(terminations: Termination[], mail: boolean): Array<EventObj
 }
 
 function nextChild(child: ChildPhase, event: EventObject, tool: string): ChildPhase {
-  const e = event as { type: string; decision?: string };
+  const e = event as { type: string; decision?: string; reason?: string };
   // A named write that has not asked yet is still with its `authorize` hook: an interrupt ends it before it runs.
   const beforeAsking = child === 'fresh' && tool === 'write_file';
   switch (e.type) {
@@ -375,14 +379,14 @@ function nextChild(child: ChildPhase, event: EventObject, tool: string): ChildPh
       return e.decision === 'allow_once' ? 'allow' : 'deny';
     case 'tool.permission_settled':
       return ({ allow: 'approved', deny: 'denied', cancel_asking: 'cancelled', stop_asking: 'stopped' } as Record<string, ChildPhase>)[child] ?? child;
-    // The time limit cancels the running call as the user would (with its own reason).
-    case 'turn.cancel':
-    case 'turn.timeout':
+    // The time limit cancels the running call as the user would (with its own reason); a stop stops it.
+    case 'turn.interrupt':
+      if (e.reason === 'stop') {
+        if (beforeAsking) return 'stopped';
+        return child === 'asking' ? 'stop_asking' : child === 'fresh' || child === 'approved' ? 'stop' : child;
+      }
       if (beforeAsking) return 'cancelled';
       return child === 'asking' ? 'cancel_asking' : child === 'fresh' || child === 'approved' ? 'cancel' : child;
-    case 'turn.stop':
-      if (beforeAsking) return 'stopped';
-      return child === 'asking' ? 'stop_asking' : child === 'fresh' || child === 'approved' ? 'stop' : child;
     case DONE_CHILD:
     case ERROR_CHILD:
     case 'effect.done':

@@ -3,6 +3,7 @@ import type { SessionStorage } from '../../src/index.js';
 import { seedOf, SEED_VARIABLES } from '../support/reliability-seeds.js';
 import { tally } from '../support/reliability-tally.js';
 import { runSchedule, scheduleArbitrary } from '../support/schedule-property.js';
+import { messageOf } from '../../src/util/errors.js';
 
 /** Replays one failing schedule: fast-check goes straight to the counterexample at this path. */
 const PATH_VARIABLE = 'TURNCHART_SCHEDULE_PATH';
@@ -52,6 +53,6 @@ export async function checkSchedules({ dialect, shard, shards, numRuns, file, op
 function failure<Ts>(details: fc.RunDetails<Ts>, seedSetting: string, file: string): Error {
   const replay = `${seedSetting} ${PATH_VARIABLE}=${details.counterexamplePath} npx vitest run --config vitest.reliability.config.ts ${file}`;
   const cause = details.errorInstance;
-  const what = cause instanceof Error ? cause.message : String(cause);
+  const what = messageOf(cause);
   return new Error(`${fc.defaultReportMessage(details)}\n\nWhat failed: ${what}\n\nReplay this schedule: ${replay}`, { cause });
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRuntime, scriptedModel, sqliteStorage } from '../../src/index.js';
-import { estimateTokens } from '../../src/protocol/commands.js';
-import { SYSTEM_PART_TOKEN_LIMIT } from '../../src/context/item-limits.js';
+import { SYSTEM_PART_TOKEN_LIMIT } from '../../src/protocol/item-limits.js';
+import { estimateTokens } from '../../src/protocol/token-estimate.js';
 
 describe('a system context over its limit is refused when the agent is configured (CW-8)', () => {
   it('refuses a prompt that fits alone but not with the tool rules, at createRuntime rather than at the first model call', async () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, type StoredMessage } from '../../src/index.js';
-import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS, MODEL_TOOL_CALL_ID_MAX_CHARS } from '../../src/runtime/input-limits.js';
+import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS, MODEL_TOOL_CALL_ID_MAX_CHARS } from '../../src/protocol/input-limits.js';
 import { harness, runTurn, type Harness } from '../support/harness.js';
 
 const results = (messages: StoredMessage[]) => messages.flatMap((m) => (m.message.role === 'tool' ? [{ status: m.message.status, content: m.message.content }] : []));

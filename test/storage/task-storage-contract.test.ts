@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KyselyTaskStorage } from '../../storage/kysely-task-storage.js';
 import { FencedWriteError, type LeaseRequest, type SessionStorage } from '../../storage/session-storage.js';
 import { TaskStateConflict, type NewTaskEvent, type TaskStorage } from '../../storage/task-storage.js';
-import { taskSpecSchema } from '../../src/tasks/task-spec.js';
+import { taskSpecSchema } from '../../src/protocol/task-spec.js';
 import { migrateOnlyTo, postgresTarget, sqliteFileTarget, sqliteMemoryTarget, type Connected, type ContractTarget, type Location } from './targets.js';
 
 const T0 = 1_700_000_000_000;

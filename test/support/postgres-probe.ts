@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { messageOf } from '../../src/util/errors.js';
 
 /** The server `npm test` uses when TEST_DATABASE_URL is not set: this machine's PostgreSQL, database `test`. */
 export const LOCAL_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -19,7 +20,7 @@ export default async function setup(): Promise<void> {
     process.env.TEST_DATABASE_URL = LOCAL_POSTGRES_URL;
     console.log(`PostgreSQL suites: a server answers on ${LOCAL_POSTGRES_URL}; running them there`);
   } catch (error) {
-    console.log(`PostgreSQL suites: skipped — no server answers on ${LOCAL_POSTGRES_URL} (${error instanceof Error ? error.message : String(error)}); set TEST_DATABASE_URL to use another`);
+    console.log(`PostgreSQL suites: skipped — no server answers on ${LOCAL_POSTGRES_URL} (${messageOf(error)}); set TEST_DATABASE_URL to use another`);
   } finally {
     await client.end().catch(() => undefined);
   }

@@ -5,6 +5,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { messageOf } from '../../src/util/errors.js';
 
 /**
  * A PostgreSQL server of a test's own, to restart or stop without touching the shared one other
@@ -41,7 +42,7 @@ export async function privatePostgresUnavailable(): Promise<string | null> {
     await run('runuser', ['-u', 'postgres', '--', 'true']);
     return null;
   } catch (error) {
-    return `running as root, and cannot run as the postgres user (${error instanceof Error ? error.message : String(error)})`;
+    return `running as root, and cannot run as the postgres user (${messageOf(error)})`;
   }
 }
 

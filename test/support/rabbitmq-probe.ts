@@ -1,4 +1,5 @@
 import { connect } from 'amqplib';
+import { messageOf } from '../../src/util/errors.js';
 
 /** The broker `npm test` uses when TEST_AMQP_URL is not set: this machine's RabbitMQ. */
 export const LOCAL_AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';
@@ -18,6 +19,6 @@ export default async function setup(): Promise<void> {
     process.env.TEST_AMQP_URL = LOCAL_AMQP_URL;
     console.log(`RabbitMQ suites: a broker answers on ${LOCAL_AMQP_URL.replace('guest:guest@', '')}; running them there`);
   } catch (error) {
-    console.log(`RabbitMQ suites: skipped — no broker answers on 127.0.0.1:5672 (${error instanceof Error ? error.message : String(error)}); set TEST_AMQP_URL to use another`);
+    console.log(`RabbitMQ suites: skipped — no broker answers on 127.0.0.1:5672 (${messageOf(error)}); set TEST_AMQP_URL to use another`);
   }
 }

@@ -4,7 +4,7 @@ import { KyselyTaskStorage } from '../../storage/kysely-task-storage.js';
 import { sqliteDatabase } from '../../storage/sqlite.js';
 import { EventOrder, type FetchRange, type Gap, type PositionStore } from '../../src/tasks/event-order.js';
 import { storageFetcher, storagePositions } from '../../src/tasks/event-consumer.js';
-import { taskSpecSchema } from '../../src/tasks/task-spec.js';
+import { taskSpecSchema } from '../../src/protocol/task-spec.js';
 import { toEnvelope, type TaskEventEnvelope } from '../../src/tasks/task-envelope.js';
 
 /**

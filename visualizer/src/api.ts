@@ -48,7 +48,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   return parsed as T;
 }
 
-export interface SseMessage {
+interface SseMessage {
   event: string;
   id: string | null;
   data: string;

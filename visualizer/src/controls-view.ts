@@ -1,6 +1,7 @@
 import type { InspectedSession } from '../../src/inspect/stream-protocol.js';
 import { api, ApiError } from './api.js';
 import { fill, h } from './dom.js';
+import { messageOf } from '../../src/util/errors.js';
 
 /** `GET /sessions/:id/context`, the part the bar draws. */
 interface ContextPreview {
@@ -83,7 +84,7 @@ export class ControlsView {
       const preview = await api<ContextPreview>('GET', `/sessions/${encodeURIComponent(sessionId)}/context`);
       fill(this.context, contextBar(preview));
     } catch (error) {
-      fill(this.context, h('span', { class: 'muted' }, `context window unavailable: ${error instanceof Error ? error.message : String(error)}`));
+      fill(this.context, h('span', { class: 'muted' }, `context window unavailable: ${messageOf(error)}`));
     }
   }
 

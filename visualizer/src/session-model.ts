@@ -11,7 +11,7 @@ export interface ActorView {
 }
 
 /** Entries kept for the timeline; the oldest go first past this. */
-export const TIMELINE_CAP = 50_000;
+const TIMELINE_CAP = 50_000;
 
 /**
  * What the page knows of one session, folded from its merged stream: every item received (the

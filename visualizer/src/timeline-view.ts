@@ -5,7 +5,7 @@ import type { SessionModel } from './session-model.js';
 const ROW = 22;
 /** Rows drawn above and below the visible ones, so a fast scroll does not show blanks. */
 const OVERSCAN = 10;
-export const KINDS = ['update', 'event', 'snapshot', 'actor'] as const;
+const KINDS = ['update', 'event', 'snapshot', 'actor'] as const;
 
 /**
  * The merged stream as a list, virtualized: only the rows in view exist in the document (about
@@ -131,7 +131,7 @@ export class TimelineView {
   }
 }
 
-export function typeOf(item: StreamItem): string {
+function typeOf(item: StreamItem): string {
   switch (item.kind) {
     case 'update':
       return item.envelope.update.type;

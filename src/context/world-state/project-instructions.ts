@@ -1,8 +1,9 @@
 import { lstat, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { WorldStateError } from './types.js';
+import { WorldStateError } from '../../protocol/errors.js';
+import { messageOf } from '../../util/errors.js';
 
-export const MAX_PROJECT_INSTRUCTIONS_BYTES = 64 * 1024;
+const MAX_PROJECT_INSTRUCTIONS_BYTES = 64 * 1024;
 
 /**
  * The `project/AGENTS.md` body, or null when the section is absent (no file, or only whitespace).
@@ -25,7 +26,7 @@ export async function captureProjectInstructions(workspaceDir: string): Promise<
   } catch (error) {
     if (error instanceof WorldStateError) throw error;
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    return fail(error instanceof Error ? error.message : String(error));
+    return fail(messageOf(error));
   }
   // Checked again on the bytes read: the file may have grown between lstat and read.
   if (bytes.length > MAX_PROJECT_INSTRUCTIONS_BYTES) fail(`${bytes.length} bytes exceed ${MAX_PROJECT_INSTRUCTIONS_BYTES}`);

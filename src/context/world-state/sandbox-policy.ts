@@ -1,4 +1,4 @@
-import type { PermissionMode } from '../../../storage/session-storage.js';
+import type { PermissionMode } from '../../protocol/commands.js';
 
 const WRITES_AND_EXECUTES: Readonly<Record<PermissionMode, string>> = {
   ask: 'ask the user before each call',

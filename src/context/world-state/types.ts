@@ -1,6 +1,6 @@
 import type { WorldStateSection } from '../../protocol/messages.js';
-import type { PermissionMode } from '../../../storage/session-storage.js';
 import type { SkillsConfig } from '../../skills/types.js';
+import type { PermissionMode } from '../../protocol/commands.js';
 
 export type { WorldStateSection };
 
@@ -31,17 +31,4 @@ export type WorldStateBaseline = ReadonlyMap<WorldStateSection, string>;
 export interface WorldStateMessage {
   section: WorldStateSection;
   text: string;
-}
-
-export type WorldStateErrorCode = 'user_project_context_error' | 'project_instruction_error' | 'skill_catalog_task_error';
-
-/** A source that cannot be read fails the turn with its section's code, before any model call. */
-export class WorldStateError extends Error {
-  constructor(
-    readonly code: WorldStateErrorCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'WorldStateError';
-  }
 }

@@ -1,11 +1,12 @@
 import type { Dirent } from 'node:fs';
 import { lstat, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { WorldStateError } from './types.js';
+import { WorldStateError } from '../../protocol/errors.js';
+import { messageOf } from '../../util/errors.js';
 
 /** CW-2 source rules: a bounded listing keeps a huge repository from flooding the context. */
-export const MAX_TOP_LEVEL_ENTRIES = 64;
-export const MAX_PROJECT_CONTEXT_CHARS = 16_384;
+const MAX_TOP_LEVEL_ENTRIES = 64;
+const MAX_PROJECT_CONTEXT_CHARS = 16_384;
 
 /** The `runtime/user-project-context` body: working directory, repository root, top-level layout. */
 export async function captureUserProjectContext(workspaceDir: string): Promise<string> {
@@ -21,7 +22,7 @@ export async function captureUserProjectContext(workspaceDir: string): Promise<s
     entries = await readdir(repositoryRoot ?? workspaceDir, { withFileTypes: true });
   } catch (error) {
     if (error instanceof WorldStateError) throw error;
-    return fail(error instanceof Error ? error.message : String(error));
+    return fail(messageOf(error));
   }
 
   entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

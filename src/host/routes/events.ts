@@ -4,6 +4,7 @@ import { ApiError } from '../errors.js';
 import { sessionOf, type HostContext } from '../host-context.js';
 import type { UpdateFeed } from '../session-access.js';
 import { errors, EventsQuery, SessionParams } from '../schemas.js';
+import { resumePoint } from '../resume-point.js';
 import { sessionEventStream } from '../sse-stream.js';
 
 const route = createRoute({
@@ -39,12 +40,6 @@ export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
       },
     });
   });
-}
-
-/** `Last-Event-ID` wins over `?after`; anything that is not a sequence number counts as no resume point. */
-function resumePoint(lastEventId: string | undefined, after: number | undefined): number | null {
-  if (lastEventId !== undefined && /^\d{1,15}$/.test(lastEventId.trim())) return Number(lastEventId.trim());
-  return after ?? null;
 }
 
 /** How long past the first lease estimate a stream keeps waiting for a dead owner's session. */

@@ -2,6 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { HostContext } from '../host-context.js';
 import { errors, Health } from '../schemas.js';
+import { messageOf } from '../../util/errors.js';
 
 const route = createRoute({
   method: 'get',
@@ -31,7 +32,7 @@ export function healthRoutes(app: OpenAPIHono, host: HostContext, authenticated:
       return c.json({ ok: true, ...(detailed && { openSessions: host.runtime.openSessionCount }) }, 200);
     } catch (error) {
       host.storageDown = true;
-      const message = detailed ? (error instanceof Error ? error.message : String(error)) : 'the database does not answer';
+      const message = detailed ? (messageOf(error)) : 'the database does not answer';
       return c.json({ ok: false, error: { code: 'StorageUnavailable', message } }, 503);
     }
   });

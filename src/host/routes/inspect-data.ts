@@ -6,6 +6,7 @@ import type { WatchListener } from '../../inspect/session-watch.js';
 import { commandError, viaStorage } from '../errors.js';
 import { localHandle, type HostContext } from '../host-context.js';
 import { SessionParams } from '../schemas.js';
+import { resumePoint } from '../resume-point.js';
 import { SSE_HEADERS, sseBody, sseFrame } from '../sse-writer.js';
 
 const AfterQuery = z.object({ after: z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional() }).strict();
@@ -73,9 +74,4 @@ export function inspectDataRoutes(app: OpenAPIHono, host: HostContext): void {
 function disconnectOf(c: Context): (() => void) | undefined {
   const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
   return outgoing && (() => outgoing.destroy());
-}
-
-function resumePoint(lastEventId: string | undefined, after: number | undefined): number | null {
-  if (lastEventId !== undefined && /^\d{1,15}$/.test(lastEventId.trim())) return Number(lastEventId.trim());
-  return after ?? null;
 }

@@ -1,8 +1,8 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import type { TurnStatusResult } from '../../runtime/session-handle.js';
 import { sessionOf, unwrap, type HostContext } from '../host-context.js';
 import { takesNoBody } from '../media-type.js';
 import { AcceptedTurn, DecisionBody, errors, Ok, PermissionParams, SessionParams, StartTurnBody, TurnParams, TurnState, WaitQuery } from '../schemas.js';
+import type { TurnStatusResult } from '../../protocol/command-results.js';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
 

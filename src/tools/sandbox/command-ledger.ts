@@ -46,7 +46,7 @@ const entrySchema = z.strictObject({
 export type LedgerEntry = z.output<typeof entrySchema>;
 
 /** The ledger of this user on this machine. */
-export function defaultLedgerDir(): string {
+function defaultLedgerDir(): string {
   return path.join(os.tmpdir(), `turnchart-commands-${process.getuid?.() ?? 'user'}`);
 }
 

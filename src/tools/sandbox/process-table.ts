@@ -55,7 +55,7 @@ export async function isRunning(pid: number): Promise<boolean> {
  * among the processes whose environ this process may read (its own user's; every one as root). One
  * pass over /proc whatever the number of markers; reads are asynchronous, off the main thread.
  */
-export async function pidsMarked(markers: ReadonlySet<string>): Promise<number[]> {
+async function pidsMarked(markers: ReadonlySet<string>): Promise<number[]> {
   if (markers.size === 0) return [];
   let names: string[];
   try {

@@ -69,7 +69,7 @@ export class HeldDir {
 }
 
 /** The root's real path, held open. */
-export async function openRoot(realRoot: string): Promise<HeldDir> {
+async function openRoot(realRoot: string): Promise<HeldDir> {
   return new HeldDir(await open(realRoot, DIR_FLAGS), realRoot);
 }
 

@@ -1,6 +1,7 @@
 import { lstat, readlink, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { AuthorizationDecision } from '../../protocol/tool-result.js';
+import { isMissing } from '../../util/errors.js';
 
 /** A path the model gave, resolved to where it really is inside the workspace. */
 export interface Confined {
@@ -89,11 +90,6 @@ async function realpathAllowingMissing(target: string, hops: number): Promise<st
     return realpathAllowingMissing(linkTarget, hops + 1);
   }
   return path.join(await realpathAllowingMissing(parent, hops), path.basename(target));
-}
-
-function isMissing(error: unknown): boolean {
-  const code = errorCode(error);
-  return code === 'ENOENT' || code === 'ENOTDIR';
 }
 
 function errorCode(error: unknown): string {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /** Long enough for any real path (PATH_MAX is 4096), short enough to keep junk out. */
-export const MAX_PATH_CHARS = 4_096;
+const MAX_PATH_CHARS = 4_096;
 
 /**
  * A path relative to the workspace root (or absolute inside it). NUL bytes pass the schema on

@@ -2,8 +2,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { captureUserProjectContext } from '../../../src/context/world-state/user-project.js';
-import { WorldStateError } from '../../../src/context/world-state/types.js';
 import { useTempDirs } from './temp-dir.js';
+import { WorldStateError } from '../../../src/protocol/errors.js';
 
 const tempDir = useTempDirs();
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { idSchema, permissionModeSchema } from '../protocol/commands.js';
+import { idSchema, permissionModeSchema } from './commands.js';
 
 /** What a submitter asks for: one agent session that runs one turn per prompt, in order. */
 export const DEFAULT_MAX_DURATION_MS = 3_600_000;

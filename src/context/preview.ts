@@ -1,6 +1,6 @@
 import type { ModelCapabilities, RequestMessage, SystemPart, ToolDefinition } from '../protocol/model.js';
-import type { SessionEnv } from '../runtime/session-env.js';
 import type { ContextBudgetEstimate } from './budget.js';
+import type { ConversationItem } from './conversation.js';
 import { prepare } from './engine.js';
 import { contextLimits } from './limits.js';
 import { systemContext } from './system-context.js';
@@ -18,17 +18,24 @@ export interface ContextWindowPreview {
   percentUsed: number;
 }
 
+/** What the preview reads of a session: its agent's system prompt, and its conversation with the prune watermark as they are now. */
+export interface PreviewSources {
+  systemPrompt: string;
+  conversation: readonly ConversationItem[];
+  watermark: number;
+}
+
 /**
  * CW-9: the next request as `prepare` builds it from the session's conversation now — no world-state
  * sampling, no provider call, nothing stored. A running turn keeps the system context it resolved.
  */
-export function previewContextWindow(env: SessionEnv, tools: readonly ToolDefinition[], capabilities: ModelCapabilities): ContextWindowPreview {
+export function previewContextWindow(session: PreviewSources, tools: readonly ToolDefinition[], capabilities: ModelCapabilities): ContextWindowPreview {
   const prepared = prepare({
-    system: systemContext(env.agent.systemPrompt, tools),
-    conversation: env.chat.view(),
+    system: systemContext(session.systemPrompt, tools),
+    conversation: session.conversation,
     tools,
     capabilities,
-    watermark: env.chat.watermark,
+    watermark: session.watermark,
   });
   const limits = contextLimits(capabilities);
   const line = Math.min(limits.autoCompactTokenLimit, limits.effectiveInputTokens);

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { withDeadline } from '../../src/skills/read-deadline.js';
+import { withDeadline } from '../../src/util/deadline.js';
 
 describe('withDeadline', () => {
   beforeEach(() => vi.useFakeTimers());

@@ -1,0 +1,48 @@
+import type { TurnOutcome } from '../src/protocol/outcome.js';
+import type { GuardrailTrackers } from './guardrails.js';
+
+/**
+ * The session chart's effect contract (machines/session.machine.ts): the effects it asks the
+ * runtime for, with their inputs and outputs, and the params of the actions it names. The runtime's
+ * side is src/runtime/session-effects.ts (with compaction-effects.ts and delegation-effects.ts).
+ */
+
+/** What `finishTurn` reports: whether the turn's row was ever written (a turn that never was is forgotten). */
+export interface FinishTurnOutput {
+  stored: boolean;
+}
+
+export interface FinishTurnInput {
+  sessionId: string;
+  turnId: string;
+  outcome: TurnOutcome;
+  /** Stored with the terminal status: the next turn, after a restart too, starts from them (GR-2a). */
+  trackers: GuardrailTrackers;
+}
+
+/** The effects the session asks the runtime for. */
+export type SessionEffects = {
+  /** Stores the terminal status (a turn is over only once stored). */
+  finishTurn: { input: FinishTurnInput; output: FinishTurnOutput };
+  /** Manual compaction (RT-6, CP-3): summarize, store a checkpoint, install it. */
+  compact: { input: { sessionId: string }; output: { compactionId: string } };
+  /** Makes an earlier checkpoint the active one and installs it (CP-3). */
+  rewindConversation: { input: { sessionId: string; compactionId: string }; output: void };
+  /** Loads the conversation from storage again, the way out of `reloadRequired` (CP-4). */
+  reloadConversation: { input: { sessionId: string }; output: void };
+  /** agent.switch: stores the new agent with a note in the conversation, and installs it for the next turn. */
+  switchAgent: { input: { sessionId: string; agent: string }; output: void };
+};
+
+/** The params of the runtime's `emitPermissionRequested`: the request the session has just recorded. */
+export interface PermissionRequestParams {
+  turnId: string;
+  toolCallId: string;
+  name: string;
+  paths: string[];
+}
+
+/** The params of the runtime's `settleCancelledQueuedTurn`: the queued turn that ends `cancelled` before it started. */
+export interface QueuedTurnParams {
+  turnId: string;
+}
