@@ -6,6 +6,8 @@ export default defineConfig({
   test: {
     globalSetup: ['test/support/postgres-probe.ts', 'test/support/rabbitmq-probe.ts', 'test/support/reliability-setup.ts'],
     include: ['test/reliability/**/*.test.ts'],
+    // Part of the full tier: the hostile suites at full size run on both dialects (test/support/tier.ts).
+    env: { TURNCHART_TEST_TIER: 'full' },
     // Vitest's default here is one worker per core but one. Much of this suite waits rather than
     // computes — on PostgreSQL's commits, on host processes starting — so three files at a time keep
     // two cores busy.

@@ -32,6 +32,11 @@ export type SessionEffects = {
   reloadConversation: { input: { sessionId: string }; output: void };
   /** agent.switch: stores the new agent with a note in the conversation, and installs it for the next turn. */
   switchAgent: { input: { sessionId: string; agent: string }; output: void };
+  /**
+   * The session closes: its lease is given up and its last update sequence stored exactly, so the
+   * next opening numbers on from it. Asked only once nothing runs, the last turn's end stored.
+   */
+  closeSession: { input: { sessionId: string }; output: void };
 };
 
 /** The params of the runtime's `emitPermissionRequested`: the request the session has just recorded. */

@@ -1,5 +1,6 @@
 import { assign, enqueueActions, fromCallback, sendTo, setup, type DoneActorEvent, type ErrorActorEvent, type EventObject } from 'xstate';
 import type { BusyPolicy } from '../src/protocol/commands.js';
+import type { CommandOk, CommandRefusal } from '../src/protocol/command-catalog.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { PermissionDecision, QueuedTurnView } from '../src/protocol/updates.js';
 import { turnMachine, type TurnEvent, type TurnInterrupt, type TurnLimits, type TurnOutput } from './turn.machine.js';
@@ -15,6 +16,9 @@ import { messageOf } from '../src/util/errors.js';
  * the decision is left in `context.reply` for the caller, so the chart — not the handle — owns the
  * rules (XS-3). Turns that arrive while one runs are rejected, queued, or queued after cancelling
  * the running one (RL-2); a queued turn starts when the session would otherwise become idle.
+ * Closing is the chart's too: a stop is taken at once but acted on only when the session is idle —
+ * the running turn stopped, its end stored and announced — and only then is the lease given up
+ * (`closing`), so a close can never overtake the end of a turn, however they are timed.
  */
 
 export interface SessionInput {
@@ -30,24 +34,48 @@ export interface SessionInput {
   trackers: GuardrailTrackers;
 }
 
-export type CommandReply =
-  | { ok: true; turnId?: string; compactionId?: string; queued?: boolean }
-  | { ok: false; error: { code: 'Busy'; turnId: string } }
-  | { ok: false; error: { code: 'SessionActive' } }
-  | { ok: false; error: { code: string; message: string } }
-  | { ok: false; error: { code: 'ReloadRequired' } }
-  | { ok: false; error: { code: 'TurnNotActive' } }
-  | { ok: false; error: { code: 'PermissionNotPending' } };
+/**
+ * What the chart answers each command with: a refusal of the catalog command the event stands for
+ * (`src/protocol/command-catalog.ts`), with the codes the chart itself decides, or a success with
+ * the fields the chart knows (the handle adds the rest).
+ */
+interface CommandReplies {
+  'session.start_turn': CommandOk<'startTurn'> | CommandRefusal<'startTurn', 'Busy' | 'ReloadRequired' | 'SessionActive'>;
+  'session.cancel_turn': CommandOk<'cancelTurn'> | CommandRefusal<'cancelTurn', 'TurnNotActive'>;
+  'session.resolve_permission': CommandOk<'resolvePermission'> | CommandRefusal<'resolvePermission', 'TurnNotActive' | 'PermissionNotPending'>;
+  'session.compact':
+    | CommandOk<'compactConversation'>
+    | CommandRefusal<'compactConversation', 'SessionActive' | 'ReloadRequired' | 'NothingToCompact' | 'CompactionFailed'>;
+  'session.rewind': CommandOk<'rewindConversation'> | CommandRefusal<'rewindConversation', 'SessionActive' | 'ReloadRequired' | 'UnknownCompaction' | 'CompactionFailed'>;
+  'session.reload': CommandOk<'reload'> | CommandRefusal<'reload', 'SessionActive' | 'ReloadRequired' | 'CompactionFailed'>;
+  /** The handle adds the agent it switched to. */
+  'session.switch_agent': { ok: true } | CommandRefusal<'switchAgent', 'SessionActive' | 'PersistenceError'>;
+  'session.stop': { ok: true };
+}
+
+export type CommandType = Commanded['type'];
+export type CommandEvent<T extends CommandType> = Extract<Commanded, { type: T }>;
+
+/** The chart's answer to a command of type `T`; without `T`, to any command. */
+export type CommandReply<T extends CommandType = CommandType> = CommandReplies[T];
+
+/** The answer to one command, tagged with the command's id and type. */
+type ReplyTo<T extends CommandType> = { [P in T]: { commandId: string; command: P; result: CommandReplies[P] } }[T];
+
+/** Whether `reply` answers a command of type `type` (the reply's result then has that command's type). */
+export function isReplyTo<T extends CommandType>(reply: ReplyTo<CommandType> | ReplyTo<T>, type: T): reply is ReplyTo<T> {
+  return reply.command === type;
+}
 
 export interface SessionContext extends SessionInput {
   activeTurn: QueuedTurnView | null;
   pendingPermission: { turnId: string; toolCallId: string } | null;
   lastOutcome: { turnId: string; outcome: TurnOutcome } | null;
-  /** The answer to the last command, tagged with the command's id. */
-  reply: { commandId: string; result: CommandReply } | null;
+  /** The answer to the last command, tagged with the command's id and type. */
+  reply: ReplyTo<CommandType> | null;
   /** A compaction, rewind, reload or agent switch in progress, and the command waiting for its answer; a switch brings its agent's limits. */
-  maintenance: { commandId: string; effect: EffectCall<SessionEffects>; limits?: TurnLimits } | null;
-  /** The session is being stopped: nothing more starts. */
+  maintenance: { commandId: string; command: Maintenance['type']; effect: EffectCall<SessionEffects>; limits?: TurnLimits } | null;
+  /** The session is being stopped: nothing more starts, and once idle it closes. */
   stopping: boolean;
 }
 
@@ -74,18 +102,58 @@ function maintenanceEffect(sessionId: string, event: Maintenance): EffectCall<Se
   return event.type === 'session.compact' ? { name: 'compact', input: { sessionId } } : { name: 'reloadConversation', input: { sessionId } };
 }
 
-/** A failed compaction, rewind or reload as a command answer: the error's command code and message. */
-function maintenanceFailure(error: unknown): CommandReply {
-  const code = (error as { commandCode?: unknown } | null)?.commandCode;
-  const message = messageOf(error);
-  return { ok: false, error: { code: typeof code === 'string' ? code : 'CompactionFailed', message } };
+/**
+ * A failed maintenance effect as its command's refusal: the code the effect's error names
+ * (`commandCode`) when the command may answer it, else `fallback`; and the error's message.
+ */
+function maintenanceFailure<C extends string>(error: unknown, known: readonly C[], fallback: C): { ok: false; error: { code: C; message: string } } {
+  const named = (error as { commandCode?: unknown } | null)?.commandCode;
+  return { ok: false, error: { code: known.find((code) => code === named) ?? fallback, message: messageOf(error) } };
+}
+
+/** The answer to a finished maintenance command: done (with a compaction's id), or failed. */
+function maintenanceReply(maintenance: NonNullable<SessionContext['maintenance']>, event: EventObject): ReplyTo<Maintenance['type']> {
+  const { commandId, command } = maintenance;
+  const failed = event.type === 'effect.failed';
+  const error = failedError(event);
+  switch (command) {
+    case 'session.compact':
+      return reply(
+        { type: command, commandId },
+        failed
+          ? maintenanceFailure(error, ['NothingToCompact', 'ReloadRequired'], 'CompactionFailed')
+          : { ok: true, compactionId: doneOutput<{ compactionId: string }>(event)?.compactionId ?? '' },
+      );
+    case 'session.rewind':
+      return reply({ type: command, commandId }, failed ? maintenanceFailure(error, ['UnknownCompaction', 'ReloadRequired'], 'CompactionFailed') : { ok: true });
+    case 'session.reload':
+      return reply({ type: command, commandId }, failed ? maintenanceFailure(error, ['ReloadRequired'], 'CompactionFailed') : { ok: true });
+    case 'session.switch_agent':
+      // The switch's only failure is its write (`commandCode` PersistenceError); anything else reads as one too.
+      return reply({ type: command, commandId }, failed ? maintenanceFailure(error, [], 'PersistenceError') : { ok: true });
+  }
 }
 
 type Commanded = Extract<SessionEvent, { commandId: string }>;
 
-function reply(event: Commanded, result: CommandReply): SessionContext['reply'] {
-  return { commandId: event.commandId, result };
+/** An answer good for each of the commands `T` (an action several transitions share answers all of them). */
+type ForEvery<T extends CommandType> = { [P in T]: (result: CommandReplies[P]) => void }[T] extends (result: infer R) => void ? R : never;
+
+function reply<T extends CommandType>(event: { type: T; commandId: string }, result: ForEvery<T> & CommandReplies[T]): ReplyTo<T> {
+  return { commandId: event.commandId, command: event.type, result };
 }
+
+/**
+ * `assign` for an action that takes the command it answers as params (`E`, the events of the
+ * transitions it is on). The types are given, not inferred: setup must know every action's params
+ * while it types `dropQueue`'s enqueued actions.
+ */
+function answer<E extends Commanded>(assignment: Parameters<typeof assign<SessionContext, SessionEvent, E, SessionEvent, never>>[0]) {
+  return assign<SessionContext, SessionEvent, E, SessionEvent, never>(assignment);
+}
+
+/** The `params` of an action that answers a command: the transition's event, typed as that transition's. */
+const theCommand = <E>({ event }: { event: E }): E => event;
 
 type StartTurn = Extract<SessionEvent, { type: 'session.start_turn' }>;
 
@@ -122,6 +190,7 @@ export const sessionMachine = setup({
     isQueuedTurn: ({ context, event }) => 'turnId' in event && context.queue.some((q) => q.turnId === event.turnId),
     /** A queued turn starts unless the session is being stopped (its queue then waits in storage). */
     startsQueuedTurn: ({ context }) => context.queue.length > 0 && !context.stopping,
+    isStopping: ({ context }) => context.stopping,
     policyEnqueues: ({ context }) => context.busyPolicy === 'enqueue',
     policyInterrupts: ({ context }) => context.busyPolicy === 'interrupt',
     hasRunTimeout: ({ context }) => context.limits.runTimeoutMs !== null,
@@ -155,14 +224,11 @@ export const sessionMachine = setup({
     }),
     markReloadRequired: assign({ reloadRequired: true }),
     /** The turn of a `session.start_turn` starts at once: it is the active turn, its request is accepted and answered. */
-    acceptTurn: assign(({ context, event }) => {
-      const e = event as StartTurn;
-      return {
-        activeTurn: queuedTurn(e),
-        accepted: { ...context.accepted, [e.clientRequestId]: e.turnId },
-        reply: reply(e, { ok: true, turnId: e.turnId }),
-      };
-    }),
+    acceptTurn: answer<StartTurn>(({ context }, e) => ({
+      activeTurn: queuedTurn(e),
+      accepted: { ...context.accepted, [e.clientRequestId]: e.turnId },
+      reply: reply(e, { ok: true, turnId: e.turnId }),
+    })),
     /** The trackers come back with the outcome: the session keeps them for its next turn (GR-2a). */
     recordTurnEnd: assign({
       lastOutcome: ({ context, event }) => ({ turnId: context.activeTurn!.turnId, outcome: turnOutputOf(event).outcome }),
@@ -195,19 +261,15 @@ export const sessionMachine = setup({
       },
     }),
     /** Queues the turn of a `session.start_turn`, remembering its request as accepted and answering it as queued. */
-    enqueue: assign(({ context, event }) => {
-      const e = event as StartTurn;
-      return {
-        queue: [...context.queue, queuedTurn(e)],
-        accepted: { ...context.accepted, [e.clientRequestId]: e.turnId },
-        reply: reply(e, { ok: true, turnId: e.turnId, queued: true }),
-      };
-    }),
-    /** RL-2's interrupt: the new turn replaces any turn still waiting; those end `cancelled`. */
-    enqueueReplacing: enqueueActions(({ context, enqueue: act }) => {
+    enqueue: answer<StartTurn>(({ context }, e) => ({
+      queue: [...context.queue, queuedTurn(e)],
+      accepted: { ...context.accepted, [e.clientRequestId]: e.turnId },
+      reply: reply(e, { ok: true, turnId: e.turnId, queued: true }),
+    })),
+    /** RL-2's interrupt: the new turn (`enqueue`, next) replaces any turn still waiting; those end `cancelled`. */
+    dropQueue: enqueueActions(({ context, enqueue: act }) => {
       for (const waiting of context.queue) act({ type: 'settleCancelledQueuedTurn', params: { turnId: waiting.turnId } });
       act.assign({ queue: [] });
-      act('enqueue');
     }),
     markStopping: assign({ stopping: true }),
     /** Makes the head of the queue the active turn. */
@@ -215,58 +277,53 @@ export const sessionMachine = setup({
       activeTurn: ({ context }) => context.queue[0] ?? null,
       queue: ({ context }) => context.queue.slice(1),
     }),
-    dequeue: assign({
-      queue: ({ context, event }) => context.queue.filter((q) => !('turnId' in event) || q.turnId !== event.turnId),
-      reply: ({ event }) => reply(event as Commanded, { ok: true }),
+    // The actions that answer a command take it as their params (`params: theCommand`), typed as the
+    // events of the transitions they are on: one not listed here does not compile.
+    dequeue: answer<CommandEvent<'session.cancel_turn'>>({
+      queue: ({ context }, e) => context.queue.filter((q) => q.turnId !== e.turnId),
+      reply: (_, e) => reply(e, { ok: true }),
     }),
-    replyReloadRequired: assign({
-      reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'ReloadRequired' } }),
+    replyReloadRequired: answer<CommandEvent<'session.start_turn' | 'session.compact'>>({
+      reply: (_, e) => reply(e, { ok: false, error: { code: 'ReloadRequired' } }),
     }),
-    replyDuplicate: assign({
-      reply: ({ context, event }) => {
-        const e = event as Extract<SessionEvent, { type: 'session.start_turn' }>;
-        return reply(e, { ok: true, turnId: context.accepted[e.clientRequestId] });
-      },
+    replyDuplicate: answer<StartTurn>({
+      reply: ({ context }, e) => reply(e, { ok: true, turnId: context.accepted[e.clientRequestId] ?? '' }),
     }),
-    replyBusy: assign({
-      reply: ({ context, event }) =>
-        reply(event as Commanded, { ok: false, error: { code: 'Busy', turnId: context.activeTurn?.turnId ?? '' } }),
+    replyBusy: answer<StartTurn>({
+      reply: ({ context }, e) => reply(e, { ok: false, error: { code: 'Busy', turnId: context.activeTurn?.turnId ?? '' } }),
     }),
-    replyOk: assign({ reply: ({ event }) => reply(event as Commanded, { ok: true }) }),
-    replyTurnNotActive: assign({
-      reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'TurnNotActive' } }),
+    replyOk: answer<CommandEvent<'session.stop' | 'session.cancel_turn' | 'session.resolve_permission'>>({
+      reply: (_, e) => reply(e, { ok: true }),
     }),
-    beginMaintenance: assign({
-      maintenance: ({ context, event }) => ({
-        commandId: (event as Maintenance).commandId,
-        effect: maintenanceEffect(context.sessionId, event as Maintenance),
-        ...(event.type === 'session.switch_agent' && { limits: event.limits }),
+    replyTurnNotActive: answer<CommandEvent<'session.cancel_turn' | 'session.resolve_permission'>>({
+      reply: (_, e) => reply(e, { ok: false, error: { code: 'TurnNotActive' } }),
+    }),
+    beginMaintenance: answer<Maintenance>({
+      maintenance: ({ context }, e) => ({
+        commandId: e.commandId,
+        command: e.type,
+        effect: maintenanceEffect(context.sessionId, e),
+        ...(e.type === 'session.switch_agent' && { limits: e.limits }),
       }),
     }),
-    replySessionActive: assign({
-      reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'SessionActive' } }),
+    replySessionActive: answer<CommandEvent<'session.start_turn' | Maintenance['type']>>({
+      reply: (_, e) => reply(e, { ok: false, error: { code: 'SessionActive' } }),
     }),
     replyMaintenanceDone: assign({
-      reply: ({ context, event }) => ({
-        commandId: context.maintenance?.commandId ?? '',
-        result: { ok: true, ...doneOutput<{ compactionId?: string }>(event) },
-      }),
+      reply: ({ context, event }) => (context.maintenance ? maintenanceReply(context.maintenance, event) : context.reply),
       // A switched agent's limits apply from the next turn on: no turn runs while maintaining.
       limits: ({ context }) => context.maintenance?.limits ?? context.limits,
       reloadRequired: false,
       maintenance: null,
     }),
     replyMaintenanceFailed: assign({
-      reply: ({ context, event }) => ({
-        commandId: context.maintenance?.commandId ?? '',
-        result: maintenanceFailure(failedError(event)),
-      }),
+      reply: ({ context, event }) => (context.maintenance ? maintenanceReply(context.maintenance, event) : context.reply),
       reloadRequired: ({ context, event }) =>
         context.reloadRequired || (failedError(event) as EffectErrorTraits)?.reloadRequired === true,
       maintenance: null,
     }),
-    replyPermissionNotPending: assign({
-      reply: ({ event }) => reply(event as Commanded, { ok: false, error: { code: 'PermissionNotPending' } }),
+    replyPermissionNotPending: answer<CommandEvent<'session.resolve_permission'>>({
+      reply: (_, e) => reply(e, { ok: false, error: { code: 'PermissionNotPending' } }),
     }),
   },
 }).createMachine({
@@ -292,38 +349,42 @@ export const sessionMachine = setup({
   initial: 'idle',
   on: {
     'session.require_reload': { actions: 'markReloadRequired' },
-    // Stopping with no turn running has nothing to stop; the answer tells the caller its request was seen.
-    // Queued turns stay stored and queued: they start when the session is opened again.
-    'session.stop': { actions: ['markStopping', 'replyOk'] },
+    // A stop is answered at once; the session closes when it is next idle (a turn finishing, a
+    // maintenance under way end first). Queued turns stay stored and queued: they start when the session is opened again.
+    'session.stop': { actions: ['markStopping', { type: 'replyOk', params: theCommand }] },
     'session.cancel_turn': [
-      { guard: 'isQueuedTurn', actions: ['dequeue', { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
-      { actions: 'replyTurnNotActive' },
+      { guard: 'isQueuedTurn', actions: [{ type: 'dequeue', params: theCommand }, { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
+      { actions: { type: 'replyTurnNotActive', params: theCommand } },
     ],
-    'session.resolve_permission': { actions: 'replyTurnNotActive' },
+    'session.resolve_permission': { actions: { type: 'replyTurnNotActive', params: theCommand } },
     // RT-6: compaction, rewind and reload only while nothing else runs.
-    'session.compact': { actions: 'replySessionActive' },
-    'session.rewind': { actions: 'replySessionActive' },
-    'session.reload': { actions: 'replySessionActive' },
+    'session.compact': { actions: { type: 'replySessionActive', params: theCommand } },
+    'session.rewind': { actions: { type: 'replySessionActive', params: theCommand } },
+    'session.reload': { actions: { type: 'replySessionActive', params: theCommand } },
     // agent.switch waits for the running turn to end, like compaction: the turn keeps the agent it started with.
-    'session.switch_agent': { actions: 'replySessionActive' },
+    'session.switch_agent': { actions: { type: 'replySessionActive', params: theCommand } },
   },
   states: {
     idle: {
-      // A queued turn starts as soon as nothing runs: after the turn before it, or when the session opens.
-      always: { guard: 'startsQueuedTurn', target: 'running', actions: ['startQueuedTurn', 'emitTurnStarted', 'emitQueueUpdated'] },
+      always: [
+        // A queued turn starts as soon as nothing runs: after the turn before it, or when the session opens.
+        { guard: 'startsQueuedTurn', target: 'running', actions: ['startQueuedTurn', 'emitTurnStarted', 'emitQueueUpdated'] },
+        // Idle is the one way to close: the last turn's end is stored and announced by now.
+        { guard: 'isStopping', target: 'closing' },
+      ],
       on: {
         'session.start_turn': [
-          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
-          { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
-          { target: 'running', actions: ['acceptTurn', 'emitTurnStarted'] },
+          { guard: 'isReloadRequired', actions: { type: 'replyReloadRequired', params: theCommand } },
+          { guard: 'isDuplicateRequest', actions: { type: 'replyDuplicate', params: theCommand } },
+          { target: 'running', actions: [{ type: 'acceptTurn', params: theCommand }, 'emitTurnStarted'] },
         ],
         'session.compact': [
-          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
-          { target: 'maintaining', actions: 'beginMaintenance' },
+          { guard: 'isReloadRequired', actions: { type: 'replyReloadRequired', params: theCommand } },
+          { target: 'maintaining', actions: { type: 'beginMaintenance', params: theCommand } },
         ],
-        'session.rewind': { target: 'maintaining', actions: 'beginMaintenance' },
-        'session.reload': { target: 'maintaining', actions: 'beginMaintenance' },
-        'session.switch_agent': { target: 'maintaining', actions: 'beginMaintenance' },
+        'session.rewind': { target: 'maintaining', actions: { type: 'beginMaintenance', params: theCommand } },
+        'session.reload': { target: 'maintaining', actions: { type: 'beginMaintenance', params: theCommand } },
+        'session.switch_agent': { target: 'maintaining', actions: { type: 'beginMaintenance', params: theCommand } },
       },
     },
     running: {
@@ -360,26 +421,26 @@ export const sessionMachine = setup({
       },
       on: {
         'session.start_turn': [
-          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
-          { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
-          { guard: 'policyEnqueues', actions: ['enqueue', 'storeQueuedTurn', 'emitQueueUpdated'] },
-          { guard: 'policyInterrupts', actions: ['enqueueReplacing', 'storeQueuedTurn', 'emitQueueUpdated', 'cancelTurn'] },
-          { actions: 'replyBusy' },
+          { guard: 'isReloadRequired', actions: { type: 'replyReloadRequired', params: theCommand } },
+          { guard: 'isDuplicateRequest', actions: { type: 'replyDuplicate', params: theCommand } },
+          { guard: 'policyEnqueues', actions: [{ type: 'enqueue', params: theCommand }, 'storeQueuedTurn', 'emitQueueUpdated'] },
+          { guard: 'policyInterrupts', actions: ['dropQueue', { type: 'enqueue', params: theCommand }, 'storeQueuedTurn', 'emitQueueUpdated', 'cancelTurn'] },
+          { actions: { type: 'replyBusy', params: theCommand } },
         ],
         'session.cancel_turn': [
-          { guard: 'isActiveTurn', actions: ['cancelTurn', 'replyOk'] },
-          { guard: 'isQueuedTurn', actions: ['dequeue', { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
-          { actions: 'replyTurnNotActive' },
+          { guard: 'isActiveTurn', actions: ['cancelTurn', { type: 'replyOk', params: theCommand }] },
+          { guard: 'isQueuedTurn', actions: [{ type: 'dequeue', params: theCommand }, { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
+          { actions: { type: 'replyTurnNotActive', params: theCommand } },
         ],
         'session.resolve_permission': [
           {
             guard: 'isPendingPermission',
-            actions: ['forwardPermissionAnswer', 'replyOk'],
+            actions: ['forwardPermissionAnswer', { type: 'replyOk', params: theCommand }],
           },
-          { guard: 'isActiveTurn', actions: 'replyPermissionNotPending' },
-          { actions: 'replyTurnNotActive' },
+          { guard: 'isActiveTurn', actions: { type: 'replyPermissionNotPending', params: theCommand } },
+          { actions: { type: 'replyTurnNotActive', params: theCommand } },
         ],
-        'session.stop': { actions: ['markStopping', 'stopTurn', 'replyOk'] },
+        'session.stop': { actions: ['markStopping', 'stopTurn', { type: 'replyOk', params: theCommand }] },
         'turn.permission_requested': {
           actions: [
             'recordPermissionRequest',
@@ -399,9 +460,9 @@ export const sessionMachine = setup({
         'effect.done': { target: 'idle', actions: 'replyMaintenanceDone' },
         'effect.failed': { target: 'idle', actions: 'replyMaintenanceFailed' },
         'session.start_turn': [
-          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
-          { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
-          { actions: 'replySessionActive' },
+          { guard: 'isReloadRequired', actions: { type: 'replyReloadRequired', params: theCommand } },
+          { guard: 'isDuplicateRequest', actions: { type: 'replyDuplicate', params: theCommand } },
+          { actions: { type: 'replySessionActive', params: theCommand } },
         ],
       },
     },
@@ -418,14 +479,28 @@ export const sessionMachine = setup({
         'effect.done': { target: 'idle', actions: ['recordFinish', 'clearActiveTurn', 'announceTurnFinished'] },
         'effect.failed': { target: 'idle', actions: ['clearActiveTurn', 'announceTurnFinished'] },
         'session.start_turn': [
-          { guard: 'isReloadRequired', actions: 'replyReloadRequired' },
-          { guard: 'isDuplicateRequest', actions: 'replyDuplicate' },
+          { guard: 'isReloadRequired', actions: { type: 'replyReloadRequired', params: theCommand } },
+          { guard: 'isDuplicateRequest', actions: { type: 'replyDuplicate', params: theCommand } },
           // The turn is over but not yet announced: a new one waits for it under either policy.
-          { guard: 'policyEnqueues', actions: ['enqueue', 'storeQueuedTurn', 'emitQueueUpdated'] },
-          { guard: 'policyInterrupts', actions: ['enqueueReplacing', 'storeQueuedTurn', 'emitQueueUpdated'] },
-          { actions: 'replyBusy' },
+          { guard: 'policyEnqueues', actions: [{ type: 'enqueue', params: theCommand }, 'storeQueuedTurn', 'emitQueueUpdated'] },
+          { guard: 'policyInterrupts', actions: ['dropQueue', { type: 'enqueue', params: theCommand }, 'storeQueuedTurn', 'emitQueueUpdated'] },
+          { actions: { type: 'replyBusy', params: theCommand } },
         ],
       },
     },
+    /**
+     * The lease is given up with the session's last update sequence. Until that write is done the
+     * runtime keeps the session, so a request that opens it again waits for it and numbers on
+     * exactly; an opening that went first would take its own still-held lease for a crashed one's.
+     */
+    closing: {
+      entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'closeSession', input: { sessionId: context.sessionId } }) },
+      on: {
+        'effect.done': 'closed',
+        // The lease then runs out by itself: the next opening skips the numbers reserved, as after a crash.
+        'effect.failed': 'closed',
+      },
+    },
+    closed: { type: 'final' },
   },
 });

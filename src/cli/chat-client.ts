@@ -1,16 +1,26 @@
-import type { PermissionDecision, UpdateEnvelope } from '../protocol/updates.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { PermissionMode } from '../protocol/commands.js';
+import type { CommandInput, CommandOk } from '../protocol/command-catalog.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 import type { ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
 import { messageOf } from '../util/errors.js';
+
+/** The session commands the chat sends. */
+export type ChatCommandName = 'submitTurn' | 'cancelTurn' | 'resolvePermission' | 'setPermissionMode' | 'compactConversation';
+
+/**
+ * The chat's commands as the catalog has them (`src/protocol/command-catalog.ts`): a session and
+ * the command's input in, its success out; a refusal is thrown as a `ChatError` with its code.
+ */
+type ChatCommands = { [K in ChatCommandName]: (sessionId: string, input: CommandInput<K>) => Promise<CommandOk<K>> };
 
 /**
  * What the terminal chat needs from a turnchart: one interface, two backends — a host over HTTP and
  * Server-Sent Events (`chat-http.ts`) or a runtime in this process on a local database
  * (`chat-embedded.ts`). The UI never knows which one it talks to.
  */
-export interface ChatClient {
+export interface ChatClient extends ChatCommands {
   /** A host keeps running a turn after the chat leaves; an embedded runtime stops with the chat. */
   readonly kind: 'host' | 'embedded';
   /** Where the sessions live, for the banner: the host's URL or the database file. */
@@ -20,13 +30,7 @@ export interface ChatClient {
   openSession(sessionId: string): Promise<SessionInfo>;
   /** Newest first. */
   listSessions(limit: number): Promise<SessionSummary[]>;
-  /** Answers once the turn's input is durable, with whether it runs now or waits behind another. */
-  startTurn(sessionId: string, text: string, clientRequestId: string): Promise<{ turnId: string; status: string }>;
   turnStatus(sessionId: string, turnId: string): Promise<{ status: string; outcome?: TurnOutcome }>;
-  cancelTurn(sessionId: string, turnId: string): Promise<void>;
-  resolvePermission(sessionId: string, turnId: string, toolCallId: string, decision: PermissionDecision): Promise<void>;
-  setPermissionMode(sessionId: string, mode: PermissionMode): Promise<void>;
-  compact(sessionId: string): Promise<{ compactionId: string }>;
   context(sessionId: string): Promise<ContextUsage>;
   /** The call as the model made it (its stored assistant message), or null when it cannot be found. */
   toolCall(sessionId: string, toolCallId: string): Promise<{ name: string; argumentsText: string } | null>;

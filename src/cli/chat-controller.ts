@@ -65,8 +65,14 @@ function chatMachine(client: ChatClient, screen: Screen) {
           feed.close();
         };
       }),
-      startTurn: fromPromise(({ input }) => call(() => client.startTurn(input.sessionId, input.text, input.clientRequestId))),
-      resolvePermission: fromPromise(({ input }) => call(() => client.resolvePermission(input.sessionId, input.turnId, input.toolCallId, input.decision))),
+      startTurn: fromPromise(({ input }) =>
+        call(() => client.submitTurn(input.sessionId, { clientRequestId: input.clientRequestId, input: [{ type: 'text', text: input.text }] })),
+      ),
+      resolvePermission: fromPromise(({ input }) =>
+        call(async () => {
+          await client.resolvePermission(input.sessionId, { turnId: input.turnId, toolCallId: input.toolCallId, decision: input.decision });
+        }),
+      ),
       runCommand: fromPromise(({ input }) => call(() => runCommand(client, input))),
       closeClient: fromPromise(() => call(() => client.close())),
     },
@@ -102,7 +108,7 @@ async function runCommand(client: ChatClient, command: ChatCommand): Promise<Com
       await client.setPermissionMode(command.sessionId, command.mode);
       return { kind: 'mode_set', mode: command.mode };
     case 'compact':
-      return { kind: 'compacted', compactionId: (await client.compact(command.sessionId)).compactionId };
+      return { kind: 'compacted', compactionId: (await client.compactConversation(command.sessionId)).compactionId };
     case 'read_context':
       return { kind: 'context_read', usage: await client.context(command.sessionId) };
   }

@@ -6,7 +6,8 @@ import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { workspaceTools } from '../tools/workspace/index.js';
 import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
-import { asChatError, ChatError, type ChatClient, type Feed, type SessionSummary } from './chat-client.js';
+import { asChatError, ChatError, type ChatClient, type ChatCommandName, type Feed, type SessionSummary } from './chat-client.js';
+import type { CommandInput, CommandOk, SessionCommands } from '../protocol/command-catalog.js';
 import { ToolCallIndex } from './chat-tool-calls.js';
 
 export interface EmbeddedOptions {
@@ -61,10 +62,14 @@ export async function embeddedChatClient(options: EmbeddedOptions): Promise<Chat
       return open?.isOpen ? open : runtime.openSession(sessionId);
     });
   /** A command's `{ ok: false, error }` as a thrown `ChatError`. */
-  const unwrap = <T extends { ok: boolean }>(result: T): Extract<T, { ok: true }> => {
-    if (result.ok) return result as Extract<T, { ok: true }>;
-    const { code, message } = (result as unknown as { error: { code: string; message?: string } }).error;
+  const unwrap = <T extends { ok: true }, E extends { code: string; message?: string }>(result: T | { ok: false; error: E }): T => {
+    if (result.ok) return result;
+    const { code, message } = result.error;
     throw new ChatError(code, message ?? defaultMessage(code));
+  };
+  const command = async <K extends ChatCommandName>(name: K, sessionId: string, input: CommandInput<K>): Promise<CommandOk<K>> => {
+    const commands: SessionCommands = await handle(sessionId);
+    return unwrap(await commands[name](input));
   };
 
   return {
@@ -98,33 +103,16 @@ export async function embeddedChatClient(options: EmbeddedOptions): Promise<Chat
       });
     },
 
-    async startTurn(sessionId, text, clientRequestId) {
-      const session = await handle(sessionId);
-      const accepted = unwrap(await session.submitTurn({ clientRequestId, input: [{ type: 'text', text }], trigger: 'message' }));
-      return { turnId: accepted.turnId, status: accepted.status };
-    },
+    submitTurn: (sessionId, input) => command('submitTurn', sessionId, input),
+    cancelTurn: (sessionId, turnId) => command('cancelTurn', sessionId, turnId),
+    resolvePermission: (sessionId, input) => command('resolvePermission', sessionId, input),
+    setPermissionMode: (sessionId, mode) => command('setPermissionMode', sessionId, mode),
+    compactConversation: (sessionId) => command('compactConversation', sessionId, undefined),
 
     async turnStatus(sessionId, turnId) {
       const session = await handle(sessionId);
       const state = unwrap(await guarded(() => session.turnStatus(turnId)));
       return { status: state.status, ...(state.outcome && { outcome: state.outcome }) };
-    },
-
-    async cancelTurn(sessionId, turnId) {
-      unwrap(await (await handle(sessionId)).cancelTurn(turnId));
-    },
-
-    async resolvePermission(sessionId, turnId, toolCallId, decision) {
-      unwrap(await (await handle(sessionId)).resolvePermission({ turnId, toolCallId, decision }));
-    },
-
-    async setPermissionMode(sessionId, mode) {
-      unwrap(await (await handle(sessionId)).setPermissionMode(mode));
-    },
-
-    async compact(sessionId) {
-      const { compactionId } = unwrap(await (await handle(sessionId)).compactConversation());
-      return { compactionId };
     },
 
     async context(sessionId) {

@@ -1,10 +1,11 @@
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
-import { ChatError, type ChatClient, type ContextUsage, type Feed, type FeedEvent, type SessionInfo, type SessionSummary } from './chat-client.js';
+import { ChatError, type ChatClient, type ChatCommandName, type ContextUsage, type Feed, type FeedEvent, type SessionInfo, type SessionSummary } from './chat-client.js';
 import { errorOf, followEventStream, unreachable } from './chat-sse.js';
 import { ToolCallIndex, type StoredPage } from './chat-tool-calls.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 import { messageOf } from '../util/errors.js';
+import { commandOkOf, type CommandInput, type CommandOk } from '../protocol/command-catalog.js';
 
 export interface HttpClientOptions {
   /** The host's base URL, e.g. `http://127.0.0.1:4477`. */
@@ -13,6 +14,17 @@ export interface HttpClientOptions {
   /** A request the host has not answered after this long fails `HostTimeout`. Default 30 s. */
   requestTimeoutMs?: number;
 }
+
+const segment = encodeURIComponent;
+
+/** The route each command takes, under its session's path, and its body. */
+const ROUTES: { [K in ChatCommandName]: (input: CommandInput<K>) => { method: string; path: string; body?: unknown } } = {
+  submitTurn: ({ clientRequestId, input }) => ({ method: 'POST', path: '/turns', body: { clientRequestId, input } }),
+  cancelTurn: (turnId) => ({ method: 'POST', path: `/turns/${segment(turnId)}/cancel` }),
+  resolvePermission: ({ turnId, toolCallId, decision }) => ({ method: 'POST', path: `/turns/${segment(turnId)}/permissions/${segment(toolCallId)}`, body: { decision } }),
+  setPermissionMode: (mode) => ({ method: 'PUT', path: '/permission-mode', body: { mode } }),
+  compactConversation: () => ({ method: 'POST', path: '/compact' }),
+};
 
 /** The chat client against a running host: its HTTP API, and its event stream for live updates. */
 export function httpChatClient(options: HttpClientOptions): ChatClient {
@@ -44,6 +56,15 @@ export function httpChatClient(options: HttpClientOptions): ChatClient {
 
   const session = (id: string) => `/sessions/${encodeURIComponent(id)}`;
 
+  /** A command's route; its answer is the command's success (a turn's answer says so by its status, not by `ok`). */
+  async function command<K extends ChatCommandName>(name: K, sessionId: string, input: CommandInput<K>): Promise<CommandOk<K>> {
+    const { method, path, body } = ROUTES[name](input);
+    const answer = await call<unknown>(method, session(sessionId) + path, body);
+    const ok = commandOkOf(name, Object.assign({ ok: true }, answer));
+    if (ok) return ok;
+    throw new ChatError('InvalidResponse', `the host's answer to ${method} ${session(sessionId) + path} is not what ${name} answers`);
+  }
+
   return {
     kind: 'host',
     description: base,
@@ -61,28 +82,14 @@ export function httpChatClient(options: HttpClientOptions): ChatClient {
       return (await call<{ sessions: SessionSummary[] }>('GET', `/sessions?limit=${limit}`)).sessions;
     },
 
-    async startTurn(sessionId, text, clientRequestId) {
-      return call<{ turnId: string; status: string }>('POST', `${session(sessionId)}/turns`, { clientRequestId, input: [{ type: 'text', text }] });
-    },
+    submitTurn: (sessionId, input) => command('submitTurn', sessionId, input),
+    cancelTurn: (sessionId, turnId) => command('cancelTurn', sessionId, turnId),
+    resolvePermission: (sessionId, input) => command('resolvePermission', sessionId, input),
+    setPermissionMode: (sessionId, mode) => command('setPermissionMode', sessionId, mode),
+    compactConversation: (sessionId) => command('compactConversation', sessionId, undefined),
 
     async turnStatus(sessionId, turnId) {
       return call<{ status: string; outcome?: TurnOutcome }>('GET', `${session(sessionId)}/turns/${encodeURIComponent(turnId)}`);
-    },
-
-    async cancelTurn(sessionId, turnId) {
-      await call('POST', `${session(sessionId)}/turns/${encodeURIComponent(turnId)}/cancel`);
-    },
-
-    async resolvePermission(sessionId, turnId, toolCallId, decision) {
-      await call('POST', `${session(sessionId)}/turns/${encodeURIComponent(turnId)}/permissions/${encodeURIComponent(toolCallId)}`, { decision });
-    },
-
-    async setPermissionMode(sessionId, mode) {
-      await call('PUT', `${session(sessionId)}/permission-mode`, { mode });
-    },
-
-    async compact(sessionId) {
-      return call<{ compactionId: string }>('POST', `${session(sessionId)}/compact`);
     },
 
     async context(sessionId): Promise<ContextUsage> {

@@ -1,24 +1,19 @@
 import { z } from 'zod';
+import { isRoutedCommand, type RoutedCommandName } from '../protocol/command-catalog.js';
 
 /**
- * What hosts of a cluster send each other. A routed command names its session and the operation;
- * the arguments of a command are passed as the client sent them, because the owner's session
- * handle validates them exactly as it does for a local request.
+ * What hosts of a cluster send each other. A routed command names its session, the catalog command
+ * and its input as the client sent it, because the owner's session handle validates it exactly as
+ * it does for a local request; the queries name what they read.
  */
 const sessionId = z.string().min(1).max(200);
 const ref = z.string().max(10_000);
 
 export const commandRequestSchema = z.discriminatedUnion('op', [
+  /** A command of the catalog (`src/protocol/command-catalog.ts`) that hosts route; a command without input has none in JSON. */
+  z.object({ op: z.literal('command'), sessionId, name: z.custom<RoutedCommandName>((name) => typeof name === 'string' && isRoutedCommand(name)), input: z.unknown().optional() }),
   z.object({ op: z.literal('snapshot'), sessionId }),
-  z.object({ op: z.literal('submitTurn'), sessionId, command: z.unknown() }),
   z.object({ op: z.literal('turnState'), sessionId, turnId: ref, waitMs: z.number().int().min(0).max(120_000) }),
-  z.object({ op: z.literal('cancelTurn'), sessionId, turnId: ref }),
-  z.object({ op: z.literal('resolvePermission'), sessionId, command: z.unknown() }),
-  z.object({ op: z.literal('setPermissionMode'), sessionId, mode: z.unknown() }),
-  z.object({ op: z.literal('switchAgent'), sessionId, agent: z.unknown() }),
-  z.object({ op: z.literal('deliverAgentMessage'), sessionId, message: z.unknown() }),
-  z.object({ op: z.literal('compact'), sessionId }),
-  z.object({ op: z.literal('rewind'), sessionId, compactionId: z.unknown() }),
   z.object({ op: z.literal('context'), sessionId }),
   /** Where an event stream starts (snapshot or replay); its live part comes through the updates exchange. */
   z.object({ op: z.literal('feed'), sessionId, after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable() }),

@@ -3,6 +3,7 @@ import { typedError } from '../host/errors.js';
 import { localHandle, type HostContext } from '../host/host-context.js';
 import { feedStart, LocalSession } from '../host/local-session.js';
 import { SessionOwnedElsewhereError } from '../protocol/errors.js';
+import type { SessionCommands } from '../protocol/command-catalog.js';
 import { commandRequestSchema, type CommandReply, type CommandRequest } from './messages.js';
 
 /** Told to the routing host when the session changed hands between its lookup and the command's arrival. */
@@ -19,35 +20,23 @@ export async function answerCommand(host: HostContext, body: unknown): Promise<C
     return { ok: true, value: await run(host, parsed.data) };
   } catch (error) {
     if (error instanceof SessionOwnedElsewhereError) return { ok: false, error: { code: SESSION_MOVED, message: error.message } };
-    return { ok: false, error: typedError(error, (detail) => host.warn(`routed command ${parsed.data.op} failed: ${detail}`)) };
+    const what = parsed.data.op === 'command' ? parsed.data.name : parsed.data.op;
+    return { ok: false, error: typedError(error, (detail) => host.warn(`routed command ${what} failed: ${detail}`)) };
   }
 }
 
 async function run(host: HostContext, request: CommandRequest): Promise<unknown> {
   if (request.op === 'holds') return { open: request.sessionIds.filter((id) => host.runtime.isOpen(id)) };
   const handle = await localHandle(host, request.sessionId);
+  // The input goes as the client sent it: the handle validates it, as for a request made here.
+  const commands: SessionCommands = handle;
+  if (request.op === 'command') return commands[request.name](request.input);
   const session = new LocalSession(handle, host.runtime);
   switch (request.op) {
     case 'snapshot':
       return session.snapshot();
-    case 'submitTurn':
-      return session.submitTurn(request.command);
     case 'turnState':
       return session.turnState(request.turnId, request.waitMs);
-    case 'cancelTurn':
-      return session.cancelTurn(request.turnId);
-    case 'resolvePermission':
-      return session.resolvePermission(request.command);
-    case 'setPermissionMode':
-      return session.setPermissionMode(request.mode);
-    case 'switchAgent':
-      return session.switchAgent(request.agent);
-    case 'deliverAgentMessage':
-      return session.deliverAgentMessage(request.message);
-    case 'compact':
-      return session.compactConversation();
-    case 'rewind':
-      return session.rewindConversation(request.compactionId);
     case 'context':
       return session.contextWindow();
     case 'feed':

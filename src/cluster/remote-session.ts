@@ -5,17 +5,8 @@ import type { CommandRequest } from './messages.js';
 import { SESSION_MOVED } from './owner-commands.js';
 import type { RpcClient } from './rpc-client.js';
 import type { UpdateFollower } from './update-follower.js';
-import type {
-  CancelTurnResult,
-  CompactResult,
-  DeliverResult,
-  ResolvePermissionResult,
-  RewindResult,
-  SetModeResult,
-  SwitchAgentResult,
-  SubmitTurnResult,
-  TurnStatusResult,
-} from '../protocol/command-results.js';
+import { commandResultOf, type CommandInput, type CommandResult, type RoutedCommandName } from '../protocol/command-catalog.js';
+import type { TurnStatusResult } from '../protocol/command-results.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 import type { LeaseHolder } from '../protocol/session-owner.js';
 
@@ -40,60 +31,49 @@ export class RemoteSession implements SessionAccess {
     private readonly routing: RemoteRouting,
   ) {}
 
-  snapshot(): Promise<SessionSnapshot> {
-    return this.call({ op: 'snapshot' });
+  /**
+   * Runs a command on the holder. Its answer is checked against the command's catalog entry: a
+   * success without the command's fields, or a refusal with a code the command does not list,
+   * is refused here as `InternalError` rather than passed on as if it were the command's answer.
+   */
+  async call<K extends RoutedCommandName>(name: K, input: CommandInput<K>): Promise<CommandResult<K>> {
+    const value = await this.route({ op: 'command', name, input });
+    const result = commandResultOf(name, value);
+    if (result) return result;
+    throw new ApiError('InternalError', `the host that holds session '${this.id}' answered ${name} with what that command never answers`);
   }
 
-  submitTurn(command: unknown): Promise<SubmitTurnResult> {
-    return this.call({ op: 'submitTurn', command });
+  snapshot(): Promise<SessionSnapshot> {
+    return this.query({ op: 'snapshot' });
   }
 
   turnState(turnId: string, waitMs: number): Promise<TurnStatusResult> {
-    return this.call({ op: 'turnState', turnId, waitMs }, waitMs);
-  }
-
-  cancelTurn(turnId: string): Promise<CancelTurnResult> {
-    return this.call({ op: 'cancelTurn', turnId });
-  }
-
-  resolvePermission(command: unknown): Promise<ResolvePermissionResult> {
-    return this.call({ op: 'resolvePermission', command });
-  }
-
-  setPermissionMode(mode: unknown): Promise<SetModeResult> {
-    return this.call({ op: 'setPermissionMode', mode });
-  }
-
-  switchAgent(agent: unknown): Promise<SwitchAgentResult> {
-    return this.call({ op: 'switchAgent', agent });
-  }
-
-  deliverAgentMessage(message: unknown): Promise<DeliverResult> {
-    return this.call({ op: 'deliverAgentMessage', message });
-  }
-
-  compactConversation(): Promise<CompactResult> {
-    return this.call({ op: 'compact' });
-  }
-
-  rewindConversation(compactionId: unknown): Promise<RewindResult> {
-    return this.call({ op: 'rewind', compactionId });
+    return this.query({ op: 'turnState', turnId, waitMs }, waitMs);
   }
 
   contextWindow(): Promise<ContextWindowPreview> {
-    return this.call({ op: 'context' });
+    return this.query({ op: 'context' });
   }
 
   updateFeed(after: number | null): Promise<UpdateFeed> {
-    return this.routing.follower.follow(this.id, this.holder.ownerId, () => this.call<FeedStart>({ op: 'feed', after }));
+    return this.routing.follower.follow(this.id, this.holder.ownerId, () => this.query<FeedStart>({ op: 'feed', after }));
   }
 
-  private async call<T>(request: Routed, waitMs = 0): Promise<T> {
-    const reply = await this.routing.rpc.call(this.holder.ownerId, { ...request, sessionId: this.id } as CommandRequest, {
+  /**
+   * A query's answer is taken as what the holder — this same code — sends for it: unlike a
+   * command's, it is not checked (a snapshot, a context window, a feed's start are large and
+   * only shown, never acted on here).
+   */
+  private async query<T>(request: Exclude<Routed, { op: 'command' }>, waitMs = 0): Promise<T> {
+    return (await this.route(request, waitMs)) as T;
+  }
+
+  private async route(request: Routed, waitMs = 0): Promise<unknown> {
+    const reply = await this.routing.rpc.call(this.holder.ownerId, { ...request, sessionId: this.id }, {
       timeoutMs: this.routing.timeoutMs + waitMs,
       retryAfterMs: this.holder.remainingMs,
     });
-    if (reply.ok) return reply.value as T;
+    if (reply.ok) return reply.value;
     const { code, message, ...details } = reply.error;
     if (code === SESSION_MOVED) {
       throw new ApiError('SessionOwnedElsewhere', `session '${this.id}' changed hands while the command was on its way; send it again`);

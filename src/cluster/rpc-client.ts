@@ -61,7 +61,7 @@ export class RpcClient {
         mandatory: true,
         persistent: false,
         expiration: String(options.timeoutMs),
-        type: request.op,
+        type: request.op === 'command' ? request.name : request.op,
       });
     } catch (error) {
       this.settle(correlationId)?.reject(new ApiError('TransportUnavailable', messageOf(error)));

@@ -116,9 +116,8 @@ async function reloadedIfRequired(session: SessionHandle): Promise<SessionHandle
 }
 
 /** A command's answer: its value, or the typed error it carried, thrown for the app's error handler. */
-export function unwrap<T extends { ok: boolean }>(result: T): Extract<T, { ok: true }> {
-  if (result.ok) return result as Extract<T, { ok: true }>;
-  const { error } = result as unknown as { error: { code: string; message?: string } & Record<string, unknown> };
-  const { code, message, ...details } = error;
+export function unwrap<T extends { ok: true }, E extends { code: string; message?: string }>(result: T | { ok: false; error: E }): T {
+  if (result.ok) return result;
+  const { code, message, ...details } = result.error;
   throw new ApiError(code, message ?? defaultMessage(code), details);
 }

@@ -5,6 +5,7 @@ import type { SessionHandle } from '../runtime/session-handle.js';
 import { viaStorage } from './errors.js';
 import type { FeedSink, FeedStart, SessionAccess, UpdateFeed } from './session-access.js';
 import type { TurnStatusResult } from '../protocol/command-results.js';
+import type { CommandInput, CommandResult, RoutedCommandName, SessionCommands } from '../protocol/command-catalog.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 
 /** A session open in this host's runtime, behind the routes' command surface. */
@@ -18,12 +19,13 @@ export class LocalSession implements SessionAccess {
     return this.handle.id;
   }
 
-  snapshot(): Promise<SessionSnapshot> {
-    return Promise.resolve(this.handle.snapshot());
+  call<K extends RoutedCommandName>(name: K, input: CommandInput<K>): Promise<CommandResult<K>> {
+    const commands: SessionCommands = this.handle;
+    return commands[name](input);
   }
 
-  submitTurn(command: unknown) {
-    return this.handle.submitTurn(command);
+  snapshot(): Promise<SessionSnapshot> {
+    return Promise.resolve(this.handle.snapshot());
   }
 
   async turnState(turnId: string, waitMs: number, gone?: AbortSignal): Promise<TurnStatusResult> {
@@ -31,34 +33,6 @@ export class LocalSession implements SessionAccess {
     if (waitMs <= 0 || !state.ok || (state.status !== 'running' && state.status !== 'queued')) return state;
     await untilEnded(this.handle, turnId, waitMs, gone);
     return viaStorage(() => this.handle.turnStatus(turnId));
-  }
-
-  cancelTurn(turnId: string) {
-    return this.handle.cancelTurn(turnId);
-  }
-
-  resolvePermission(command: unknown) {
-    return this.handle.resolvePermission(command);
-  }
-
-  setPermissionMode(mode: unknown) {
-    return this.handle.setPermissionMode(mode);
-  }
-
-  switchAgent(agent: unknown) {
-    return this.handle.switchAgent(agent);
-  }
-
-  deliverAgentMessage(message: unknown) {
-    return this.handle.deliverAgentMessage(message);
-  }
-
-  compactConversation() {
-    return this.handle.compactConversation();
-  }
-
-  rewindConversation(compactionId: unknown) {
-    return this.handle.rewindConversation(compactionId);
   }
 
   contextWindow(): Promise<ContextWindowPreview> {

@@ -1,5 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import { busyPolicySchema, idSchema, inputPartSchema, MAX_TEXT_CHARS, permissionModeSchema } from '../protocol/commands.js';
+import { busyPolicySchema, idSchema, MAX_TEXT_CHARS, permissionModeSchema } from '../protocol/commands.js';
+import { commandCatalog } from '../protocol/command-catalog.js';
+import { turnStatusSchema } from '../protocol/outcome.js';
 
 /**
  * The HTTP API's shapes, from the same zod schemas the runtime validates commands with; the
@@ -61,27 +63,35 @@ export const PageQuery = z.object({
   cursor: z.string().max(500).optional(),
 });
 
-export const StartTurnBody = z
-  .object({ clientRequestId: idSchema, input: z.array(inputPartSchema).min(1).max(100) })
+// The bodies of the routes that run one command are its input in the catalog (`src/protocol/command-catalog.ts`), or a field holding it.
+const { submitTurn, resolvePermission, setPermissionMode, switchAgent, deliverAgentMessage, rewindConversation } = commandCatalog;
+
+/** A turn's input without its trigger (a request's turn is always a `message`), and with at least one part. */
+export const StartTurnBody = submitTurn.input
+  .pick({ clientRequestId: true, input: true })
+  .extend({ input: submitTurn.input.shape.input.min(1) })
   .strict()
   .openapi('StartTurn');
 
-const TurnStatus = z.enum(['queued', 'running', 'completed', 'failed', 'cancelled', 'timed_out', 'interrupted']);
-
-export const AcceptedTurn = z.object({ turnId: z.string(), runId: z.string(), status: TurnStatus }).openapi('AcceptedTurn');
+export const AcceptedTurn = z.object({ turnId: z.string(), runId: z.string(), status: turnStatusSchema }).openapi('AcceptedTurn');
 
 export const TurnState = z
-  .object({ turnId: z.string(), status: TurnStatus, outcome: z.object({ status: z.string() }).catchall(z.unknown()).optional() })
+  .object({ turnId: z.string(), status: turnStatusSchema, outcome: z.object({ status: z.string() }).catchall(z.unknown()).optional() })
   .openapi('TurnState');
 
 export const WaitQuery = z.object({ wait: z.coerce.number().min(0).max(60).optional() });
 
-export const DecisionBody = z.object({ decision: z.enum(['allow_once', 'deny']) }).strict().openapi('PermissionDecision');
-export const ModeBody = z.object({ mode: permissionModeSchema }).strict().openapi('PermissionMode');
-export const AgentMessageBody = z.object({ from: idSchema, text: z.string().min(1).max(1_000_000) }).strict().openapi('AgentMessage');
-export const AgentBody = z.object({ agent: idSchema }).strict().openapi('AgentSwitch');
+/** The turn and the tool call are the route's path. */
+export const DecisionBody = resolvePermission.input.pick({ decision: true }).strict().openapi('PermissionDecision');
+export const ModeBody = z.object({ mode: setPermissionMode.input }).strict().openapi('PermissionMode');
+/** As large as a request's text part may be; the mailbox refuses what is too many tokens. */
+export const AgentMessageBody = deliverAgentMessage.input
+  .extend({ text: deliverAgentMessage.input.shape.text.max(MAX_TEXT_CHARS) })
+  .strict()
+  .openapi('AgentMessage');
+export const AgentBody = z.object({ agent: switchAgent.input }).strict().openapi('AgentSwitch');
 export const AgentSwitched = z.object({ ok: z.literal(true), agent: z.string() }).openapi('AgentSwitched');
-export const RewindBody = z.object({ compactionId: idSchema }).strict().openapi('Rewind');
+export const RewindBody = z.object({ compactionId: rewindConversation.input }).strict().openapi('Rewind');
 
 export const Ok = z.object({ ok: z.literal(true) }).openapi('Ok');
 export const Compacted = z.object({ ok: z.literal(true), compactionId: z.string() }).openapi('Compacted');

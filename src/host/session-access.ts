@@ -1,16 +1,7 @@
 import type { ContextWindowPreview } from '../context/preview.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
-import type {
-  CancelTurnResult,
-  CompactResult,
-  DeliverResult,
-  ResolvePermissionResult,
-  RewindResult,
-  SetModeResult,
-  SwitchAgentResult,
-  SubmitTurnResult,
-  TurnStatusResult,
-} from '../protocol/command-results.js';
+import type { CommandInput, CommandResult, RoutedCommandName } from '../protocol/command-catalog.js';
+import type { TurnStatusResult } from '../protocol/command-results.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 
 /** Where an event stream starts: a snapshot (new client, or its range is gone), or the updates it missed. */
@@ -38,18 +29,11 @@ export interface UpdateFeed {
  */
 export interface SessionAccess {
   readonly id: string;
+  /** Any command of the catalog a host routes, typed by it (`src/protocol/command-catalog.ts`). */
+  call<K extends RoutedCommandName>(name: K, input: CommandInput<K>): Promise<CommandResult<K>>;
   snapshot(): Promise<SessionSnapshot>;
-  submitTurn(command: unknown): Promise<SubmitTurnResult>;
   /** Where the turn stands, once it has ended or `waitMs` has passed (0: at once), or `gone` fired. */
   turnState(turnId: string, waitMs: number, gone?: AbortSignal): Promise<TurnStatusResult>;
-  cancelTurn(turnId: string): Promise<CancelTurnResult>;
-  resolvePermission(command: unknown): Promise<ResolvePermissionResult>;
-  setPermissionMode(mode: unknown): Promise<SetModeResult>;
-  /** agent.switch: from the next turn on, to an agent the current one allows. */
-  switchAgent(agent: unknown): Promise<SwitchAgentResult>;
-  deliverAgentMessage(message: unknown): Promise<DeliverResult>;
-  compactConversation(): Promise<CompactResult>;
-  rewindConversation(compactionId: unknown): Promise<RewindResult>;
   contextWindow(): Promise<ContextWindowPreview>;
   /** The feed an event stream resuming after `after` (null: a new client) reads. */
   updateFeed(after: number | null): Promise<UpdateFeed>;

@@ -55,7 +55,7 @@ export const auditPageSchema = readSafely(
 /** A single text part may be large, but not unbounded: 1 MB of text is refused, not truncated. */
 export const MAX_TEXT_CHARS = 1_000_000;
 
-export const inputPartSchema = z.discriminatedUnion('type', [
+const inputPartSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text'), text: z.string().max(MAX_TEXT_CHARS) }),
   z.object({ type: z.literal('skill'), name: z.string().min(1).max(200) }),
 ]);

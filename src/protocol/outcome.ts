@@ -1,5 +1,6 @@
 /** Turn outcomes (RT-9). The same object reaches `waitForTurn` and the `turn_finished` update. */
 
+import { z } from 'zod';
 import type { FinishReason } from './model.js';
 import type { TokenUsage } from './usage.js';
 
@@ -45,7 +46,8 @@ export type TurnOutcome =
   | { status: 'timed_out'; message: string; usage?: TokenUsage };
 
 /** Stored turn status (RT-8): phases are never stored, only these. */
-export type StoredTurnStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'timed_out' | 'interrupted';
+export const turnStatusSchema = z.enum(['queued', 'running', 'completed', 'failed', 'cancelled', 'timed_out', 'interrupted']);
+export type StoredTurnStatus = z.infer<typeof turnStatusSchema>;
 
 export function failed(code: FailureCode, message: string): TurnOutcome {
   return { status: 'failed', code, message };

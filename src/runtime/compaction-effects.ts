@@ -21,17 +21,17 @@ export function compactionEffects(deps: RuntimeDeps) {
   /** Summarize the current view, store the checkpoint, install it. Inside a turn (`turnId` given) the summary call's usage counts in that turn's. */
   const compact = async (input: { sessionId: string; turnId?: string }, cancellation: EffectCancellation): Promise<{ compactionId: string }> => {
     const env = envOf(input.sessionId);
-    const items = env.chat.view();
+    const items = env.conversation.chat.view();
     const boundary = [...items].reverse().find((item) => item.provenance.kind === 'real');
     if (!boundary || boundary.provenance.kind !== 'real') throw new CompactionError('there is nothing new to compact', false, 'NothingToCompact');
     const summary = await summarize(env, cancellation, input.turnId);
     let position: number;
     const id = deps.newId('cmp');
     try {
-      position = (await storage.listCompactions(env.id)).reduce((max, row) => Math.max(max, row.position), 0) + 1;
+      position = (await storage.listCompactions(env.config.id)).reduce((max, row) => Math.max(max, row.position), 0) + 1;
       await storage.saveCompaction({
         id,
-        sessionId: env.id,
+        sessionId: env.config.id,
         position,
         boundaryMessageId: boundary.provenance.messageId,
         boundarySequence: boundary.provenance.sequence,
@@ -39,7 +39,7 @@ export function compactionEffects(deps: RuntimeDeps) {
         replayText: lastRealUserRequest(items),
         createdAtMs: now(),
         rewoundAtMs: null,
-      }, env.fence);
+      }, env.config.fence);
     } catch (error) {
       throw new CompactionError(`the checkpoint could not be stored: ${messageOf(error)}`);
     }
@@ -49,9 +49,9 @@ export function compactionEffects(deps: RuntimeDeps) {
 
   const rewindConversation = async (input: { sessionId: string; compactionId: string }): Promise<void> => {
     const env = envOf(input.sessionId);
-    const known = (await storage.listCompactions(env.id)).some((row) => row.id === input.compactionId);
+    const known = (await storage.listCompactions(env.config.id)).some((row) => row.id === input.compactionId);
     if (!known) throw new CompactionError(`no checkpoint '${input.compactionId}' in this session`, false, 'UnknownCompaction');
-    await storage.rewindTo(env.id, input.compactionId, now(), env.fence);
+    await storage.rewindTo(env.config.id, input.compactionId, now(), env.config.fence);
     await install(env);
   };
 
@@ -63,7 +63,7 @@ export function compactionEffects(deps: RuntimeDeps) {
   };
 
   async function summarize(env: SessionEnv, cancellation: EffectCancellation, turnId: string | undefined): Promise<string> {
-    const request = summaryRequest(env.agent.systemPrompt, env.chat.view(), deps.model.capabilities);
+    const request = summaryRequest(env.config.agent.systemPrompt, env.conversation.chat.view(), deps.model.capabilities);
     try {
       const { response, usage } = await consumeModelStream(deps.model, request, cancellation, SILENT);
       if (usage && turnId) recordUsage(env, turnId, usage);
@@ -77,10 +77,10 @@ export function compactionEffects(deps: RuntimeDeps) {
 
   async function install(env: SessionEnv): Promise<void> {
     try {
-      const { chat } = await loadConversation(storage, env.id);
-      chat.watermark = env.chat.watermark;
-      env.chat = chat;
-      env.prepared = null;
+      const { chat } = await loadConversation(storage, env.config.id);
+      chat.watermark = env.conversation.chat.watermark;
+      env.conversation.chat = chat;
+      env.conversation.prepared = null;
     } catch (error) {
       throw new CompactionError(`the checkpoint is stored but the conversation could not be reloaded: ${messageOf(error)}`, true);
     }

@@ -19,8 +19,8 @@ import { estimateTokens } from '../protocol/token-estimate.js';
 export function contextHooks(deps: RuntimeDeps) {
   /** The system context of this call: the turn's own, plus what the `beforeContextBuild` hooks add. */
   const before = async (env: SessionEnv, input: SampleInput, cancellation: EffectCancellation): Promise<readonly SystemPart[]> => {
-    let system = env.turnSystem;
-    for (const hook of env.hooks.beforeContextBuild) {
+    let system = env.conversation.turnSystem;
+    for (const hook of env.config.hooks.beforeContextBuild) {
       const answer = await runHook('beforeContextBuild', hook, cancellation, deps.clock, (signal) => hook.run(hookContext(env, input, signal)));
       system = withParts(system, partsOf('beforeContextBuild', hook, answer));
     }
@@ -35,7 +35,7 @@ export function contextHooks(deps: RuntimeDeps) {
     system: readonly SystemPart[],
     cancellation: EffectCancellation,
   ): Promise<readonly SystemPart[]> => {
-    for (const hook of env.hooks.afterContextBuild) {
+    for (const hook of env.config.hooks.afterContextBuild) {
       const answer = await runHook('afterContextBuild', hook, cancellation, deps.clock, (signal) =>
         hook.run({
           ...hookContext(env, input, signal),
@@ -52,7 +52,7 @@ export function contextHooks(deps: RuntimeDeps) {
 }
 
 function hookContext(env: SessionEnv, input: SampleInput, signal: AbortSignal): ContextHookContext {
-  return { sessionId: input.sessionId, turnId: input.turnId, agent: env.agentName, mode: env.permissionMode, signal, modelCallIndex: input.modelCallIndex };
+  return { sessionId: input.sessionId, turnId: input.turnId, agent: env.config.agentName, mode: env.config.permissionMode, signal, modelCallIndex: input.modelCallIndex };
 }
 
 /** The parts a hook's answer adds, each held to what `prepare` would check, and to CW-8. */

@@ -32,33 +32,33 @@ export function delegationEffects(deps: SubagentDeps) {
   /** Stores the new agent and a note in the conversation, in one transaction; the next turn runs the new agent. */
   const switchAgent = async (input: { sessionId: string; agent: string }): Promise<void> => {
     const env = envOf(input.sessionId);
-    const previous = env.agentName;
-    const lastTurn = (await deps.storage.listTurns(env.id)).filter((t) => t.status !== 'queued').at(-1);
+    const previous = env.config.agentName;
+    const lastTurn = (await deps.storage.listTurns(env.config.id)).filter((t) => t.status !== 'queued').at(-1);
     const note = lastTurn ? noteMessage(env, deps, lastTurn.id, previous, input.agent) : null;
-    if (note) env.chat.check(note.message);
+    if (note) env.conversation.chat.check(note.message);
     try {
-      await deps.storage.switchAgent(env.id, input.agent, note, env.fence);
+      await deps.storage.switchAgent(env.config.id, input.agent, note, env.config.fence);
     } catch (error) {
       // The session chart answers the command with this code; nothing changed.
       throw Object.assign(new Error(`the agent switch could not be stored: ${messageOf(error)}`), { commandCode: 'PersistenceError' });
     }
-    if (note) env.chat.append(note, true);
+    if (note) env.conversation.chat.append(note, true);
     deps.installAgent(env, input.agent);
   };
 
   return {
     handlers: { delegate, waitAgent, switchAgent },
     guards: {
-      delegationForbidden: ({ context }: Ctx) => envOf(context.sessionId).agent.delegation === null,
+      delegationForbidden: ({ context }: Ctx) => envOf(context.sessionId).config.agent.delegation === null,
       childAgentForbidden: ({ context }: Ctx) => {
-        const allowed = envOf(context.sessionId).agent.delegation?.agents ?? [];
+        const allowed = envOf(context.sessionId).config.agent.delegation?.agents ?? [];
         return !allowed.includes(String(context.args.agent));
       },
       childLimitReached: ({ context }: Ctx) => {
-        const max = envOf(context.sessionId).agent.delegation?.maxChildren ?? 0;
+        const max = envOf(context.sessionId).config.agent.delegation?.maxChildren ?? 0;
         return delegation.liveChildren(context.sessionId, context.turnId) >= max;
       },
-      approvalNonInteractive: ({ context }: Ctx) => envOf(context.sessionId).nonInteractive,
+      approvalNonInteractive: ({ context }: Ctx) => envOf(context.sessionId).config.nonInteractive,
     },
     actions: {
       cancelChildren: ({ context }: { context: TurnEffectInput }) => delegation.cancelChildren(context.sessionId, context.turnId),
@@ -74,9 +74,9 @@ export function delegationEffects(deps: SubagentDeps) {
 function noteMessage(env: SessionEnv, deps: RuntimeDeps, turnId: string, from: string, to: string): StoredMessage {
   return {
     id: deps.newId('msg'),
-    sessionId: env.id,
+    sessionId: env.config.id,
     turnId,
-    sequence: env.chat.nextSequence,
+    sequence: env.conversation.chat.nextSequence,
     createdAtMs: deps.now(),
     message: { role: 'user', kind: 'agent_note', text: `The session's agent changed from '${from}' to '${to}': from here on you act as '${to}'.` },
   };

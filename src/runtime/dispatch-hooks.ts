@@ -16,7 +16,7 @@ export function dispatchHookEffects(deps: RuntimeDeps, validate: (name: string, 
     const env = deps.env(input.sessionId);
     let args = input.args;
     let rewritten = false;
-    for (const hook of env.hooks.beforeToolDispatch) {
+    for (const hook of env.config.hooks.beforeToolDispatch) {
       const answer = await runHook('beforeToolDispatch', hook, cancellation, deps.clock, (signal) => hook.run(hookContext(env, input, args, signal)));
       const parsed = dispatchDecisionSchema.safeParse(answer);
       if (!parsed.success) throw invalidAnswer('beforeToolDispatch', hook, z.prettifyError(parsed.error));
@@ -33,7 +33,7 @@ export function dispatchHookEffects(deps: RuntimeDeps, validate: (name: string, 
 
   const afterToolDispatch = async (input: AfterDispatchInput, cancellation: EffectCancellation): Promise<void> => {
     const env = deps.env(input.sessionId);
-    for (const hook of env.hooks.afterToolDispatch) {
+    for (const hook of env.config.hooks.afterToolDispatch) {
       await runHook('afterToolDispatch', hook, cancellation, deps.clock, (signal) =>
         hook.run({ ...hookContext(env, input, input.args, signal), result: { status: input.result.status, content: input.result.content } }),
       );
@@ -48,8 +48,8 @@ function hookContext(env: SessionEnv, input: ToolEffectInput, args: Record<strin
   return {
     sessionId: input.sessionId,
     turnId: input.turnId,
-    agent: env.agentName,
-    mode: env.permissionMode,
+    agent: env.config.agentName,
+    mode: env.config.permissionMode,
     signal,
     toolCallId: input.toolCallId,
     toolName: input.name,

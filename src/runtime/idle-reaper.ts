@@ -1,13 +1,18 @@
+import type { ChartClock } from './chart-clock.js';
+
 /**
  * Closes sessions nobody is using (issue: long-running hosts). A session is idle when no turn runs
  * or waits and nothing subscribes to its updates; after `ttlMs` of that it is closed, and the next
- * request reopens it from storage. Every sign of use disarms the timer.
+ * request reopens it from storage. Every sign of use disarms the timer. The timers run on the
+ * charts' clock, so a test moves time for the reaper exactly as it does for a run's time limit.
  */
 export class IdleReaper {
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, unknown>();
 
   constructor(
     private readonly ttlMs: number | null,
+    private readonly clock: ChartClock,
+    /** Asked when the time is up: the session closes only if it is still idle then. */
     private readonly close: (sessionId: string) => void,
   ) {}
 
@@ -16,16 +21,17 @@ export class IdleReaper {
     if (this.ttlMs === null) return;
     const armed = this.timers.get(sessionId);
     if (!idle) {
-      if (armed) clearTimeout(armed);
+      if (armed !== undefined) this.clock.clearTimeout(armed);
       this.timers.delete(sessionId);
       return;
     }
-    if (armed) return;
-    const timer = setTimeout(() => {
+    if (armed !== undefined) return;
+    const timer: unknown = this.clock.setTimeout(() => {
       this.timers.delete(sessionId);
       this.close(sessionId);
     }, this.ttlMs);
-    timer.unref();
+    // A wall-clock timer is no reason to keep the process alive; a simulated one has nothing to unref.
+    (timer as { unref?: () => void } | null)?.unref?.();
     this.timers.set(sessionId, timer);
   }
 
@@ -34,7 +40,7 @@ export class IdleReaper {
   }
 
   stop(): void {
-    for (const timer of this.timers.values()) clearTimeout(timer);
+    for (const timer of this.timers.values()) this.clock.clearTimeout(timer);
     this.timers.clear();
   }
 }

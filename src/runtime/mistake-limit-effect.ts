@@ -19,7 +19,7 @@ import { messageOf } from '../util/errors.js';
 export function consultMistakeLimitEffect(deps: RuntimeDeps) {
   return async (input: MistakeLimitInput, cancellation: EffectCancellation): Promise<MistakeDecision> => {
     const env = deps.env(input.sessionId);
-    const callback = env.agent.onMistakeLimit;
+    const callback = env.config.agent.onMistakeLimit;
     const tripped = `${input.count} model steps in a row had every tool call fail`;
     if (cancellation.aborted) throw new EffectAborted('onMistakeLimit');
     if (!callback) return stop(env, deps, input.turnId, mistakeLimitStopMessage(input.count, input.lastErrors));

@@ -37,7 +37,7 @@ export class ParallelReads {
    * a read started ahead would run before the hook could deny or rewrite it.
    */
   beginsRun(env: SessionEnv, context: TurnContext, from: number): boolean {
-    return env.agent.parallelToolCalls > 1 && env.hooks.beforeToolDispatch.length === 0 && this.runLength(env, context, from) >= 2;
+    return env.config.agent.parallelToolCalls > 1 && env.config.hooks.beforeToolDispatch.length === 0 && this.runLength(env, context, from) >= 2;
   }
 
   /**
@@ -78,10 +78,10 @@ export class ParallelReads {
             .then(resolve)
             .finally(next);
         };
-        if (active < env.agent.parallelToolCalls) begin();
+        if (active < env.config.agent.parallelToolCalls) begin();
         else queue.push(begin);
       });
-      env.startedReads.set(call.id, { signal, result });
+      env.turns.startedReads.set(call.id, { signal, result });
     }
   }
 
@@ -94,7 +94,7 @@ export class ParallelReads {
 
   private qualifies(env: SessionEnv, call: ToolCallPart): boolean {
     const tool = this.toolset.registryTool(call.name);
-    return tool !== undefined && tool.effect === 'read' && tool.authorize === undefined && !env.startedReads.has(call.id);
+    return tool !== undefined && tool.effect === 'read' && tool.authorize === undefined && !env.turns.startedReads.has(call.id);
   }
 
   /**
@@ -123,8 +123,8 @@ export function joinStartedRead(read: StartedRead, cancellation: EffectCancellat
 
 /** Aborts the reads of calls that will not be reached (the turn ended, or they were skipped). */
 export function abandonStartedReads(env: SessionEnv, callIds?: readonly string[]): void {
-  for (const id of callIds ?? [...env.startedReads.keys()]) {
-    env.startedReads.get(id)?.signal.abort();
-    env.startedReads.delete(id);
+  for (const id of callIds ?? [...env.turns.startedReads.keys()]) {
+    env.turns.startedReads.get(id)?.signal.abort();
+    env.turns.startedReads.delete(id);
   }
 }

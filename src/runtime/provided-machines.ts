@@ -1,9 +1,9 @@
 import { sessionMachine } from '../../machines/session.machine.js';
 import { toolCallChart } from '../../machines/tool-call.machine.js';
 import { turnMachine } from '../../machines/turn.machine.js';
-import { sessionEffects } from './session-effects.js';
+import { sessionEffects, type SessionEffectDeps } from './session-effects.js';
 import { toolCallEffects } from './tool-call-effects.js';
-import { turnEffects, type TurnEffectDeps } from './turn-effects.js';
+import { turnEffects } from './turn-effects.js';
 import { directEffectActions, effectPort, type AnyHandler } from './effect-port.js';
 import { compactionEffects } from './compaction-effects.js';
 import { delegationEffects, type SubagentDeps } from './delegation-effects.js';
@@ -15,7 +15,7 @@ const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'exe
  * The pure charts with this runtime's effects plugged in, built once per runtime and shared by
  * all of its sessions (effects find their session by id).
  */
-export function provideMachines(deps: TurnEffectDeps & SubagentDeps) {
+export function provideMachines(deps: SessionEffectDeps & SubagentDeps) {
   const tool = toolCallEffects(deps);
   const turn = turnEffects(deps, tool.runRead);
   const session = sessionEffects(deps);

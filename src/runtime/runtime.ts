@@ -1,97 +1,47 @@
 import { orderedUuid } from './ordered-id.js';
 import { resolve } from 'node:path';
 import { Subject, type Observable } from 'rxjs';
-import { createActor, type AnyActorRef, type InspectionEvent } from 'xstate';
+import { createActor, type AnyActorRef } from 'xstate';
 import { REAL_CLOCK, type ChartClock } from './chart-clock.js';
 import { z } from 'zod';
-import type { AgentLink, CorrectionReport, QueuedTurnRow, SessionRow, SessionStorage } from '../../storage/session-storage.js';
+import type { AgentLink, CorrectionReport, QueuedTurnRow, SessionRow } from '../../storage/session-storage.js';
 import { FRESH_TRACKERS, type GuardrailTrackers } from '../../machines/guardrails.js';
-import { auditPageSchema, createSessionSchema, embedSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
+import { createSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, SessionOwnedElsewhereError, TurnchartError } from '../protocol/errors.js';
-import type { ModelPort } from '../protocol/model.js';
+import type { Plan } from '../protocol/plan.js';
 import { previewContextWindow, type ContextWindowPreview } from '../context/preview.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AuditLog, AuditPage } from '../protocol/audit.js';
-import type { AnyTool } from '../tools/define-tool.js';
-import { Toolset } from '../tools/toolset.js';
+import type { Toolset } from '../tools/toolset.js';
 import type { SkillsConfig } from '../skills/types.js';
-import { hooksSchema, resolveHooks, type Hooks, type ResolvedHooks } from './hooks.js';
-import { CallAudits } from './call-audits.js';
+import { resolveHooks, type ResolvedHooks } from './hooks.js';
 import { reportProgress } from './watchdog-progress.js';
-import { agentNamed, checkSystemContexts, limitsOf, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
+import { agentNamed, limitsOf, type AgentDefinition } from './agents.js';
 import { ChatState, ChatStateError } from './chat-state.js';
 import { IdleReaper } from './idle-reaper.js';
 import { isolated } from './isolated-observable.js';
 import { loadConversation } from './load-conversation.js';
-import { LiveView } from './live-view.js';
 import { DEFAULT_LEASE_TTL_MS, Ownership } from './ownership.js';
 import { provideMachines, type ProvidedSessionMachine } from './provided-machines.js';
 import { SessionHandle, type SessionLifecycle } from './session-handle.js';
-import { createSessionLogic, type SessionLogic } from './session-logic.js';
-import { DurableSignals, type RuntimeServices, type SessionEnv } from './session-env.js';
+import type { SessionLogic } from './session-logic.js';
+import { createSessionEnv, type RuntimeServices, type SessionEnv } from './session-env.js';
+import { installSessionAgent, type SessionAgent } from './session-config.js';
 import { TRACE_BATCH_MS, TRACE_QUEUE_CAPACITY, TRACE_SIGNALS_PER_SESSION, TraceRecorder } from './trace-recorder.js';
 import { Delegation } from './delegation.js';
-import { SEQUENCE_BLOCK, UpdateStream } from './update-stream.js';
+import { SEQUENCE_BLOCK } from './update-stream.js';
+import { checkRuntimeOptions, type RuntimeOptions } from './runtime-options.js';
+import { Embedding } from './embedding.js';
+import { agentLinks, auditLog, sessionExists, type AgentLinks } from './stored-queries.js';
 import { messageOf } from '../util/errors.js';
 
-export type { ChartClock };
-
-export interface RuntimeOptions {
-  storage: SessionStorage;
-  model: ModelPort;
-  tools?: AnyTool[];
-  agents?: Record<string, AgentConfig>;
-  /** XState inspection observer for every actor of every session (e.g. `@statelyai/inspect`). */
-  inspect?: (event: InspectionEvent) => void;
-  /** Clock for stored and streamed timestamps; tests may fix it. */
-  now?: () => number;
-  /** The clock the charts' timers run on (a run's time limit); XState's `SimulatedClock` in tests. */
-  clock?: ChartClock;
-  /** Capacity of the trace queue before signals are dropped (RT-26); default 1 024, or 64 per open session when that is more. A number set here stays fixed. */
-  traceQueueCapacity?: number;
-  /** A skills directory: its catalog is world state, its skills can be picked as turn input (RT-1, CW-2). */
-  skills?: SkillsConfig;
-  /** Where non-fatal notes go (e.g. a skill folder without SKILL.md, a subscriber that threw); default `console.warn`. */
-  warn?: (message: string) => void;
-  /**
-   * Close a session after this long (ms) with no turn running or queued and no update subscriber;
-   * it reopens from storage on its next use. Default: sessions stay open until closed.
-   */
-  idleTtlMs?: number;
-  /** Ownership of sessions across runtimes on one database: lease length and identity. */
-  ownership?: { leaseTtlMs?: number; ownerId?: string; host?: string };
-  /** Update sequences reserved in storage at a time (see `SequenceReservation`); for tests. */
-  sequenceBlock?: number;
-  /** RL-4: hooks around context build and tool dispatch for every session; an agent's own `hooks` run after these. */
-  hooks?: Hooks;
-}
-
-const optionsSchema = z.object({
-  storage: z.custom<SessionStorage>((v) => typeof (v as SessionStorage | null)?.beginTurn === 'function', 'a SessionStorage'),
-  model: z.custom<ModelPort>((v) => typeof (v as ModelPort | null)?.stream === 'function', 'a ModelPort'),
-  tools: z.array(z.custom<AnyTool>((v) => typeof (v as AnyTool | null)?.execute === 'function', 'a tool from defineTool')).optional(),
-  agents: z.record(z.string(), z.unknown()).optional(),
-  inspect: z.function().optional(),
-  now: z.function().optional(),
-  clock: z.custom<ChartClock>((v) => typeof (v as ChartClock | null)?.setTimeout === 'function', 'an XState Clock').optional(),
-  traceQueueCapacity: z.number().int().min(1).optional(),
-  skills: z.object({ dir: z.string().min(1), disabled: z.array(z.string()).optional() }).optional(),
-  warn: z.function().optional(),
-  idleTtlMs: z.number().int().min(0).max(2_147_483_647).optional(),
-  ownership: z
-    .object({
-      leaseTtlMs: z.number().int().min(100).max(86_400_000).optional(),
-      ownerId: z.string().min(1).max(200).optional(),
-      host: z.string().min(1).max(255).optional(),
-    })
-    .optional(),
-  sequenceBlock: z.number().int().min(2).max(1_000_000_000).optional(),
-  hooks: hooksSchema.optional(),
-});
+export type { ChartClock, RuntimeOptions };
 
 interface OpenSession {
   handle: SessionHandle;
   env: SessionEnv;
+  /** Another owner took the session: it closes here without writing anything more. */
+  lost: boolean;
 }
 
 /** What opening a session reads from storage before its actor starts. */
@@ -99,7 +49,7 @@ interface Loaded {
   row: SessionRow;
   fence: number;
   chat: ChatState;
-  plan: SessionEnv['live']['plan'];
+  plan: Plan | null;
   accepted: Record<string, string>;
   runs: Map<string, string>;
   queued: QueuedTurnRow[];
@@ -127,8 +77,6 @@ export class Runtime {
   private readonly reaper: IdleReaper;
   private readonly warn: (message: string) => void;
   private readonly sequenceBlock: number;
-  /** Sessions an actor of a host machine holds through `sessionLogic`: one actor per session. */
-  private readonly embedded = new Map<string, SessionHandle | null>();
   /**
    * The session as XState logic for a host's own machine: `invoke` or `spawnChild` it with input
    * `{ sessionId?, agent?, permissionMode?, workspaceDir?, busyPolicy?, notifyParent? }`, send it
@@ -165,7 +113,7 @@ export class Runtime {
     this.skills = options.skills ? { dir: resolve(options.skills.dir), disabled: options.skills.disabled ?? [] } : null;
     this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${orderedUuid()}` };
     this.updates$ = isolated(this.runtimeSubject, { onError: (error) => this.warn(`an update subscriber threw: ${messageOf(error)}`) });
-    this.reaper = new IdleReaper(options.idleTtlMs ?? null, (id) => void this.evict(id));
+    this.reaper = new IdleReaper(options.idleTtlMs ?? null, options.clock ?? REAL_CLOCK, (id) => void this.evict(id));
     this.watchesProgress = Object.values(agents).some((agent) => agent.guardrails.stallTimeoutMs !== null);
     this.delegation = new Delegation({
       storage: options.storage,
@@ -180,6 +128,7 @@ export class Runtime {
       installAgent: (env, name) => this.installAgent(env, name),
       ...this.services,
       env: (id) => this.envOf(id),
+      releaseLease: (id) => this.releaseLease(id),
       model: options.model,
       toolset,
       trace,
@@ -187,17 +136,18 @@ export class Runtime {
       warn: this.warn,
       clock: options.clock ?? REAL_CLOCK,
     });
-    this.sessionLogic = createSessionLogic(
+    this.sessionLogic = new Embedding(
       {
-        open: (input) => this.embed(input),
-        release: (handle) => this.unembed(handle),
-        held: (id) => this.embedded.get(id) ?? undefined,
-        conversation: (id) => this.sessions.get(id)?.env.chat.conversation() ?? [],
+        assertRunning: () => this.assertRunning(),
+        createSession: (options) => this.createSession(options),
+        openSession: (id) => this.openSession(id),
+        held: (id) => this.sessions.get(id),
       },
       this.warn,
-    );
+    ).logic;
     ownership.startRenewing(
-      () => [...this.sessions.keys()],
+      // A closing session still holds its lease until its close is written; a lost one holds none.
+      () => [...this.sessions].flatMap(([id, open]) => (open.lost ? [] : [id])),
       (id) => this.lose(id),
       (error) => this.warn(`could not renew session leases: ${messageOf(error)}`),
     );
@@ -213,7 +163,7 @@ export class Runtime {
     return this.sessions.size;
   }
 
-  /** Whether the session is open in this runtime (not closed, not evicted). */
+  /** Whether the session is held in this runtime: open, or closing and not yet released. */
   isOpen(sessionId: string): boolean {
     return this.sessions.has(sessionId);
   }
@@ -229,7 +179,12 @@ export class Runtime {
    */
   async inspectContextWindow(sessionId: string): Promise<ContextWindowPreview> {
     const { env } = this.sessions.get(sessionId) ?? (await this.openSession(sessionId), this.sessions.get(sessionId)!);
-    return previewContextWindow({ systemPrompt: env.agent.systemPrompt, conversation: env.chat.view(), watermark: env.chat.watermark }, env.tools, this.options.model.capabilities);
+    const { config, conversation } = env;
+    return previewContextWindow(
+      { systemPrompt: config.agent.systemPrompt, conversation: conversation.chat.view(), watermark: conversation.chat.watermark },
+      config.tools,
+      this.options.model.capabilities,
+    );
   }
 
   /**
@@ -237,19 +192,7 @@ export class Runtime {
    * it. `before` is the `nextBefore` of the previous page. Reads storage only; the session need not be open.
    */
   async auditLog(sessionId: string, page: AuditPage = {}): Promise<AuditLog> {
-    const id = sessionIdSchema.safeParse(sessionId);
-    if (!id.success) throw new TurnchartError('InvalidInput', z.prettifyError(id.error));
-    const query = auditPageSchema.safeParse(page);
-    if (!query.success) throw new TurnchartError('InvalidInput', z.prettifyError(query.error));
-    const { limit, before } = query.data;
-    const storage = this.options.storage;
-    const [row, entries] = await Promise.all([storage.getSession(id.data), storage.listAudit(id.data, { limit, ...(before !== undefined && { before }) })]).catch(
-      (error: unknown) => {
-        throw persistenceError(error);
-      },
-    );
-    if (!row) throw new TurnchartError('UnknownSession', `no session '${id.data}'`);
-    return { entries, nextBefore: entries.length === limit ? entries.at(-1)!.sequence : null };
+    return auditLog(this.options.storage, sessionId, page);
   }
 
   /** Resolves once every trace signal queued so far is written or dropped. */
@@ -261,18 +204,8 @@ export class Runtime {
    * Sub-agents: the session that started this one (`parent`, with the turn and the `spawn_agent`
    * call) and the sessions this one started (`children`, oldest first), read from storage.
    */
-  async agentLinks(sessionId: string): Promise<{ parent: AgentLink | null; children: { sessionId: string; agent: string; link: AgentLink }[] }> {
-    const id = sessionIdSchema.safeParse(sessionId);
-    if (!id.success) throw new TurnchartError('InvalidInput', z.prettifyError(id.error));
-    const storage = this.options.storage;
-    const [row, children] = await Promise.all([storage.getSession(id.data), storage.listChildSessions(id.data)]).catch((error: unknown) => {
-      throw persistenceError(error);
-    });
-    if (!row) throw new TurnchartError('UnknownSession', `no session '${id.data}'`);
-    return {
-      parent: row.parent ?? null,
-      children: children.map((child) => ({ sessionId: child.id, agent: child.agent, link: child.parent! })),
-    };
+  async agentLinks(sessionId: string): Promise<AgentLinks> {
+    return agentLinks(this.options.storage, sessionId);
   }
 
   /** A new session, held by this runtime; with an `id`, under that id (`SessionExists` when it is taken). */
@@ -289,9 +222,9 @@ export class Runtime {
     const parent = this.envOf(parentId);
     const parsed = createSessionSchema.parse({
       agent,
-      permissionMode: parent.permissionMode,
+      permissionMode: parent.config.permissionMode,
       nonInteractive: true,
-      ...(parent.workspaceDir !== null && { workspaceDir: parent.workspaceDir }),
+      ...(parent.config.workspaceDir !== null && { workspaceDir: parent.config.workspaceDir }),
     });
     return this.createParsed(parsed, link);
   }
@@ -299,7 +232,7 @@ export class Runtime {
   private async createParsed(data: ReturnType<typeof createSessionSchema.parse>, parentLink?: AgentLink): Promise<SessionHandle> {
     const parsed = { data };
     if (!agentNamed(this.agents, parsed.data.agent)) throw new TurnchartError('UnknownAgent', `no agent named '${parsed.data.agent}'`);
-    if (parsed.data.id !== undefined && (await this.sessionExists(parsed.data.id))) throw sessionTaken(parsed.data.id);
+    if (parsed.data.id !== undefined && (await sessionExists(this.options.storage, parsed.data.id))) throw sessionTaken(parsed.data.id);
     const row: SessionRow = {
       id: parsed.data.id ?? this.services.newId('ses'),
       agent: parsed.data.agent,
@@ -313,18 +246,10 @@ export class Runtime {
     };
     const fence = await this.options.storage.createSession(row, this.ownership.lease).catch(async (error: unknown) => {
       // Named by the caller, the id may have been taken since the check: the insert's key violation says so.
-      if (parsed.data.id !== undefined && (await this.sessionExists(row.id).catch(() => false))) throw sessionTaken(row.id);
+      if (parsed.data.id !== undefined && (await sessionExists(this.options.storage, row.id).catch(() => false))) throw sessionTaken(row.id);
       throw persistenceError(error);
     });
     return this.start({ row: { ...row, updateSequence: 0 }, fence, chat: new ChatState(), plan: null, accepted: {}, runs: new Map(), queued: [], trackers: FRESH_TRACKERS });
-  }
-
-  private async sessionExists(id: string): Promise<boolean> {
-    try {
-      return (await this.options.storage.getSession(id)) !== undefined;
-    } catch (error) {
-      throw persistenceError(error);
-    }
   }
 
   /**
@@ -337,11 +262,15 @@ export class Runtime {
     const id = sessionIdSchema.safeParse(sessionId);
     if (!id.success) throw new TurnchartError('InvalidInput', z.prettifyError(id.error));
     const open = this.sessions.get(id.data);
-    if (open) return open.handle;
+    if (open?.handle.isOpen) return open.handle;
     // Two requests opening one session share one opening: a second lease would fence off the first.
     let opening = this.opening.get(id.data);
     if (!opening) {
-      opening = this.load(id.data).then(
+      // A session closing here holds its lease until its close has written its last sequence. Opened
+      // before that, it would take its own lease for a crashed owner's (numbering on past the block
+      // reserved), and the close's write would then give up the new opening's lease.
+      const closed = open ? open.handle.close().catch(() => undefined) : Promise.resolve();
+      opening = closed.then(() => this.load(id.data)).then(
         (loaded) => this.start(loaded),
         (error: unknown) => {
           throw persistenceError(error);
@@ -351,48 +280,6 @@ export class Runtime {
       void opening.finally(() => this.opening.delete(id.data)).catch(() => undefined);
     }
     return opening;
-  }
-
-  /**
-   * Opens a session for an actor of a host machine (`sessionLogic`): a new one, or a stored one
-   * under this runtime's lease as `openSession` does. The actor hears the updates issued since the
-   * session opened here — or, for one that was already open, from now on.
-   */
-  private async embed(input: unknown): Promise<{ handle: SessionHandle; afterSequence: number }> {
-    this.assertRunning();
-    const parsed = embedSessionSchema.safeParse(input);
-    if (!parsed.success) throw new TurnchartError('InvalidInput', z.prettifyError(parsed.error));
-    const { sessionId, notifyParent: _notifyParent, ...options } = parsed.data;
-    if (sessionId === undefined) return this.holdEmbedded(await this.createSession(options), false);
-    // An actor that embedded the session and was just stopped is still closing it: open it anew after that.
-    const closing = this.sessions.get(sessionId)?.handle;
-    if (closing && !closing.isOpen && !this.embedded.has(sessionId)) await closing.close();
-    if (this.embedded.has(sessionId)) throw new TurnchartError('SessionEmbedded', `session '${sessionId}' is already embedded in another actor`);
-    this.embedded.set(sessionId, null);
-    try {
-      const wasOpen = this.sessions.has(sessionId);
-      return this.holdEmbedded(await this.openSession(sessionId), wasOpen);
-    } catch (error) {
-      this.embedded.delete(sessionId);
-      throw error;
-    }
-  }
-
-  private holdEmbedded(handle: SessionHandle, wasOpen: boolean): { handle: SessionHandle; afterSequence: number } {
-    const open = this.sessions.get(handle.id);
-    if (open?.handle !== handle || !handle.isOpen) {
-      this.embedded.delete(handle.id);
-      throw new TurnchartError('SessionClosed', `session '${handle.id}' closed while it was being embedded`);
-    }
-    this.embedded.set(handle.id, handle);
-    const updates = open.env.updates;
-    return { handle, afterSequence: wasOpen ? updates.lastSequence : updates.openedAfter };
-  }
-
-  /** The embedding actor stopped (or its session closed): the session closes as `session.close()` closes it. */
-  private unembed(handle: SessionHandle): void {
-    if (this.embedded.get(handle.id) === handle) this.embedded.delete(handle.id);
-    handle.close().catch((error: unknown) => this.warn(`could not close embedded session ${handle.id}: ${messageOf(error)}`));
   }
 
   /** Stops every session (running turns end `actor_stopped`), flushes the trace, closes storage. */
@@ -447,69 +334,39 @@ export class Runtime {
   }
 
   private start(loaded: Loaded): SessionHandle {
-    const { row, fence, queued } = loaded;
+    const { row, fence } = loaded;
     const agent = agentNamed(this.agents, row.agent) ?? this.agents.default!;
-    const live = new LiveView(loaded.plan, queued.map((q) => ({ turnId: q.id, clientRequestId: q.clientRequestId })));
     const start = row.updateSequence ?? 0;
     // The session actor exists only below; the watchdog's progress reports find it through this.
     const sessionActor: { ref: AnyActorRef | null } = { ref: null };
-    const env: SessionEnv = {
-      id: row.id,
-      agentName: row.agent,
-      agent,
-      hooks: this.hooksOf(row.agent, agent),
-      tools: this.toolset.surfaceFor(agent),
-      parent: row.parent ?? null,
-      nonInteractive: row.nonInteractive === true,
-      permissionMode: row.permissionMode,
-      workspaceDir: row.workspaceDir,
-      busyPolicy: row.busyPolicy ?? 'reject',
-      fence,
-      chat: loaded.chat,
-      live,
-      updates: new UpdateStream(row.id, live, this.runtimeSubject, this.services.now, {
-        sequences: {
-          start,
-          reserved: start + this.sequenceBlock,
-          block: this.sequenceBlock,
-          reserve: (upTo) => this.options.storage.reserveUpdateSequence(row.id, upTo, fence),
+    const env: SessionEnv = createSessionEnv({
+      ...loaded,
+      agent: this.sessionAgent(row.agent, agent),
+      output: {
+        runtimeSubject: this.runtimeSubject,
+        now: this.services.now,
+        options: {
+          sequences: {
+            start,
+            reserved: start + this.sequenceBlock,
+            block: this.sequenceBlock,
+            reserve: (upTo) => this.options.storage.reserveUpdateSequence(row.id, upTo, fence),
+          },
+          onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${messageOf(error)}`),
+          onSubscribers: () => this.checkIdle(row.id),
+          // The agent may change (agent.switch), so the check is per update, and only when some agent watches.
+          ...(this.watchesProgress && { onEmit: () => env.config.agent.guardrails.stallTimeoutMs !== null && reportProgress(sessionActor.ref) }),
         },
-        onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${messageOf(error)}`),
-        onSubscribers: () => this.checkIdle(row.id),
-        // The agent may change (agent.switch), so the check is per update, and only when some agent watches.
-        ...(this.watchesProgress && { onEmit: () => env.agent.guardrails.stallTimeoutMs !== null && reportProgress(sessionActor.ref) }),
-      }),
-      mailbox: [],
-      preparedInputs: new Map(),
-      turnSystem: [],
-      turnStartSequence: 0,
-      prepared: null,
-      baseline: new Map(),
-      baselineChat: null,
-      openTurnRow: null,
-      unclosedTurn: null,
-      outcomes: new Map(),
-      turnMeters: new Map(),
-      waiters: new Map(),
-      stored: new DurableSignals(),
-      runs: loaded.runs,
-      startedReads: new Map(),
-      cancelWrites: new Map(),
-      audits: new CallAudits(),
-      hold: null,
-    };
-    for (const q of queued) {
-      env.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true });
-      env.stored.settle(q.id);
-    }
+      },
+    });
     const actor = createActor(this.machine, {
       input: {
         sessionId: row.id,
         limits: limitsOf(agent),
         accepted: loaded.accepted,
         reloadRequired: false,
-        busyPolicy: env.busyPolicy,
-        queue: live.queue,
+        busyPolicy: env.config.busyPolicy,
+        queue: env.output.live.queue,
         trackers: loaded.trackers,
       },
       inspect: this.options.inspect,
@@ -519,7 +376,7 @@ export class Runtime {
     // An error inside a chart is a defect; observing it keeps it from becoming an unhandled crash.
     actor.subscribe({ error: (error) => console.error(`turnchart session ${row.id} failed:`, error) });
     const handle = new SessionHandle(row.id, actor, env, this.services, this.skills, this.lifecycle);
-    this.sessions.set(row.id, { handle, env });
+    this.sessions.set(row.id, { handle, env, lost: false });
     this.trace.sessionsOpen(this.sessions.size);
     actor.subscribe(() => this.checkIdle(row.id));
     actor.start();
@@ -531,10 +388,12 @@ export class Runtime {
   private installAgent(env: SessionEnv, name: string): void {
     const agent = agentNamed(this.agents, name);
     if (!agent) throw new TurnchartError('UnknownAgent', `no agent named '${name}'`);
-    env.agentName = name;
-    env.agent = agent;
-    env.hooks = this.hooksOf(name, agent);
-    env.tools = this.toolset.surfaceFor(agent);
+    installSessionAgent(env.config, this.sessionAgent(name, agent));
+  }
+
+  /** The agent with what this runtime resolves for it: its hooks after the runtime's, its tool surface. */
+  private sessionAgent(name: string, agent: AgentDefinition): SessionAgent {
+    return { agentName: name, agent, hooks: this.hooksOf(name, agent), tools: this.toolset.surfaceFor(agent) };
   }
 
   private hooksOf(name: string, agent: AgentDefinition): ResolvedHooks {
@@ -549,47 +408,54 @@ export class Runtime {
   /** Arms or disarms the session's idle timer from what it is doing now. */
   private checkIdle(sessionId: string): void {
     const open = this.sessions.get(sessionId);
-    if (!open) return;
-    const snapshot = open.handle.actor.getSnapshot();
-    const idle =
-      snapshot.status === 'active' &&
-      snapshot.matches('idle') &&
-      snapshot.context.queue.length === 0 &&
-      open.env.updates.subscriberCount === 0 &&
-      !open.handle.busy;
-    this.reaper.update(sessionId, idle);
+    if (open) this.reaper.update(sessionId, isIdle(open));
   }
 
+  /**
+   * The idle timer ran out. Whether the session is idle is asked again now, not taken from when
+   * the timer was armed (a command may have begun since); the chart then closes it in its own
+   * order, after anything that is finishing.
+   */
   private async evict(sessionId: string): Promise<void> {
     const open = this.sessions.get(sessionId);
-    if (!open || this.stopping) return;
+    if (!open || this.stopping || !isIdle(open)) return;
     await open.handle.close();
   }
 
   /** Another owner took the session (our lease lapsed): stop it here without writing anything more. */
   private lose(sessionId: string): void {
     const open = this.sessions.get(sessionId);
-    if (!open) return;
-    this.warn(`session ${sessionId} is now held by another owner; closing it here`);
-    this.sessions.delete(sessionId);
-    this.trace.sessionsOpen(this.sessions.size);
+    if (!open || open.lost) return;
+    open.lost = true;
+    // Kept until its chart has closed: a turn it stops still ends and is announced (its writes now fail
+    // on the fence). One that was closing anyway may just have given the lease up itself.
+    if (open.handle.isOpen) this.warn(`session ${sessionId} is now held by another owner; closing it here`);
     void open.handle.close();
   }
 
-  /** The session's actor has stopped: it leaves the runtime and its lease is given up. */
+  /** The close's last write (the chart's `closeSession`): the lease given up with the exact last update sequence. */
+  private async releaseLease(sessionId: string): Promise<void> {
+    const open = this.sessions.get(sessionId);
+    if (!open || open.lost) return;
+    try {
+      await this.options.storage.releaseSession(sessionId, this.ownership.identity.ownerId, open.env.output.updates.lastSequence, open.env.config.fence);
+    } catch (error) {
+      // The lease then simply runs out; nothing is lost.
+      this.warn(`could not release session ${sessionId}: ${messageOf(error)}`);
+      throw error;
+    }
+  }
+
+  /** The session's actor has stopped, its lease given up: only now does it leave the runtime. */
   private async release(handle: SessionHandle): Promise<void> {
     const open = this.sessions.get(handle.id);
     this.reaper.forget(handle.id);
     if (open?.handle !== handle) return this.closedSubject.next(handle.id);
+    // A chart that failed never reached `closing`: its lease is given up here instead.
+    if (!handle.actor.getSnapshot().matches('closed')) await this.releaseLease(handle.id).catch(() => undefined);
     this.sessions.delete(handle.id);
     this.trace.sessionsOpen(this.sessions.size);
     this.delegation.forget(handle.id);
-    try {
-      await this.options.storage.releaseSession(handle.id, this.ownership.identity.ownerId, open.env.updates.lastSequence, open.env.fence);
-    } catch (error) {
-      // The lease then simply runs out; nothing is lost.
-      this.warn(`could not release session ${handle.id}: ${messageOf(error)}`);
-    }
     this.closedSubject.next(handle.id);
   }
 
@@ -604,21 +470,18 @@ export class Runtime {
   }
 }
 
+/** Nothing runs, waits or is queued, nobody watches its updates and no command is under way: the session may close. */
+function isIdle({ handle, env }: OpenSession): boolean {
+  const snapshot = handle.actor.getSnapshot();
+  return snapshot.status === 'active' && snapshot.matches('idle') && snapshot.context.queue.length === 0 && env.output.updates.subscriberCount === 0 && !handle.busy;
+}
+
 function sessionTaken(id: string): TurnchartError {
   return new TurnchartError('SessionExists', `a session '${id}' exists already`);
 }
 
 export async function createRuntime(options: RuntimeOptions): Promise<Runtime> {
-  const parsed = optionsSchema.safeParse(options);
-  if (!parsed.success) throw new TurnchartError('InvalidOptions', z.prettifyError(parsed.error));
-  const toolset = new Toolset(options.tools ?? []);
-  let agents: Record<string, AgentDefinition>;
-  try {
-    agents = resolveAgents(options.agents);
-    checkSystemContexts(agents, (agent) => toolset.surfaceFor(agent));
-  } catch (error) {
-    throw new TurnchartError('InvalidOptions', error instanceof z.ZodError ? z.prettifyError(error) : messageOf(error));
-  }
+  const { toolset, agents } = checkRuntimeOptions(options);
   const now = options.now ?? Date.now;
   await options.storage.migrate();
   const ownership = new Ownership(options.storage, {

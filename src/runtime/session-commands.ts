@@ -1,5 +1,6 @@
 import type { AnyActorRef, EventObject } from 'xstate';
-import { FROM_BRIDGE, type BridgeEvent, type CommandAnswer, type EmbeddedSessionContext } from '../../machines/embedded-session.machine.js';
+import { FROM_BRIDGE, type BridgeEvent, type CommandAnswer, type EmbeddedSessionContext, type SessionCommand } from '../../machines/embedded-session.machine.js';
+import type { CommandName, SessionCommands } from '../protocol/command-catalog.js';
 import type { EmbeddingPort } from './session-bridge.js';
 import type { SessionHandle } from './session-handle.js';
 import { messageOf } from '../util/errors.js';
@@ -36,27 +37,29 @@ async function answer(handle: SessionHandle | undefined, command: EventObject): 
   }
 }
 
-function dispatch(handle: SessionHandle, command: EventObject): Promise<CommandAnswer> {
-  switch (command.type) {
-    case 'session.start_turn':
-      return handle.startTurn(command);
-    case 'session.cancel_turn':
-      return handle.cancelTurn(field(command, 'turnId'));
-    case 'session.resolve_permission':
-      return handle.resolvePermission(command);
-    case 'session.set_mode':
-      return handle.setPermissionMode(field(command, 'mode'));
-    case 'session.deliver_agent_message':
-      return handle.deliverAgentMessage(command);
-    case 'session.compact':
-      return handle.compactConversation();
-    case 'session.rewind':
-      return handle.rewindConversation(field(command, 'compactionId'));
-    case 'session.reload':
-      return handle.reload();
-    default:
-      return Promise.resolve({ ok: false, error: { code: 'UnknownCommand', message: `no command '${command.type}'` } });
-  }
+/**
+ * The embedded chart's commands (`SessionCommand`): the catalog command each runs on the handle,
+ * and where its input is in the event — the whole event, one field of it, or nothing.
+ */
+const COMMANDS: { [T in SessionCommand['type']]: { name: CommandName; input: (command: EventObject) => unknown } } = {
+  'session.start_turn': { name: 'startTurn', input: (command) => command },
+  'session.cancel_turn': { name: 'cancelTurn', input: (command) => field(command, 'turnId') },
+  'session.resolve_permission': { name: 'resolvePermission', input: (command) => command },
+  'session.set_mode': { name: 'setPermissionMode', input: (command) => field(command, 'mode') },
+  'session.deliver_agent_message': { name: 'deliverAgentMessage', input: (command) => command },
+  'session.compact': { name: 'compactConversation', input: () => undefined },
+  'session.rewind': { name: 'rewindConversation', input: (command) => field(command, 'compactionId') },
+  'session.reload': { name: 'reload', input: () => undefined },
+};
+
+function isCommandType(type: string): type is SessionCommand['type'] {
+  return Object.hasOwn(COMMANDS, type);
+}
+
+function dispatch(commands: SessionCommands, command: EventObject): Promise<CommandAnswer> {
+  if (!isCommandType(command.type)) return Promise.resolve({ ok: false, error: { code: 'UnknownCommand', message: `no command '${command.type}'` } });
+  const { name, input } = COMMANDS[command.type];
+  return commands[name](input(command));
 }
 
 /** One field of a command, read so that a throwing getter or proxy is just a missing value (the handle then answers InvalidInput). */

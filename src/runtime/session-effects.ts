@@ -10,25 +10,30 @@ import type { TurnEffectDeps } from './turn-effects.js';
 
 type Args = { context: SessionContext; event: SessionEvent };
 
-/** The session chart's effects: announcing a turn, queueing and closing it (RT-1, RT-9, RL-2). */
-export function sessionEffects(deps: TurnEffectDeps) {
+export interface SessionEffectDeps extends TurnEffectDeps {
+  /** Gives up the session's lease with its last update sequence; writes nothing for a session another owner took. */
+  releaseLease: (sessionId: string) => Promise<void>;
+}
+
+/** The session chart's effects: announcing a turn, queueing and closing it (RT-1, RT-9, RL-2), and closing the session. */
+export function sessionEffects(deps: SessionEffectDeps) {
   const { env: envOf, storage, trace, now } = deps;
 
   const finishTurn = async (input: FinishTurnInput): Promise<FinishTurnOutput> => {
     const env = envOf(input.sessionId);
     // The session's guardrail trackers go into the turn's terminal write: a restart starts from them (GR-2a).
     const end: TurnEnd = { ...turnEnd(input.outcome, now()), trackers: input.trackers };
-    env.preparedInputs.delete(input.turnId);
-    env.stored.forget(input.turnId);
+    env.turns.preparedInputs.delete(input.turnId);
+    env.turns.stored.forget(input.turnId);
     abandonStartedReads(env);
-    if (env.openTurnRow !== input.turnId) return { stored: false }; // the first write never happened: nothing to close
-    env.openTurnRow = null;
+    if (env.turns.openTurnRow !== input.turnId) return { stored: false }; // the first write never happened: nothing to close
+    env.turns.openTurnRow = null;
     trace.end(`turn:${input.turnId}`, { status: spanStatusOf(input.outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs });
     try {
-      await storage.endTurn(input.turnId, end, env.fence);
+      await storage.endTurn(input.turnId, end, env.config.fence);
     } catch (error) {
       // The row may still say `running`: the next turn closes it before its own first write.
-      env.unclosedTurn = { turnId: input.turnId, end };
+      env.turns.unclosedTurn = { turnId: input.turnId, end };
       throw error;
     }
     return { stored: true };
@@ -38,42 +43,42 @@ export function sessionEffects(deps: TurnEffectDeps) {
   const storeQueuedTurn = ({ context, event }: Args) => {
     if (event.type !== 'session.start_turn') return;
     const env = envOf(context.sessionId);
-    const prepared = env.preparedInputs.get(event.turnId);
+    const prepared = env.turns.preparedInputs.get(event.turnId);
     if (!prepared) return;
     prepared.fromQueue = true;
     const write = storage.enqueueTurn(
       {
         id: event.turnId,
-        sessionId: env.id,
+        sessionId: env.config.id,
         clientRequestId: prepared.clientRequestId,
         runId: prepared.runId,
         trigger: prepared.trigger,
         input: prepared.messages,
         queuedAtMs: now(),
       },
-      env.fence,
+      env.config.fence,
     );
-    env.stored.follow(event.turnId, write);
+    env.turns.stored.follow(event.turnId, write);
   };
 
   const settleCancelledQueuedTurn = ({ context }: Args, params: QueuedTurnParams) => {
     const env = envOf(context.sessionId);
     const { turnId } = params;
-    const queuedInput = env.stored.wait(turnId);
-    env.preparedInputs.delete(turnId);
-    env.stored.forget(turnId);
+    const queuedInput = env.turns.stored.wait(turnId);
+    env.turns.preparedInputs.delete(turnId);
+    env.turns.stored.forget(turnId);
     // Only a queued row that was written needs its cancel written; one whose write failed never existed.
     const cancel = queuedInput.then(
-      () => storage.cancelQueuedTurn(turnId, now(), env.fence),
+      () => storage.cancelQueuedTurn(turnId, now(), env.config.fence),
       () => undefined,
     );
     cancel.catch(() => undefined);
-    env.cancelWrites.set(turnId, cancel);
+    env.turns.cancelWrites.set(turnId, cancel);
     settle(env, turnId, { status: 'cancelled' });
   };
 
   return {
-    handlers: { finishTurn } satisfies Pick<EffectHandlers<SessionEffects>, 'finishTurn'>,
+    handlers: { finishTurn, closeSession: ({ sessionId }) => deps.releaseLease(sessionId) } satisfies Pick<EffectHandlers<SessionEffects>, 'finishTurn' | 'closeSession'>,
     actions: {
       emitTurnStarted: ({ context }: Args) => {
         const turn = context.activeTurn;
@@ -107,9 +112,9 @@ export function sessionEffects(deps: TurnEffectDeps) {
 
 /** Records a turn's outcome and tells everyone waiting for it. */
 function settle(env: SessionEnv, turnId: string, outcome: TurnOutcome): void {
-  env.outcomes.set(turnId, outcome);
-  const waiters = env.waiters.get(turnId) ?? [];
-  env.waiters.delete(turnId);
+  env.turns.outcomes.set(turnId, outcome);
+  const waiters = env.turns.waiters.get(turnId) ?? [];
+  env.turns.waiters.delete(turnId);
   for (const resolve of waiters) resolve(outcome);
 }
 

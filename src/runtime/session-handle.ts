@@ -1,18 +1,9 @@
 import type { Observable } from 'rxjs';
 import type { Actor } from 'xstate';
-import type { CommandReply, SessionEvent } from '../../machines/session.machine.js';
+import { isReplyTo, type CommandEvent, type CommandReply, type CommandType } from '../../machines/session.machine.js';
 import type { TurnRow } from '../../storage/session-storage.js';
-import {
-  afterSequenceSchema,
-  agentMessageSchema,
-  invalidInput,
-  permissionModeSchema,
-  agentNameSchema,
-  resolvePermissionSchema,
-  startTurnSchema,
-  turnIdSchema,
-  type InvalidInput,
-} from '../protocol/commands.js';
+import { afterSequenceSchema, invalidInput, turnIdSchema, type InvalidInput } from '../protocol/commands.js';
+import { commandCatalog, type CommandResult, type SessionCommands } from '../protocol/command-catalog.js';
 import type { ChatMessage } from '../protocol/messages.js';
 import type { StoppedBy, TurnOutcome } from '../protocol/outcome.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
@@ -34,7 +25,8 @@ import type {
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 import { limitsOf, type AgentDefinition } from './agents.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
-import { holdGate, type RuntimeServices, type SessionEnv } from './session-env.js';
+import type { RuntimeServices, SessionEnv } from './session-env.js';
+import { holdGate } from './turn-bookkeeping.js';
 import { AGENT_MESSAGE_TOKEN_LIMIT } from '../protocol/item-limits.js';
 import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS } from '../protocol/input-limits.js';
 import { resolveSkill, skillInstructionText } from '../skills/skill-directory.js';
@@ -54,8 +46,8 @@ export interface SessionLifecycle {
   agent?(name: string): AgentDefinition | undefined;
 }
 
-/** The host's handle on one session: every command is validated and answers with a value. */
-export class SessionHandle {
+/** The host's handle on one session: every command of the catalog is validated and answers with a value. */
+export class SessionHandle implements SessionCommands {
   readonly updates$: Observable<UpdateEnvelope>;
   private commandCount = 0;
   /** Commands under way: a session in use is never closed for being idle. */
@@ -72,16 +64,16 @@ export class SessionHandle {
     private readonly skills: SkillsConfig | null = null,
     private readonly lifecycle: SessionLifecycle | null = null,
   ) {
-    this.updates$ = env.updates.updates$;
+    this.updates$ = env.output.updates.updates$;
   }
 
   get agent(): string {
-    return this.env.agentName;
+    return this.env.config.agentName;
   }
 
   /** The fencing token this runtime holds for the session: writes that belong with it (a task's events) carry it too. */
   get fence(): number {
-    return this.env.fence;
+    return this.env.config.fence;
   }
 
   /** A command is under way. */
@@ -136,20 +128,20 @@ export class SessionHandle {
       }
     }
     const status = await this.turnStatus(turnId);
-    const runId = this.env.runs.get(turnId) ?? (await this.services.storage.getTurn(turnId))?.runId ?? '';
+    const runId = this.env.turns.runs.get(turnId) ?? (await this.services.storage.getTurn(turnId))?.runId ?? '';
     return { ok: true, turnId, runId, status: status.ok ? status.status : 'running' };
   }
 
   private async accept(command: unknown): Promise<{ ok: true; turnId: string; queued: boolean; isNew: boolean; stored?: Promise<void> } | StartTurnFailure> {
     if (this.stopped) return this.closedError();
-    const parsed = startTurnSchema.safeParse(command);
+    const parsed = commandCatalog.startTurn.input.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
     const { clientRequestId, input, trigger } = parsed.data;
     const known = this.actor.getSnapshot().context;
     if (known.reloadRequired || Object.hasOwn(known.accepted, clientRequestId)) {
       // The chart answers a retried request (or a session that needs a reload) without this input: no files are read.
       const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId: this.services.newId('turn'), clientRequestId });
-      return reply.ok ? { ok: true, turnId: reply.turnId ?? '', queued: reply.queued === true, isNew: false } : (reply as StartTurnFailure);
+      return reply.ok ? { ok: true, turnId: reply.turnId, queued: reply.queued === true, isNew: false } : reply;
     }
     const texts = input.flatMap((part) => (part.type === 'text' && part.text.trim() !== '' ? [part.text] : []));
     if (texts.length === 0) return { ok: false, error: { code: 'EmptyInput' } };
@@ -163,29 +155,29 @@ export class SessionHandle {
     const messages: ChatMessage[] = [...skills, { role: 'user', kind: 'normal', text: texts.join('\n\n') }];
     const turnId = this.services.newId('turn');
     const runId = this.services.newId('run');
-    this.env.preparedInputs.set(turnId, { clientRequestId, messages, runId, trigger, fromQueue: false });
+    this.env.turns.preparedInputs.set(turnId, { clientRequestId, messages, runId, trigger, fromQueue: false });
     // Taken before the chart decides: the write may succeed or fail (and the turn end) before this call resumes.
-    const stored = this.env.stored.wait(turnId);
+    const stored = this.env.turns.stored.wait(turnId);
     const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId, clientRequestId });
     const isNew = reply.ok && reply.turnId === turnId;
     if (!isNew) {
-      this.env.preparedInputs.delete(turnId);
-      this.env.stored.forget(turnId);
-    } else this.env.runs.set(turnId, runId);
-    if (!reply.ok) return reply as StartTurnFailure;
-    return { ok: true, turnId: reply.turnId ?? turnId, queued: reply.queued === true, isNew, stored };
+      this.env.turns.preparedInputs.delete(turnId);
+      this.env.turns.stored.forget(turnId);
+    } else this.env.turns.runs.set(turnId, runId);
+    if (!reply.ok) return reply;
+    return { ok: true, turnId: reply.turnId, queued: reply.queued === true, isNew, stored };
   }
 
   /** Resolves with the turn's outcome; at once for a turn that already ended. */
   async waitForTurn(turnId: string): Promise<WaitResult> {
     if (!turnIdSchema.safeParse(turnId).success) return { status: 'unknown_turn' };
-    const known = this.env.outcomes.get(turnId);
+    const known = this.env.turns.outcomes.get(turnId);
     if (known) return known;
     if (this.isLive(turnId)) {
       return new Promise<TurnOutcome>((resolve) => {
-        const list = this.env.waiters.get(turnId) ?? [];
+        const list = this.env.turns.waiters.get(turnId) ?? [];
         list.push(resolve);
-        this.env.waiters.set(turnId, list);
+        this.env.turns.waiters.set(turnId, list);
       });
     }
     return this.storedOutcome(turnId);
@@ -197,7 +189,7 @@ export class SessionHandle {
     const context = this.actor.getSnapshot().context;
     if (context.activeTurn?.turnId === turnId) return { ok: true, turnId, status: 'running' };
     if (context.queue.some((q) => q.turnId === turnId)) return { ok: true, turnId, status: 'queued' };
-    const known = this.env.outcomes.get(turnId);
+    const known = this.env.turns.outcomes.get(turnId);
     if (known) return { ok: true, turnId, status: known.status, outcome: known };
     const row = await this.services.storage.getTurn(turnId);
     if (!row || row.sessionId !== this.id) return { ok: false, error: { code: 'UnknownTurn' } };
@@ -208,12 +200,12 @@ export class SessionHandle {
   /** Cancels the running turn (its model call or tool is aborted) or a queued one (it never starts). */
   async cancelTurn(turnId: unknown): Promise<CancelTurnResult> {
     if (this.stopped) return this.closedError();
-    const parsed = turnIdSchema.safeParse(turnId);
+    const parsed = commandCatalog.cancelTurn.input.safeParse(turnId);
     if (!parsed.success) return invalidInput(parsed.error);
-    const reply = (await this.command({ type: 'session.cancel_turn', commandId: '', turnId: parsed.data })) as CancelTurnResult;
-    const write = this.env.cancelWrites.get(parsed.data);
+    const reply = await this.command({ type: 'session.cancel_turn', commandId: '', turnId: parsed.data });
+    const write = this.env.turns.cancelWrites.get(parsed.data);
     if (!reply.ok || !write) return reply;
-    this.env.cancelWrites.delete(parsed.data);
+    this.env.turns.cancelWrites.delete(parsed.data);
     try {
       await write;
       return reply;
@@ -225,46 +217,43 @@ export class SessionHandle {
 
   async resolvePermission(command: unknown): Promise<ResolvePermissionResult> {
     if (this.stopped) return this.closedError();
-    const parsed = resolvePermissionSchema.safeParse(command);
+    const parsed = commandCatalog.resolvePermission.input.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
-    return (await this.command({ type: 'session.resolve_permission', commandId: '', ...parsed.data })) as ResolvePermissionResult;
+    return this.command({ type: 'session.resolve_permission', commandId: '', ...parsed.data });
   }
 
   /** RT-6: summarizes the conversation into a checkpoint; `SessionActive` while a turn runs. */
   async compactConversation(): Promise<CompactResult> {
     if (this.stopped) return this.closedError();
-    const reply = await this.command({ type: 'session.compact', commandId: '' });
-    return reply.ok ? { ok: true, compactionId: reply.compactionId ?? '' } : (reply as CompactResult);
+    return this.command({ type: 'session.compact', commandId: '' });
   }
 
   /** RT-6, CP-3: makes an earlier checkpoint the active one; `SessionActive` while a turn runs. */
   async rewindConversation(compactionId: unknown): Promise<RewindResult> {
     if (this.stopped) return this.closedError();
-    const parsed = turnIdSchema.safeParse(compactionId);
+    const parsed = commandCatalog.rewindConversation.input.safeParse(compactionId);
     if (!parsed.success) return invalidInput(parsed.error);
-    const reply = await this.command({ type: 'session.rewind', commandId: '', compactionId: parsed.data });
-    return reply.ok ? { ok: true } : (reply as RewindResult);
+    return this.command({ type: 'session.rewind', commandId: '', compactionId: parsed.data });
   }
 
   /** CP-4: reloads the conversation from storage; clears `ReloadRequired` when it succeeds. */
-  async reload(): Promise<RewindResult> {
+  async reload(): Promise<CommandResult<'reload'>> {
     if (this.stopped) return this.closedError();
-    const reply = await this.command({ type: 'session.reload', commandId: '' });
-    return reply.ok ? { ok: true } : (reply as RewindResult);
+    return this.command({ type: 'session.reload', commandId: '' });
   }
 
   /** RT-4: only enqueues; the next model call of a user turn drains the mailbox. */
   async deliverAgentMessage(message: unknown): Promise<DeliverResult> {
     if (this.stopped) return this.closedError();
-    const parsed = agentMessageSchema.safeParse(message);
+    const parsed = commandCatalog.deliverAgentMessage.input.safeParse(message);
     if (!parsed.success) return invalidInput(parsed.error);
     const tokens = estimateTokens(parsed.data.text);
     if (tokens >= AGENT_MESSAGE_TOKEN_LIMIT) return { ok: false, error: { code: 'MessageTooLarge', tokens } };
-    const waiting = this.env.mailbox.reduce((sum, m) => sum + estimateTokens(m.text), 0);
-    if (this.env.mailbox.length >= MAILBOX_MAX_MESSAGES || waiting + tokens > MAILBOX_MAX_TOKENS) {
-      return { ok: false, error: { code: 'MailboxFull', messages: this.env.mailbox.length, tokens: waiting } };
+    const waiting = this.env.conversation.mailbox.reduce((sum, m) => sum + estimateTokens(m.text), 0);
+    if (this.env.conversation.mailbox.length >= MAILBOX_MAX_MESSAGES || waiting + tokens > MAILBOX_MAX_TOKENS) {
+      return { ok: false, error: { code: 'MailboxFull', messages: this.env.conversation.mailbox.length, tokens: waiting } };
     }
-    this.env.mailbox.push(parsed.data);
+    this.env.conversation.mailbox.push(parsed.data);
     return { ok: true };
   }
 
@@ -275,28 +264,28 @@ export class SessionHandle {
    */
   holdAtCheckpoint(): { ok: true } | { ok: false; error: Stopped } {
     if (this.stopped) return this.closedError();
-    this.env.hold ??= holdGate();
+    this.env.turns.hold ??= holdGate();
     return { ok: true };
   }
 
   /** Lets a held turn go on from its checkpoint; later turns no longer hold. */
   releaseHold(): void {
-    const hold = this.env.hold;
-    this.env.hold = null;
+    const hold = this.env.turns.hold;
+    this.env.turns.hold = null;
     hold?.release();
   }
 
   /** RT-5: stored, then in force from the next tool call's authorization. */
   async setPermissionMode(mode: unknown): Promise<SetModeResult> {
     if (this.stopped) return this.closedError();
-    const parsed = permissionModeSchema.safeParse(mode);
+    const parsed = commandCatalog.setPermissionMode.input.safeParse(mode);
     if (!parsed.success) return invalidInput(parsed.error);
     try {
-      await this.services.storage.setPermissionMode(this.id, parsed.data, this.env.fence);
+      await this.services.storage.setPermissionMode(this.id, parsed.data, this.env.config.fence);
     } catch (error) {
       return { ok: false, error: { code: 'PersistenceError', message: messageOf(error) } };
     }
-    this.env.permissionMode = parsed.data;
+    this.env.config.permissionMode = parsed.data;
     return { ok: true };
   }
 
@@ -307,35 +296,35 @@ export class SessionHandle {
    */
   async switchAgent(name: unknown): Promise<SwitchAgentResult> {
     if (this.stopped) return this.closedError();
-    const parsed = agentNameSchema.safeParse(name);
+    const parsed = commandCatalog.switchAgent.input.safeParse(name);
     if (!parsed.success) return invalidInput(parsed.error);
     const target = this.lifecycle?.agent?.(parsed.data);
     if (!target) return { ok: false, error: { code: 'UnknownAgent', message: `no agent named '${parsed.data}'` } };
-    if (parsed.data === this.env.agentName) return { ok: true, agent: parsed.data };
-    if (!this.env.agent.switchTo.includes(parsed.data)) {
-      return { ok: false, error: { code: 'AgentSwitchNotAllowed', message: `agent '${this.env.agentName}' may not switch to '${parsed.data}'` } };
+    if (parsed.data === this.env.config.agentName) return { ok: true, agent: parsed.data };
+    if (!this.env.config.agent.switchTo.includes(parsed.data)) {
+      return { ok: false, error: { code: 'AgentSwitchNotAllowed', message: `agent '${this.env.config.agentName}' may not switch to '${parsed.data}'` } };
     }
     const reply = await this.using(() => this.command({ type: 'session.switch_agent', commandId: '', agent: parsed.data, limits: limitsOf(target) }));
-    return reply.ok ? { ok: true, agent: parsed.data } : (reply as SwitchAgentResult);
+    return reply.ok ? { ok: true, agent: parsed.data } : reply;
   }
 
   snapshot(): SessionSnapshot {
     return {
       version: 7,
       sessionId: this.id,
-      lastUpdateSequence: this.env.updates.lastSequence,
-      permissionMode: this.env.permissionMode,
-      busyPolicy: this.env.busyPolicy,
-      queue: this.env.live.queue.map((q) => ({ turnId: q.turnId, clientRequestId: q.clientRequestId })),
+      lastUpdateSequence: this.env.output.updates.lastSequence,
+      permissionMode: this.env.config.permissionMode,
+      busyPolicy: this.env.config.busyPolicy,
+      queue: this.env.output.live.queue.map((q) => ({ turnId: q.turnId, clientRequestId: q.clientRequestId })),
       sandbox: 'none',
-      runtime: structuredClone(this.env.live.runtime),
+      runtime: structuredClone(this.env.output.live.runtime),
     };
   }
 
   replayUpdates(afterSequence: unknown): ReplayResult | { ok: false; error: InvalidInput } {
     const parsed = afterSequenceSchema.safeParse(afterSequence);
     if (!parsed.success) return invalidInput(parsed.error);
-    return this.env.updates.replay(parsed.data);
+    return this.env.output.updates.replay(parsed.data);
   }
 
   /** RT-7: the turn a client request id was accepted as, if any. */
@@ -363,13 +352,12 @@ export class SessionHandle {
   private async closeOnce(): Promise<void> {
     this.stopped = true;
     const commandId = `c${++this.commandCount}`;
-    // Idle only counts once the chart has taken the stop: called from an update subscriber, the
-    // stop waits behind the step in progress, and the session may not even have started its turn.
+    // The chart closes the session (`closing`): only once idle, the running turn's end stored and
+    // announced, does it give the lease up, and then it is done. Sent from an update subscriber,
+    // the stop waits behind the step in progress; the chart being done is what counts, not when.
     await new Promise<void>((resolve) => {
-      let taken = false;
       const settle = (snapshot: ReturnType<typeof this.actor.getSnapshot>): void => {
-        taken ||= snapshot.context.reply?.commandId === commandId;
-        if (!taken || !snapshot.matches('idle')) return;
+        if (snapshot.status === 'active') return;
         sub.unsubscribe();
         resolve();
       };
@@ -378,7 +366,7 @@ export class SessionHandle {
       settle(this.actor.getSnapshot());
     });
     this.actor.stop();
-    this.env.updates.complete();
+    this.env.output.updates.complete();
     await this.lifecycle?.closed(this);
   }
 
@@ -392,13 +380,13 @@ export class SessionHandle {
    * update subscriber) is processed in the same flush and replaces `context.reply`, so the answer
    * must be read from the snapshot of the step that produced it.
    */
-  private command(event: Extract<SessionEvent, { commandId: string }>): Promise<CommandReply> {
+  private command<T extends CommandType>(event: CommandEvent<T>): Promise<CommandReply<T>> {
     const commandId = `c${++this.commandCount}`;
-    const answered = () => {
+    const answered = (): CommandReply<T> | undefined => {
       const reply = this.actor.getSnapshot().context.reply;
-      return reply?.commandId === commandId ? reply.result : undefined;
+      return reply?.commandId === commandId && isReplyTo(reply, event.type) ? reply.result : undefined;
     };
-    return new Promise<CommandReply>((resolve) => {
+    return new Promise<CommandReply<T>>((resolve) => {
       const settle = (): void => {
         const result = answered();
         if (!result) return;

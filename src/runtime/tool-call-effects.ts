@@ -49,19 +49,19 @@ export function toolCallEffects(deps: TurnEffectDeps) {
 
   const authorize = async (input: ToolEffectInput): Promise<AuthorizationDecision> => {
     const tool = toolset.registryTool(input.name)!;
-    const permissionMode = envOf(input.sessionId).permissionMode;
+    const permissionMode = envOf(input.sessionId).config.permissionMode;
     const decision = await tool.authorize!(input.args, { sessionId: input.sessionId, turnId: input.turnId, toolCallId: input.toolCallId, permissionMode });
     return authorizationSchema.parse(decision);
   };
 
   const executeTool = (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
     const env = envOf(input.sessionId);
-    env.audits.runStarted(input.toolCallId, now());
-    const ran = () => env.audits.runEnded(input.toolCallId, now());
+    env.turns.audits.runStarted(input.toolCallId, now());
+    const ran = () => env.turns.audits.runEnded(input.toolCallId, now());
     // A read of this call may already be under way (RL-5): the call takes its result, and a cancel now reaches it.
-    const started = env.startedReads.get(input.toolCallId);
+    const started = env.turns.startedReads.get(input.toolCallId);
     if (started) {
-      env.startedReads.delete(input.toolCallId);
+      env.turns.startedReads.delete(input.toolCallId);
       return joinStartedRead(started, cancellation).finally(ran);
     }
     return runWithinLimit(input, cancellation, true).finally(ran);
@@ -70,7 +70,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   /** Runs the tool under its time limit; `announce` sends its progress updates (a read started ahead of its call stays quiet). */
   const runWithinLimit = (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
     const tool = toolset.registryTool(input.name)!;
-    const limit = tool.timeoutMs ?? envOf(input.sessionId).agent.toolTimeoutMs;
+    const limit = tool.timeoutMs ?? envOf(input.sessionId).config.agent.toolTimeoutMs;
     return limit === null ? runTool(input, cancellation, announce) : withToolTimeLimit(limit, cancellation, (combined) => runTool(input, combined, announce));
   };
 
@@ -99,7 +99,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     if (input.name !== UPDATE_PLAN) return { status: 'failed', content: `unknown control tool '${input.name}'` };
     const env = envOf(input.sessionId);
     const plan = planSchema.parse(input.args);
-    await deps.storage.savePlan({ turnId: input.turnId, sessionId: input.sessionId, plan, updatedAtMs: now() }, env.fence);
+    await deps.storage.savePlan({ turnId: input.turnId, sessionId: input.sessionId, plan, updatedAtMs: now() }, env.config.fence);
     emit(env, input.turnId, { type: 'plan_updated', plan });
     return { status: 'succeeded', content: 'Plan updated.' };
   };
@@ -108,7 +108,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   const writeResult = async (input: WriteResultInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const { call, result } = input;
-    const audit = toolCallAudit(input, env.audits.take(call.id, now()), toolset.isControlTool(call.name));
+    const audit = toolCallAudit(input, env.turns.audits.take(call.id, now()), toolset.isControlTool(call.name));
     const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content } as const;
     await persistAndAppend(env, deps, input.turnId, message, undefined, audit);
   };
@@ -142,10 +142,10 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       isControlTool: ({ context }: Ctx) => toolset.isControlTool(context.call.name),
       isRegistryTool: ({ context }: Ctx) => toolset.registryTool(context.call.name) !== undefined,
       hasAuthorizeHook: ({ context }: Ctx) => toolset.registryTool(context.call.name)?.authorize !== undefined,
-      hasBeforeDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).hooks.beforeToolDispatch.length > 0,
-      hasAfterDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).hooks.afterToolDispatch.length > 0,
-      modeForbidsCall: ({ context }: Ctx) => modeForbids(envOf(context.sessionId).permissionMode, effectOf(context)),
-      modeRequiresApproval: ({ context }: Ctx) => modeRequiresApproval(envOf(context.sessionId).permissionMode, effectOf(context)),
+      hasBeforeDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).config.hooks.beforeToolDispatch.length > 0,
+      hasAfterDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).config.hooks.afterToolDispatch.length > 0,
+      modeForbidsCall: ({ context }: Ctx) => modeForbids(envOf(context.sessionId).config.permissionMode, effectOf(context)),
+      modeRequiresApproval: ({ context }: Ctx) => modeRequiresApproval(envOf(context.sessionId).config.permissionMode, effectOf(context)),
     },
     actions: {
       assignApprovalPaths: approvalPathsAction(approvalPaths),
@@ -162,12 +162,12 @@ export function toolCallEffects(deps: TurnEffectDeps) {
         }),
       setLiveStatus: ({ context }: Ctx, params: LiveStatusParams) => {
         const env = envOf(context.sessionId);
-        if (params.status === 'waiting_permission') env.audits.waitStarted(context.call.id, now());
-        env.live.setToolStatus(context.call.id, params.status);
+        if (params.status === 'waiting_permission') env.turns.audits.waitStarted(context.call.id, now());
+        env.output.live.setToolStatus(context.call.id, params.status);
       },
       emitPermissionResolved: ({ context }: Ctx, params: PermissionResolvedParams) => {
         const env = envOf(context.sessionId);
-        env.audits.waitEnded(context.call.id, now());
+        env.turns.audits.waitEnded(context.call.id, now());
         emit(env, context.turnId, { type: 'permission_resolved', toolCallId: context.call.id, decision: params.decision });
       },
       emitGuardrailTriggered: ({ context }: Ctx, params: GuardrailTriggered) => emitGuardrailTriggered(envOf(context.sessionId), context.turnId, params),

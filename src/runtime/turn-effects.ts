@@ -51,58 +51,59 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
   const hooks = contextHooks(deps);
 
   /** The one assembly path (CW-1): this turn's system context (with what context hooks added), the conversation, the tool surface. */
-  const prepareFor = (env: SessionEnv, system: readonly SystemPart[] = env.turnSystem): PreparedModelCall =>
+  const prepareFor = (env: SessionEnv, system: readonly SystemPart[] = env.conversation.turnSystem): PreparedModelCall =>
     prepare({
       system,
-      conversation: env.chat.view(),
-      tools: env.tools,
+      conversation: env.conversation.chat.view(),
+      tools: env.config.tools,
       capabilities: deps.model.capabilities,
-      watermark: env.chat.watermark,
+      watermark: env.conversation.chat.watermark,
     });
 
   const beginTurn = async (input: TurnEffectInput): Promise<void> => {
     const env = envOf(input.sessionId);
-    const prepared = env.preparedInputs.get(input.turnId);
+    const prepared = env.turns.preparedInputs.get(input.turnId);
     if (!prepared) throw new TurnFailure('chat_state_error', 'the accepted input of this turn is missing');
     try {
       // A queued turn's row must exist before it can move to running: its write may still be under way.
-      if (prepared.fromQueue) await env.stored.wait(input.turnId);
+      if (prepared.fromQueue) await env.turns.stored.wait(input.turnId);
       await closeUnclosedTurn(env, deps);
       const messages = prepared.messages.map((message, i) => ({
         id: deps.newId('msg'),
-        sessionId: env.id,
+        sessionId: env.config.id,
         turnId: input.turnId,
-        sequence: env.chat.nextSequence + i,
+        sequence: env.conversation.chat.nextSequence + i,
         createdAtMs: now(),
         message,
       }));
       await storage.beginTurn(
         {
           id: input.turnId,
-          sessionId: env.id,
+          sessionId: env.config.id,
           clientRequestId: prepared.clientRequestId,
           startedAtMs: now(),
           run: { id: prepared.runId, trigger: prepared.trigger },
           fromQueue: prepared.fromQueue,
         },
         messages,
-        env.fence,
+        env.config.fence,
       );
       openTurn(env, input, messages);
     } catch (error) {
-      env.stored.settle(input.turnId, error);
+      env.turns.stored.settle(input.turnId, error);
       throw error;
     }
   };
 
   const openTurn = (env: SessionEnv, input: TurnEffectInput, messages: StoredMessage[]): void => {
-    env.stored.settle(input.turnId);
-    env.preparedInputs.delete(input.turnId);
-    env.openTurnRow = input.turnId;
-    env.turnStartSequence = messages[0]?.sequence ?? env.chat.nextSequence;
-    for (const message of messages) env.chat.append(message);
+    const { turns, conversation, config } = env;
+    turns.stored.settle(input.turnId);
+    turns.preparedInputs.delete(input.turnId);
+    turns.openTurnRow = input.turnId;
+    conversation.turnStartSequence = messages[0]?.sequence ?? conversation.chat.nextSequence;
+    for (const message of messages) conversation.chat.append(message);
     trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now()));
-    env.turnSystem = systemContext(env.agent.systemPrompt, env.tools);
+    conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools);
   };
 
   const sampleWorldState = worldStateSampler(deps);
@@ -115,35 +116,36 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     await sampleWorldState(input, cancellation);
     if (cancellation.aborted) throw new EffectAborted('preparing the request');
     const env = envOf(input.sessionId);
-    const system = env.hooks.beforeContextBuild.length === 0 ? env.turnSystem : await hooks.before(env, input, cancellation);
+    const { config, conversation } = env;
+    const system = config.hooks.beforeContextBuild.length === 0 ? conversation.turnSystem : await hooks.before(env, input, cancellation);
     let prepared = prepareFor(env, system);
     const over = (p: PreparedModelCall) => reachesCompactionLine(p.budget.estimatedInputTokens, limits);
-    if (over(prepared) && env.chat.watermark < env.turnStartSequence) {
-      env.chat.watermark = env.turnStartSequence;
+    if (over(prepared) && conversation.chat.watermark < conversation.turnStartSequence) {
+      conversation.chat.watermark = conversation.turnStartSequence;
       prepared = prepareFor(env, system);
     }
-    if (env.hooks.afterContextBuild.length > 0) {
+    if (config.hooks.afterContextBuild.length > 0) {
       const extended = await hooks.after(env, input, prepared, system, cancellation);
       if (extended !== system) prepared = prepareFor(env, extended);
     }
-    env.prepared = prepared;
+    conversation.prepared = prepared;
     // The token budget is the chart's to judge (a guard): it gets the numbers.
     return { overLine: over(prepared), turnTokens: turnTokens(env, input.turnId), nextCallTokens: prepared.budget.estimatedInputTokens };
   };
 
   const drainMailbox = async (input: TurnEffectInput): Promise<void> => {
     const env = envOf(input.sessionId);
-    while (env.mailbox.length > 0) {
-      const next = env.mailbox[0]!;
+    while (env.conversation.mailbox.length > 0) {
+      const next = env.conversation.mailbox[0]!;
       await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'agent_message', text: next.text, from: next.from });
-      env.mailbox.shift();
+      env.conversation.mailbox.shift();
     }
   };
 
   const callModel = async (input: CallModelInput, cancellation: EffectCancellation): Promise<ModelResponse> => {
     const env = envOf(input.sessionId);
-    const { request: prepared } = env.prepared ?? prepareFor(env);
-    env.prepared = null;
+    const { request: prepared } = env.conversation.prepared ?? prepareFor(env);
+    env.conversation.prepared = null;
     const request = input.concluding ? concludingRequest(prepared) : prepared;
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
     trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', now()));
@@ -156,7 +158,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       if (usage) recordUsage(env, input.turnId, usage);
       recordFinishReason(env, input.turnId, response.finishReason);
       // RT-15: ids are the runtime's from here on; the provider's stay beside them for its requests.
-      return assignToolCallIds(response, (id) => env.chat.usesCallId(id), () => deps.newId('call'));
+      return assignToolCallIds(response, (id) => env.conversation.chat.usesCallId(id), () => deps.newId('call'));
     } catch (error) {
       trace.end(spanId, { status: cancellation.aborted ? 'cancelled' : 'failed', errorCode: errorCode(error), endedAtMs: now() });
       throw error;
@@ -172,7 +174,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
 
   const skipToolCalls = async (input: SkipCallsInput): Promise<void> => {
     const env = envOf(input.sessionId);
-    const answered = new Set(env.chat.conversation().flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
+    const answered = new Set(env.conversation.chat.conversation().flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
     // Reads started ahead for calls that will not run now stop (a cancel reaches every running call).
     abandonStartedReads(env, input.calls.map((c) => c.id));
     for (const call of input.calls.filter((c) => !answered.has(c.id))) {
@@ -189,7 +191,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
 
   /** Resolves when the hold is released, or at once when there is none any more; a cancel ends the wait. */
   const awaitRelease = async (input: TurnEffectInput, cancellation: EffectCancellation): Promise<void> => {
-    const hold = envOf(input.sessionId).hold;
+    const hold = envOf(input.sessionId).turns.hold;
     if (!hold || cancellation.aborted) return;
     const { signal } = cancellation;
     await new Promise<void>((resolve) => {
@@ -211,8 +213,8 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
   return {
     handlers,
     guards: {
-      mailboxHasMessages: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).mailbox.length > 0,
-      holdRequested: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).hold !== null,
+      mailboxHasMessages: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).conversation.mailbox.length > 0,
+      holdRequested: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).turns.hold !== null,
       callsReadInParallel: ({ context }: { context: TurnContext }) => parallel.beginsRun(envOf(context.sessionId), context, context.toolIndex),
       nextCallsReadInParallel: ({ context }: { context: TurnContext }) => parallel.beginsRun(envOf(context.sessionId), context, context.toolIndex + 1),
     },
@@ -223,7 +225,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       emitGuardrailTriggered: ({ context }: { context: TurnEffectInput }, params: GuardrailTriggered) =>
         emitGuardrailTriggered(envOf(context.sessionId), context.turnId, params),
       discardDraft: ({ context }: { context: TurnEffectInput }) => {
-        const live = envOf(context.sessionId).live.runtime;
+        const live = envOf(context.sessionId).output.live.runtime;
         if (live.kind === 'running' && (live.draftText || live.draftReasoning)) {
           emit(envOf(context.sessionId), context.turnId, { type: 'draft_cleared' });
         }

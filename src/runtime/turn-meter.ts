@@ -14,7 +14,7 @@ export interface TurnMeter {
 export function recordUsage(env: SessionEnv, turnId: string, usage: TokenUsage): void {
   const meter = meterOf(env, turnId);
   meter.usage = addUsage(meter.usage, usage);
-  env.live.setUsage(turnId, meter.usage);
+  env.output.live.setUsage(turnId, meter.usage);
 }
 
 export function recordFinishReason(env: SessionEnv, turnId: string, finishReason: FinishReason | undefined): void {
@@ -23,7 +23,7 @@ export function recordFinishReason(env: SessionEnv, turnId: string, finishReason
 
 /** Input plus output tokens the turn's model calls reported so far: what the token budget counts. */
 export function turnTokens(env: SessionEnv, turnId: string): number {
-  const usage = env.turnMeters.get(turnId)?.usage;
+  const usage = env.turns.turnMeters.get(turnId)?.usage;
   return usage ? usage.inputTokens + usage.outputTokens : 0;
 }
 
@@ -32,18 +32,18 @@ export function turnTokens(env: SessionEnv, turnId: string): number {
  * response's finish reason on a completed one. The meter is then forgotten.
  */
 export function withTurnMeter(env: SessionEnv, turnId: string, outcome: TurnOutcome): TurnOutcome {
-  const meter = env.turnMeters.get(turnId);
-  env.turnMeters.delete(turnId);
+  const meter = env.turns.turnMeters.get(turnId);
+  env.turns.turnMeters.delete(turnId);
   if (!meter) return outcome;
   const finishReason = outcome.status === 'completed' && meter.finishReason ? { finishReason: meter.finishReason } : {};
   return { ...outcome, ...finishReason, ...(meter.usage && { usage: meter.usage }) };
 }
 
 function meterOf(env: SessionEnv, turnId: string): TurnMeter {
-  let meter = env.turnMeters.get(turnId);
+  let meter = env.turns.turnMeters.get(turnId);
   if (!meter) {
     meter = {};
-    env.turnMeters.set(turnId, meter);
+    env.turns.turnMeters.set(turnId, meter);
   }
   return meter;
 }

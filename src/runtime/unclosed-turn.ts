@@ -11,11 +11,11 @@ import { messageOf } from '../util/errors.js';
  * restart: nothing is left to do. Only a storage that keeps failing leaves it for the next attempt.
  */
 export async function closeUnclosedTurn(env: SessionEnv, services: RuntimeServices): Promise<void> {
-  const unclosed = env.unclosedTurn;
+  const unclosed = env.turns.unclosedTurn;
   if (!unclosed) return;
   const { storage } = services;
   try {
-    await storage.endTurn(unclosed.turnId, unclosed.end, env.fence);
+    await storage.endTurn(unclosed.turnId, unclosed.end, env.config.fence);
   } catch (error) {
     if (error instanceof FencedWriteError) throw error;
     const row = await storage.getTurn(unclosed.turnId);
@@ -30,9 +30,9 @@ export async function closeUnclosedTurn(env: SessionEnv, services: RuntimeServic
           finalText: null,
           finishedAtMs: services.now(),
         },
-        env.fence,
+        env.config.fence,
       );
     }
   }
-  env.unclosedTurn = null;
+  env.turns.unclosedTurn = null;
 }

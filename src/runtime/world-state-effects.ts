@@ -23,14 +23,15 @@ import { WorldStateError } from '../protocol/errors.js';
 export function worldStateSampler(deps: RuntimeDeps) {
   return async function sampleWorldState(input: SampleInput, cancellation: EffectCancellation): Promise<void> {
     const env = deps.env(input.sessionId);
+    const { config, conversation } = env;
     // Without a workspace or skills there is nothing to read: no promise to wait for on every model call.
     const capture =
-      env.workspaceDir === null && deps.skills === null
-        ? capturePolicyOnly(env.permissionMode)
-        : await untilAborted(readWorldState({ workspaceDir: env.workspaceDir, skills: deps.skills, permissionMode: env.permissionMode }, deps.warn), cancellation);
+      config.workspaceDir === null && deps.skills === null
+        ? capturePolicyOnly(config.permissionMode)
+        : await untilAborted(readWorldState({ workspaceDir: config.workspaceDir, skills: deps.skills, permissionMode: config.permissionMode }, deps.warn), cancellation);
     // Nothing changed since the last sampling and the conversation was only appended to since: nothing to send.
-    if (env.baselineChat === env.chat && sameBodies(capture, env.baseline)) return;
-    const changed = renderWorldStateDiff(capture, env.baseline, scanRetainedSections(env.chat.conversation()));
+    if (conversation.baselineChat === conversation.chat && sameBodies(capture, conversation.baseline)) return;
+    const changed = renderWorldStateDiff(capture, conversation.baseline, scanRetainedSections(conversation.chat.conversation()));
     for (const { section, text } of changed) {
       // Between writes, never inside one: what is written is appended, so the conversation stays whole.
       if (cancellation.aborted) throw new EffectAborted('world-state sampling');
@@ -39,8 +40,8 @@ export function worldStateSampler(deps: RuntimeDeps) {
         throw error instanceof TurnFailure ? error : new TurnFailure('persistence_error', `a world-state message could not be written: ${String(error)}`);
       });
     }
-    env.baseline = nextBaseline(capture);
-    env.baselineChat = env.chat;
+    conversation.baseline = nextBaseline(capture);
+    conversation.baselineChat = conversation.chat;
   };
 }
 

@@ -32,10 +32,10 @@ describe('the chat client over HTTP', { timeout: 30_000 }, () => {
     const feed = client.follow(sessionId, (event) => events.push(event));
     cleanup.push(async () => feed.close());
     await feed.ready;
-    const { turnId } = await client.startTurn(sessionId, 'hello', 'req-1');
+    const { turnId } = await client.submitTurn(sessionId, { clientRequestId: 'req-1', input: [{ type: 'text', text: 'hello' }] });
     await gate.reached;
     await until(() => events.some((e) => e.kind === 'update' && e.envelope.update.type === 'phase_changed'), 'the turn to be under way');
-    await expect(client.startTurn(sessionId, 'again', 'req-2')).rejects.toMatchObject({ code: 'Busy' });
+    await expect(client.submitTurn(sessionId, { clientRequestId: 'req-2', input: [{ type: 'text', text: 'again' }] })).rejects.toMatchObject({ code: 'Busy' });
 
     await proxy.cut();
     await until(() => events.some((e) => e.kind === 'connection_lost'), 'the client to notice');
@@ -70,7 +70,7 @@ describe('the chat client over HTTP', { timeout: 30_000 }, () => {
   it('finds a tool call\'s arguments in the stored conversation', async () => {
     const { client, host } = await setUp([{ text: 'listing', toolCalls: [{ name: 'list_dir', args: { path: '.' } }] }, { text: 'done' }]);
     const { sessionId } = await client.createSession({ permissionMode: 'auto' });
-    const { turnId } = await client.startTurn(sessionId, 'look', 'req-1');
+    const { turnId } = await client.submitTurn(sessionId, { clientRequestId: 'req-1', input: [{ type: 'text', text: 'look' }] });
     await finished(host, sessionId, turnId);
     const messages = (await host.call('GET', `/sessions/${sessionId}/messages`)).body.messages as { message: { role: string; toolCalls?: { id: string }[] } }[];
     const callId = messages.find((m) => m.message.role === 'assistant' && m.message.toolCalls?.length)!.message.toolCalls![0]!.id;

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundled } from '../support/bundles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -24,7 +25,7 @@ export interface ChatProcess {
 }
 
 export function spawnChat(args: string[], env: Record<string, string> = {}): ChatProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'chat', ...args], {
+  const child = spawn(process.execPath, [bundled('cli'), 'chat', ...args], {
     cwd: ROOT,
     env: { ...process.env, NO_COLOR: '1', TURNCHART_URL: '', TURNCHART_TOKEN: '', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],

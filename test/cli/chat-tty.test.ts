@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTempDirs } from '../support/workspace.js';
 import { killMarked, running, until } from './chat-process.js';
+import { bundled } from '../support/bundles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const HAS_TMUX = spawnSync('tmux', ['-V']).status === 0;
@@ -96,7 +97,7 @@ describe.skipIf(!HAS_TMUX)('turnchart chat in a terminal (tmux)', { timeout: 120
     );
     const pane = new Pane();
     panes.push(pane);
-    const chat = [process.execPath, '--import', 'tsx', 'src/cli/main.ts', 'chat', '--db', path.join(workspace, 'chat.db'), '--workspace', workspace, '--model', `scripted:${script}`];
+    const chat = [process.execPath, bundled('cli'), 'chat', '--db', path.join(workspace, 'chat.db'), '--workspace', workspace, '--model', `scripted:${script}`];
     pane.start(chat);
     await pane.waitFor(/^› ?$/m);
     expect(pane.screen()).toContain('(new, mode ask)');

@@ -73,7 +73,7 @@ describe.skipIf(clusterSkipReason !== null)('routing a command to another host: 
       body: { error: { code: 'OwnerTimeout' } },
     });
     const [sent] = received as { body: unknown; properties: { correlationId: string; replyTo: string; expiration: string } }[];
-    expect(commandRequestSchema.parse(sent!.body)).toMatchObject({ op: 'submitTurn', sessionId, command: { clientRequestId: 'r1' } });
+    expect(commandRequestSchema.parse(sent!.body)).toMatchObject({ op: 'command', name: 'submitTurn', sessionId, input: { clientRequestId: 'r1' } });
     expect(sent!.properties).toMatchObject({ correlationId: expect.any(String), replyTo: expect.any(String), expiration: '300' });
   });
 
@@ -95,5 +95,29 @@ describe.skipIf(clusterSkipReason !== null)('routing a command to another host: 
       status: 200,
       body: { turnId: 'turn_y', status: 'completed', outcome: { status: 'completed', finalText: 'fine' } },
     });
+  });
+
+  it("an owner's command answer outside the command's catalog entry is refused as a typed error, never passed on", async () => {
+    const { host: h, sessionId } = await heldByAStranger('owner_lax');
+    let next: unknown;
+    await playOwner('owner_lax', () => next);
+    const setMode = () => h.call('PUT', `/sessions/${sessionId}/permission-mode`, { mode: 'auto' });
+
+    // A refusal the command lists comes back as it is.
+    next = { ok: true, value: { ok: false, error: { code: 'PersistenceError', message: 'disk full' } } };
+    expect(await setMode()).toEqual({ status: 503, body: { error: { code: 'PersistenceError', message: 'disk full' } } });
+    // Busy is another command's refusal (a turn's), not setPermissionMode's.
+    next = { ok: true, value: { ok: false, error: { code: 'Busy', turnId: 'turn_x' } } };
+    expect(await setMode()).toMatchObject({ status: 500, body: { error: { code: 'InternalError' } } });
+    // A code nothing answers, and a listed code without the fields it carries.
+    next = { ok: true, value: { ok: false, error: { code: 'Whatever', message: 'made up' } } };
+    expect(await setMode()).toMatchObject({ status: 500, body: { error: { code: 'InternalError' } } });
+    next = { ok: true, value: { ok: false, error: { code: 'PersistenceError' } } };
+    expect(await setMode()).toMatchObject({ status: 500, body: { error: { code: 'InternalError' } } });
+    // A success without the command's fields (a compaction's id).
+    next = { ok: true, value: { ok: true } };
+    expect(await h.call('POST', `/sessions/${sessionId}/compact`)).toMatchObject({ status: 500, body: { error: { code: 'InternalError' } } });
+    next = { ok: true, value: { ok: true, compactionId: 'cmp_1' } };
+    expect(await h.call('POST', `/sessions/${sessionId}/compact`)).toEqual({ status: 200, body: { ok: true, compactionId: 'cmp_1' } });
   });
 });

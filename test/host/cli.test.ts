@@ -10,12 +10,13 @@ import { call } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
 import { SseClient } from '../support/sse-client.js';
 import { useTempDirs } from '../support/workspace.js';
+import { bundled } from '../support/bundles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const tempDir = useTempDirs('turnchart-cli-');
 
 function runCli(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), ...args], {
+  return spawnSync(process.execPath, [bundled('cli'), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     encoding: 'utf8',

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { dropPostgresSchema, POSTGRES_URL, sqliteFile } from '../support/databases.js';
+import { dropPostgresSchema, POSTGRES_TWINS, POSTGRES_URL, sqliteFile } from '../support/databases.js';
 import { call } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
 import { SseClient } from '../support/sse-client.js';
@@ -26,16 +26,19 @@ const targets: Target[] = [
       return { args: ['--db', db.file], drop: db.drop };
     },
   },
-  {
-    name: 'one PostgreSQL database',
-    skip: !POSTGRES_URL,
-    create: () => {
-      const schema = `tc_own_${randomUUID().replaceAll('-', '')}`;
-      const url = new URL(POSTGRES_URL!);
-      url.searchParams.set('schema', schema);
-      return { args: ['--database-url', url.toString()], drop: () => dropPostgresSchema(POSTGRES_URL!, schema) };
+  // The PostgreSQL twin runs in the full tier (test/support/tier.ts).
+  ...(POSTGRES_TWINS ? [
+    {
+      name: 'one PostgreSQL database',
+      skip: false,
+      create: () => {
+        const schema = `tc_own_${randomUUID().replaceAll('-', '')}`;
+        const url = new URL(POSTGRES_URL!);
+        url.searchParams.set('schema', schema);
+        return { args: ['--database-url', url.toString()], drop: () => dropPostgresSchema(POSTGRES_URL!, schema) };
+      },
     },
-  },
+  ] : []),
 ];
 
 /** Model scripts for the host processes: the first host's turn runs a command that lasts until it is killed; the second's answer. */

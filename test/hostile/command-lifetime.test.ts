@@ -24,6 +24,7 @@ import { call } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
 import { useTempDirs } from '../support/workspace.js';
 import { execute, toolNamed } from '../tools/support.js';
+import { bundled } from '../support/bundles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const tempDir = useTempDirs('turnchart-hostile-life-');
@@ -121,7 +122,7 @@ describe('every process a command starts ends with the host', { timeout: 90_000 
     const tmp = await tempDir();
     const holders = fifo(path.join(workspace, 'holders'));
     const command = `${SETSID_ESCAPE}; echo started > holders; exec 3>holders; sleep 1000; touch marker`;
-    const host = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/command-host.ts'), 'process-group', workspace, command], {
+    const host = spawn(process.execPath, [bundled('command-host'), 'process-group', workspace, command], {
       cwd: ROOT,
       env: { ...process.env, TMPDIR: tmp },
       stdio: ['ignore', 'inherit', 'inherit'],

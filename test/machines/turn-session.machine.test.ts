@@ -71,24 +71,24 @@ describe('session chart guards (XS-3, RT-1)', () => {
 
   it('decides in order: reload required, duplicate request, busy, accept', () => {
     const reload = start(true);
-    expect(reload.send('old', 't1', 'a')).toEqual({ commandId: 'a', result: { ok: false, error: { code: 'ReloadRequired' } } });
+    expect(reload.send('old', 't1', 'a')).toEqual({ commandId: 'a', command: 'session.start_turn', result: { ok: false, error: { code: 'ReloadRequired' } } });
     const s = start(false);
-    expect(s.send('old', 't1', 'a')).toEqual({ commandId: 'a', result: { ok: true, turnId: 'turn-old' } });
+    expect(s.send('old', 't1', 'a')).toEqual({ commandId: 'a', command: 'session.start_turn', result: { ok: true, turnId: 'turn-old' } });
     expect(s.actor.getSnapshot().value).toBe('idle');
-    expect(s.send('new', 't2', 'b')).toEqual({ commandId: 'b', result: { ok: true, turnId: 't2' } });
+    expect(s.send('new', 't2', 'b')).toEqual({ commandId: 'b', command: 'session.start_turn', result: { ok: true, turnId: 't2' } });
     expect(s.actor.getSnapshot().matches('running')).toBe(true);
-    expect(s.send('new', 't3', 'c')).toEqual({ commandId: 'c', result: { ok: true, turnId: 't2' } });
-    expect(s.send('other', 't4', 'd')).toEqual({ commandId: 'd', result: { ok: false, error: { code: 'Busy', turnId: 't2' } } });
+    expect(s.send('new', 't3', 'c')).toEqual({ commandId: 'c', command: 'session.start_turn', result: { ok: true, turnId: 't2' } });
+    expect(s.send('other', 't4', 'd')).toEqual({ commandId: 'd', command: 'session.start_turn', result: { ok: false, error: { code: 'Busy', turnId: 't2' } } });
     s.actor.send({ type: 'session.require_reload' });
-    expect(s.send('other', 't5', 'e')).toEqual({ commandId: 'e', result: { ok: false, error: { code: 'ReloadRequired' } } });
+    expect(s.send('other', 't5', 'e')).toEqual({ commandId: 'e', command: 'session.start_turn', result: { ok: false, error: { code: 'ReloadRequired' } } });
   });
 
   it('forwards cancel only for the active turn', () => {
     const s = start(false);
     s.send('new', 't2', 'b');
     s.actor.send({ type: 'session.cancel_turn', commandId: 'x', turnId: 'other' });
-    expect(s.actor.getSnapshot().context.reply).toEqual({ commandId: 'x', result: { ok: false, error: { code: 'TurnNotActive' } } });
+    expect(s.actor.getSnapshot().context.reply).toEqual({ commandId: 'x', command: 'session.cancel_turn', result: { ok: false, error: { code: 'TurnNotActive' } } });
     s.actor.send({ type: 'session.cancel_turn', commandId: 'y', turnId: 't2' });
-    expect(s.actor.getSnapshot().context.reply).toEqual({ commandId: 'y', result: { ok: true } });
+    expect(s.actor.getSnapshot().context.reply).toEqual({ commandId: 'y', command: 'session.cancel_turn', result: { ok: true } });
   });
 });

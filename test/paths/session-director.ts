@@ -229,6 +229,7 @@ export class SessionDirector implements Script {
       case 'effect.failed':
         if (effect === 'finishTurn') return storage.failNext('endTurn');
         if (effect === 'switchAgent') return storage.failNext('switchAgent');
+        if (effect === 'closeSession') return storage.failNext('releaseSession');
         if (effect === 'reloadConversation') {
           storage.failWhen('listMessages', () => true);
           undo(() => storage.heal('listMessages'));

@@ -127,6 +127,8 @@ function effectReplies({ machine, env }: ModelState<SessionEnv>): EventObject[] 
     case 'finishTurn':
     case 'reloadConversation':
     case 'switchAgent':
+    case 'closeSession':
+      // Each can be stored or fail; a close that fails leaves the lease to run out.
       return [done, failed];
     // A compaction needs something new to summarize, a rewind a checkpoint; without them they can only fail.
     case 'compact':
@@ -204,7 +206,7 @@ export function sessionModel(scenario: SessionScenario): ChartModel<SessionEnv> 
       const waiting = machine.matches('maintaining') || machine.matches('finishing') ? pendingEffectOf(machine) : null;
       return JSON.stringify([machine.value, c.reloadRequired, c.activeTurn !== null, c.pendingPermission !== null, c.queue.length, waiting, env]);
     },
-    // The session has no final state: a path ends when the session is idle with nothing in flight.
-    isEnd: ({ machine, env }) => machine.matches('idle') && env.turn === 'none',
+    // A path ends when the session is idle with nothing in flight, or once a stop has closed it.
+    isEnd: ({ machine, env }) => machine.status === 'done' || (machine.matches('idle') && env.turn === 'none'),
   };
 }

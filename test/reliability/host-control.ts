@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { crashHostArgs } from '../support/crash-host-bundle.js';
+import { bundled } from '../support/bundles.js';
 
 /**
  * Drives one `crash-host.ts` process: answers `go` at every pause until the kill point, then
@@ -20,7 +20,7 @@ export type KillAt = { point: [string, number] } | { call: number } | 'never';
 
 export function runHost(target: object, at: KillAt): Promise<HostRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, crashHostArgs(target), { stdio: ['pipe', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [bundled('crash-host'), JSON.stringify(target)], { stdio: ['pipe', 'pipe', 'inherit'] });
     const seen = new Map<string, number>();
     const run: HostRun = { sessionId: '', killed: false, calls: [] };
     const kill = () => {

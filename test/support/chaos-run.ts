@@ -10,6 +10,7 @@ import { submitTask, TERMINAL_STATES_LIST, type TaskEventEnvelope } from './chao
 import { until } from './poll.js';
 import pg from 'pg';
 import { AMQP_URL, PG_URL, TaskStack, type RecordingConsumer } from './task-stack.js';
+import { bundled } from './bundles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -195,7 +196,7 @@ async function recoveryProblems(stack: TaskStack, kills: Kill[]): Promise<{ inte
 }
 
 async function startChaosWorker(config: object): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/support/chaos-worker.ts'), JSON.stringify(config)], {
+  const child = spawn(process.execPath, [bundled('chaos-worker'), JSON.stringify(config)], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { postgresStorage, sqliteStorage, type SessionStorage } from '../../src/index.js';
 import { dropPostgresSchema } from '../../storage/postgres.js';
+import { FULL_TIER } from './tier.js';
 
 /** A durable database a test can open several times (as several processes would), then drop. */
 export interface DurableDatabase {
@@ -38,8 +39,15 @@ export function postgresSchema(connectionString: string): DurableDatabase {
 
 export { dropPostgresSchema };
 
-/** The dialects every durable scenario runs on: SQLite always, PostgreSQL when configured. */
+/**
+ * The dialects every durable scenario runs on: SQLite always; its PostgreSQL twin in the full tier
+ * (`npm run test:full`), when a server is configured. The quick tier still runs PostgreSQL's own
+ * suites (its storage contract, connection faults, the cluster), which have no SQLite twin.
+ */
 export const durableTargets: { name: string; skip: boolean; create: () => DurableDatabase }[] = [
   { name: 'sqlite', skip: false, create: sqliteFile },
-  { name: 'postgres', skip: !POSTGRES_URL, create: () => postgresSchema(POSTGRES_URL!) },
+  ...(FULL_TIER ? [{ name: 'postgres', skip: !POSTGRES_URL, create: () => postgresSchema(POSTGRES_URL!) }] : []),
 ];
+
+/** Whether the scenarios above run on PostgreSQL too in this run. */
+export const POSTGRES_TWINS = FULL_TIER && Boolean(POSTGRES_URL);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundled } from './bundles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -17,7 +18,7 @@ export interface HostProcess {
 
 /** Starts `turnchart serve` in a child process and resolves once it prints its listening line. */
 export async function spawnHost(args: string[], env: Record<string, string> = {}): Promise<HostProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts'), 'serve', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [bundled('cli'), 'serve', '--port', '0', ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

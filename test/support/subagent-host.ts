@@ -2,7 +2,7 @@
  * A process that holds a parent session and its running child, then waits to be killed: run as
  * `node --import tsx test/support/subagent-host.ts DB_FILE`. The parent's turn spawns a `worker`
  * and waits for it; the worker's model call never answers. Once both turns run it prints
- * `RUNNING <parentId> <childId>`, and the test SIGKILLs it there (test/runtime/subagents-crash.test.ts).
+ * `RUNNING <parentId> <childId>`, and the test SIGKILLs it there (test/runtime/subagents/subagents-crash.test.ts).
  */
 import { createRuntime, sqliteStorage, type ModelRequest, type ScriptedReply } from '../../src/index.js';
 import { routedModel } from './routed-model.js';

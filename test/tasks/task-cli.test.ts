@@ -5,11 +5,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../support/poll.js';
 import { AMQP_URL, TASK_SUITE_SKIP, TaskStack } from '../support/task-stack.js';
 import { useTempDirs } from '../support/workspace.js';
+import { bundled } from '../support/bundles.js';
 
 if (TASK_SUITE_SKIP) console.log(`Task CLI suite skipped: ${TASK_SUITE_SKIP}`);
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const CLI = ['--import', 'tsx', path.join(ROOT, 'src/cli/main.ts')];
+const CLI = [bundled('cli')];
 const tempDir = useTempDirs('turnchart-task-cli-');
 
 describe.skipIf(TASK_SUITE_SKIP !== null)('turnchart worker and turnchart submit, as an operator runs them', { timeout: 90_000 }, () => {

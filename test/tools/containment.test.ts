@@ -6,6 +6,7 @@ import { commandContainment, probeContainment } from '../../src/tools/sandbox/co
 import { runContained } from '../../src/tools/sandbox/run-contained.js';
 import { useTempDirs } from '../support/workspace.js';
 import { execute, toolNamed } from './support.js';
+import { bundled } from '../support/bundles.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const tempDir = useTempDirs('turnchart-contain-');
@@ -24,7 +25,7 @@ describe('the containment probe', () => {
   });
 
   it.skipIf(!linuxWithUtilLinux || !root)('as an unprivileged user it takes a user namespace, and commands run in it', () => {
-    const probe = spawnSync('setpriv', ['--reuid', 'nobody', '--regid', 'nogroup', '--clear-groups', '--', process.execPath, '--import', 'tsx', 'test/support/probe-containment.ts'], {
+    const probe = spawnSync('setpriv', ['--reuid', 'nobody', '--regid', 'nogroup', '--clear-groups', '--', process.execPath, bundled('probe-containment')], {
       cwd: ROOT,
       env: { PATH: process.env.PATH, HOME: '/tmp' },
       encoding: 'utf8',

@@ -49,31 +49,31 @@ const rewind = createRoute({
 export function sessionCommandRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(mode, async (c) => {
     const session = await sessionOf(host, c.req.valid('param').sessionId);
-    unwrap(await session.setPermissionMode(c.req.valid('json').mode));
+    unwrap(await session.call('setPermissionMode', c.req.valid('json').mode));
     return c.json({ ok: true as const }, 200);
   });
 
   app.openapi(agent, async (c) => {
     const session = await sessionOf(host, c.req.valid('param').sessionId);
-    const switched = unwrap(await session.switchAgent(c.req.valid('json').agent));
+    const switched = unwrap(await session.call('switchAgent', c.req.valid('json').agent));
     return c.json({ ok: true as const, agent: switched.agent }, 200);
   });
 
   app.openapi(agentMessage, async (c) => {
     const session = await sessionOf(host, c.req.valid('param').sessionId);
-    unwrap(await session.deliverAgentMessage(c.req.valid('json')));
+    unwrap(await session.call('deliverAgentMessage', c.req.valid('json')));
     return c.json({ ok: true as const }, 200);
   });
 
   app.openapi(compact, async (c) => {
     const session = await sessionOf(host, c.req.valid('param').sessionId);
-    const { compactionId } = unwrap(await session.compactConversation());
+    const { compactionId } = unwrap(await session.call('compactConversation', undefined));
     return c.json({ ok: true as const, compactionId }, 200);
   });
 
   app.openapi(rewind, async (c) => {
     const session = await sessionOf(host, c.req.valid('param').sessionId);
-    unwrap(await session.rewindConversation(c.req.valid('json').compactionId));
+    unwrap(await session.call('rewindConversation', c.req.valid('json').compactionId));
     return c.json({ ok: true as const }, 200);
   });
 }

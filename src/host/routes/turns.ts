@@ -46,7 +46,7 @@ const decide = createRoute({
 export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(start, async (c) => {
     const session = await sessionOf(host, c.req.valid('param').sessionId);
-    const accepted = unwrap(await session.submitTurn({ ...c.req.valid('json'), trigger: 'message' }));
+    const accepted = unwrap(await session.call('submitTurn', { ...c.req.valid('json'), trigger: 'message' }));
     return c.json({ turnId: accepted.turnId, runId: accepted.runId, status: accepted.status }, 202);
   });
 
@@ -61,14 +61,14 @@ export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(cancel, async (c) => {
     const { sessionId, turnId } = c.req.valid('param');
     const session = await sessionOf(host, sessionId);
-    unwrap(await session.cancelTurn(turnId));
+    unwrap(await session.call('cancelTurn', turnId));
     return c.json({ ok: true as const }, 200);
   });
 
   app.openapi(decide, async (c) => {
     const { sessionId, turnId, toolCallId } = c.req.valid('param');
     const session = await sessionOf(host, sessionId);
-    unwrap(await session.resolvePermission({ turnId, toolCallId, decision: c.req.valid('json').decision }));
+    unwrap(await session.call('resolvePermission', { turnId, toolCallId, decision: c.req.valid('json').decision }));
     return c.json({ ok: true as const }, 200);
   });
 }

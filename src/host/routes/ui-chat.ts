@@ -84,7 +84,7 @@ async function startTurn(c: Context, host: HostContext, session: SessionAccess, 
     host,
     tap,
     await prepared(tap, async () => {
-      const accepted = unwrap(await session.submitTurn({ clientRequestId: message.id, input: [{ type: 'text', text: texts.join('\n\n') }], trigger: 'message' }));
+      const accepted = unwrap(await session.call('submitTurn', { clientRequestId: message.id, input: [{ type: 'text', text: texts.join('\n\n') }], trigger: 'message' }));
       return replayTurn(session, host.storage, accepted.turnId, accepted.turnId);
     }),
   );
@@ -111,7 +111,7 @@ async function answerApprovals(c: Context, host: HostContext, session: SessionAc
       const translator = new UiMessageTranslator(turnId, records);
       translator.continueAfter(answers.map((answer) => answer.toolCallId));
       for (const answer of answers) {
-        unwrap(await session.resolvePermission({ turnId, toolCallId: answer.toolCallId, decision: answer.approved ? 'allow_once' : 'deny' }));
+        unwrap(await session.call('resolvePermission', { turnId, toolCallId: answer.toolCallId, decision: answer.approved ? 'allow_once' : 'deny' }));
       }
       return { turnId, translator, records, opening: translator.start(message.id), floor: -1 } satisfies PreparedTurn;
     }),

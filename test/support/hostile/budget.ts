@@ -1,4 +1,4 @@
-import { POSTGRES_URL } from '../databases.js';
+import { POSTGRES_TWINS } from '../databases.js';
 
 /**
  * Generated inputs per hostile suite: `quick` in `npm test`, `full` in the reliability suite, where
@@ -24,7 +24,7 @@ if (FULL_TOTAL !== 100_000) throw new Error(`the full hostile suites generate ${
 /** The inputs one dialect's run of a suite generates. */
 export function runsFor(suite: SuiteName, size: Size, dialect: string): number {
   const total = BUDGET[suite][size];
-  if (!POSTGRES_URL) return total;
+  if (!POSTGRES_TWINS) return total;
   return dialect === 'sqlite' ? Math.ceil(total / 2) : Math.floor(total / 2);
 }
 

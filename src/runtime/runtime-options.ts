@@ -1,0 +1,82 @@
+import type { InspectionEvent } from 'xstate';
+import { z } from 'zod';
+import type { SessionStorage } from '../../storage/session-storage.js';
+import { TurnchartError } from '../protocol/errors.js';
+import type { ModelPort } from '../protocol/model.js';
+import type { AnyTool } from '../tools/define-tool.js';
+import { Toolset } from '../tools/toolset.js';
+import type { SkillsConfig } from '../skills/types.js';
+import { messageOf } from '../util/errors.js';
+import { checkSystemContexts, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
+import type { ChartClock } from './chart-clock.js';
+import { hooksSchema, type Hooks } from './hooks.js';
+
+export interface RuntimeOptions {
+  storage: SessionStorage;
+  model: ModelPort;
+  tools?: AnyTool[];
+  agents?: Record<string, AgentConfig>;
+  /** XState inspection observer for every actor of every session (e.g. `@statelyai/inspect`). */
+  inspect?: (event: InspectionEvent) => void;
+  /** Clock for stored and streamed timestamps; tests may fix it. */
+  now?: () => number;
+  /** The clock the charts' timers run on (a run's time limit), and the idle timers; XState's `SimulatedClock` in tests. */
+  clock?: ChartClock;
+  /** Capacity of the trace queue before signals are dropped (RT-26); default 1 024, or 64 per open session when that is more. A number set here stays fixed. */
+  traceQueueCapacity?: number;
+  /** A skills directory: its catalog is world state, its skills can be picked as turn input (RT-1, CW-2). */
+  skills?: SkillsConfig;
+  /** Where non-fatal notes go (e.g. a skill folder without SKILL.md, a subscriber that threw); default `console.warn`. */
+  warn?: (message: string) => void;
+  /**
+   * Close a session after this long (ms) with no turn running or queued and no update subscriber;
+   * it reopens from storage on its next use. Default: sessions stay open until closed.
+   */
+  idleTtlMs?: number;
+  /** Ownership of sessions across runtimes on one database: lease length and identity. */
+  ownership?: { leaseTtlMs?: number; ownerId?: string; host?: string };
+  /** Update sequences reserved in storage at a time (see `SequenceReservation`); for tests. */
+  sequenceBlock?: number;
+  /** RL-4: hooks around context build and tool dispatch for every session; an agent's own `hooks` run after these. */
+  hooks?: Hooks;
+}
+
+const optionsSchema = z.object({
+  storage: z.custom<SessionStorage>((v) => typeof (v as SessionStorage | null)?.beginTurn === 'function', 'a SessionStorage'),
+  model: z.custom<ModelPort>((v) => typeof (v as ModelPort | null)?.stream === 'function', 'a ModelPort'),
+  tools: z.array(z.custom<AnyTool>((v) => typeof (v as AnyTool | null)?.execute === 'function', 'a tool from defineTool')).optional(),
+  agents: z.record(z.string(), z.unknown()).optional(),
+  inspect: z.function().optional(),
+  now: z.function().optional(),
+  clock: z.custom<ChartClock>((v) => typeof (v as ChartClock | null)?.setTimeout === 'function', 'an XState Clock').optional(),
+  traceQueueCapacity: z.number().int().min(1).optional(),
+  skills: z.object({ dir: z.string().min(1), disabled: z.array(z.string()).optional() }).optional(),
+  warn: z.function().optional(),
+  idleTtlMs: z.number().int().min(0).max(2_147_483_647).optional(),
+  ownership: z
+    .object({
+      leaseTtlMs: z.number().int().min(100).max(86_400_000).optional(),
+      ownerId: z.string().min(1).max(200).optional(),
+      host: z.string().min(1).max(255).optional(),
+    })
+    .optional(),
+  sequenceBlock: z.number().int().min(2).max(1_000_000_000).optional(),
+  hooks: hooksSchema.optional(),
+});
+
+/**
+ * Checks the options before anything touches storage: a bad option, agent or system context is
+ * `InvalidOptions`. Answers the tool set and the agents resolved against it.
+ */
+export function checkRuntimeOptions(options: RuntimeOptions): { toolset: Toolset; agents: Record<string, AgentDefinition> } {
+  const parsed = optionsSchema.safeParse(options);
+  if (!parsed.success) throw new TurnchartError('InvalidOptions', z.prettifyError(parsed.error));
+  const toolset = new Toolset(options.tools ?? []);
+  try {
+    const agents = resolveAgents(options.agents);
+    checkSystemContexts(agents, (agent) => toolset.surfaceFor(agent));
+    return { toolset, agents };
+  } catch (error) {
+    throw new TurnchartError('InvalidOptions', error instanceof z.ZodError ? z.prettifyError(error) : messageOf(error));
+  }
+}

@@ -1,0 +1,59 @@
+import type { AgentLink, SessionRow } from '../../storage/session-storage.js';
+import type { ToolDefinition } from '../protocol/model.js';
+import type { BusyPolicy, PermissionMode } from '../protocol/commands.js';
+import type { AgentDefinition } from './agents.js';
+import type { ResolvedHooks } from './hooks.js';
+
+/**
+ * The agent a session runs, with what the runtime resolved for it. agent.switch replaces all four
+ * at once while no turn runs (a turn keeps the agent it started with).
+ */
+export interface SessionAgent {
+  agentName: string;
+  agent: AgentDefinition;
+  /** RL-4: the runtime's hooks, then the agent's, per stage. */
+  hooks: ResolvedHooks;
+  /** The tool surface the agent's model sees (the delegation tools only when the agent may delegate). */
+  tools: readonly ToolDefinition[];
+}
+
+/**
+ * What the session was opened with: its stored row, the fence it is held under and its agent.
+ * Only agent.switch (the agent) and setPermissionMode (the mode) change it, and only once stored.
+ */
+export interface SessionConfig extends SessionAgent {
+  readonly id: string;
+  /** A sub-agent's session: what started it. */
+  readonly parent: AgentLink | null;
+  /** Nobody can answer an approval here (every sub-agent's session): a call that would ask is a rule denial. */
+  readonly nonInteractive: boolean;
+  permissionMode: PermissionMode;
+  readonly workspaceDir: string | null;
+  readonly busyPolicy: BusyPolicy;
+  /** The fencing token this runtime holds for the session: every write carries it. */
+  readonly fence: number;
+}
+
+export function createSessionConfig(row: SessionRow, fence: number, agent: SessionAgent): SessionConfig {
+  return {
+    id: row.id,
+    agentName: agent.agentName,
+    agent: agent.agent,
+    hooks: agent.hooks,
+    tools: agent.tools,
+    parent: row.parent ?? null,
+    nonInteractive: row.nonInteractive === true,
+    permissionMode: row.permissionMode,
+    workspaceDir: row.workspaceDir,
+    busyPolicy: row.busyPolicy ?? 'reject',
+    fence,
+  };
+}
+
+/** agent.switch, once stored: the next turn runs the new agent; the running one (if any) already took what it needs. */
+export function installSessionAgent(config: SessionConfig, agent: SessionAgent): void {
+  config.agentName = agent.agentName;
+  config.agent = agent.agent;
+  config.hooks = agent.hooks;
+  config.tools = agent.tools;
+}
