@@ -18,7 +18,7 @@ import { startHost, type RunningHost } from '../src/host/host.js';
 import { postgresStorage, scriptedModel } from '../src/index.js';
 import { dropPostgresSchema } from '../storage/postgres.js';
 import { median } from './common.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 export interface RoutingFigure {
   requestsPerRound: number;

@@ -5,7 +5,7 @@
  * host's model stamps with).
  */
 import { clientRound, epochNow, fetchClient, nodeHttpClient, type ClientKind, type ClientRoundOptions, type ClientRoundTimes } from './http-client.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 export interface RoundRequest {
   base: string;

@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { median } from './common.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 const DATABASE_URL = process.env.TURNCHART_BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { createRuntime, postgresStorage, type ModelPort, type ModelRequest } from '../src/index.js';
 import { dropPostgresSchema } from '../storage/postgres.js';
 import { median, readTool, stepModel } from './common.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 const DATABASE_URL = process.env.TURNCHART_BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** The counted pool's connections carry this name: only their statements are counted. */

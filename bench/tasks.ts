@@ -9,7 +9,7 @@ import type { TaskStorage } from '../storage/task-storage.js';
 import { AmqpLink, createTaskEventConsumer, storageFetcher, submitTask, taskTopology, type TaskEventConsumer, type TaskEventEnvelope } from '../src/index.js';
 import { median } from './common.js';
 import { benchScript } from './child-script.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 const ROOT = dirname(BENCH_DIR);

@@ -3,7 +3,7 @@ import type { PermissionMode } from '../src/protocol/commands.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { SessionSnapshot } from '../src/protocol/session-snapshot.js';
 import type { PermissionDecision, TurnPhase, UpdateEnvelope } from '../src/protocol/updates.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 /**
  * The chat chart's effect contract (machines/chat-client.machine.ts): the actors the command line

@@ -394,7 +394,7 @@ export const chatClientMachine = setup({
     announceCommand: enqueueActions(({ context, enqueue }) => {
       if (context.line.kind === 'command' && context.line.command.kind === 'compact') enqueue({ type: 'show', params: { kind: 'compacting' } });
     }),
-    /** Leaving while a turn runs: a host's goes on, an embedded one ends with the process. */
+    /** Leaving while a turn runs: a host's goes on, an embedded one ends when the chat does. */
     announceLeaving: enqueueActions(({ context, enqueue }) => {
       if (context.turnId) enqueue({ type: 'show', params: { kind: 'leaving_turn', turnId: context.turnId, backend: context.backend } });
     }),

@@ -1,5 +1,5 @@
 import type { FailureCode, TurnOutcome } from '../src/protocol/outcome.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 /** How a failed effect is reported: a `TurnFailure`-like error carries its own code (RT-9). */
 export function failureOf(error: unknown, fallback: FailureCode): Extract<TurnOutcome, { status: 'failed' }> {

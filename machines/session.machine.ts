@@ -8,7 +8,7 @@ import type { FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, Sessi
 import type { GuardrailTrackers } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { EFFECT_PORT, doneOutput, failedError, requestEffectAction, type EffectErrorTraits, type EffectAbort, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 /**
  * A session (000 §1–§2): the only place turns start. Commands arrive as events; the guards

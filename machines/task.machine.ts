@@ -17,7 +17,7 @@ import {
   type SessionReport,
   type TurnEnd,
 } from './task.effects.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 /**
  * A task (seed 002, LC-1…LC-4): one agent session driven through its turns under a lifecycle.

@@ -25,7 +25,7 @@ import {
   type ToolEffectInput,
   type ValidationOutput,
 } from './tool-call.effects.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 /**
  * One tool call (RT-15): `active` { `screening` — the parsed arguments are a JSON object? the name

@@ -24,7 +24,7 @@ import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { abortEffectAction, cancelEffectAction, failedError, requestEffectAction, type EffectReply } from './effect-port.js';
 import { errorTraitsOf, mistakeDecisionOf, preparedOf, responseOf, type PhaseParams, type TurnEffectInput, type TurnEffects } from './turn.effects.js';
-import { messageOf } from '../src/util/errors.js';
+import { messageOf } from '../src/protocol/error-message.js';
 
 /**
  * One user turn: the agent loop of RT-10 as a chart.

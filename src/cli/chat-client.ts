@@ -4,7 +4,7 @@ import type { PermissionMode } from '../protocol/commands.js';
 import type { CommandInput, CommandOk } from '../protocol/command-catalog.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 import type { ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** The session commands the chat sends. */
 export type ChatCommandName = 'submitTurn' | 'cancelTurn' | 'resolvePermission' | 'setPermissionMode' | 'compactConversation';

@@ -4,7 +4,7 @@ import { ChatError, type ChatClient, type ChatCommandName, type ContextUsage, ty
 import { errorOf, followEventStream, unreachable } from './chat-sse.js';
 import { ToolCallIndex, type StoredPage } from './chat-tool-calls.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 import { commandOkOf, type CommandInput, type CommandOk } from '../protocol/command-catalog.js';
 
 export interface HttpClientOptions {

@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { ChatError } from './chat-client.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** One Server-Sent Event: its name (`message` when unnamed), its id, its data lines joined. */
 interface SseMessage {

@@ -5,7 +5,7 @@ import { hideSecretArguments } from './process-title.js';
 import { SECRET_FLAGS, serve, serveSettings, serveUsage } from './serve.js';
 import { runSubmit, submitSettings, submitUsage } from './submit.js';
 import { runWorker, workerSettings, workerUsage } from './worker.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 const USAGE = [
   'Usage: turnchart <command> [options]',

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /**
  * A secret kept in a file (`--token-file`, a mounted Docker or Kubernetes secret): its text

@@ -2,7 +2,7 @@ import type { ConsumeMessage } from 'amqplib';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { parseBody, type CommandReply } from './messages.js';
 import { commandQueueOf } from './names.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /**
  * Takes commands routed to this host on its exclusive queue and replies to each on its `replyTo`

@@ -1,7 +1,7 @@
 import type { SessionStorage } from '../../storage/session-storage.js';
 import { SessionOwnedElsewhereError } from '../protocol/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /**
  * A host that dies (SIGKILL, a lost machine) leaves its sessions under leases that simply run out.

@@ -4,7 +4,7 @@ import { ApiError } from '../host/errors.js';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { parseBody, replySchema, type CommandReply, type CommandRequest } from './messages.js';
 import { commandQueueOf } from './names.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 interface Pending {
   resolve(reply: CommandReply): void;

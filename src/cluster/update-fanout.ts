@@ -1,7 +1,7 @@
 import type { Runtime } from '../runtime/runtime.js';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { CLOSED_MESSAGE, sessionKeyOf, UPDATE_MESSAGE, UPDATES_EXCHANGE } from './names.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /**
  * The owner's side of remote event streams: every update of every session this host holds goes to

@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { FencedWriteError } from '../../storage/session-storage.js';
 import { TurnchartError } from '../protocol/errors.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** What every error response carries: `{ error: { code, message, … } }`, never a stack trace. */
 interface ApiErrorBody {

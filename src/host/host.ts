@@ -29,7 +29,7 @@ import type { HostCluster, HostContext } from './host-context.js';
 import { DEFAULT_MAX_SESSIONS, SessionLimit } from './session-limit.js';
 import { DEFAULT_SSE_OPTIONS, type SseOptions } from './sse-stream.js';
 import { DEFAULT_MAX_STREAMS, StreamLimit } from './stream-limit.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 export interface HostOptions {
   /** Interface to bind; anything but loopback needs a token. */

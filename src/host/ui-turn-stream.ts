@@ -5,7 +5,7 @@ import type { SessionAccess, UpdateFeed } from './session-access.js';
 import { TurnRecords } from './turn-records.js';
 import { UiMessageTranslator } from './ui-message-stream.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /**
  * A session's updates, held from the moment the tap opens. It is opened before the command that

@@ -7,7 +7,7 @@ import {
   MODEL_TOOL_CALLS_MAX,
   MODEL_TOOL_NAME_MAX_CHARS,
 } from '../protocol/input-limits.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** The call's cancellation: `aborted` is read per event, the `AbortSignal` only by a port that wants one. */
 export interface StreamCancellation {

@@ -5,7 +5,7 @@ import { TurnchartError } from '../protocol/errors.js';
 import { demoModel } from './demo-model.js';
 import { openAiCompatibleModel, type ProviderSettings } from './openai-compatible-spec.js';
 import { scriptedModel, type ScriptedReply } from './scripted-model.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 export type { ProviderSettings };
 

@@ -1,5 +1,5 @@
 import type { LeaseHolder } from './session-owner.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from './error-message.js';
 
 /** A typed error for what cannot be a command result: bad configuration, unknown sessions, storage failures. */
 export class TurnchartError extends Error {

@@ -7,7 +7,7 @@ import { loadConversation } from './load-conversation.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
 import type { EffectCancellation } from './effect-port.js';
 import { recordUsage } from './turn-meter.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 const SILENT = { text: () => undefined, reasoning: () => undefined };
 

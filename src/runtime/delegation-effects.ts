@@ -6,7 +6,7 @@ import type { ToolResult } from '../protocol/tool-result.js';
 import type { EffectCancellation } from './effect-port.js';
 import type { Delegation } from './delegation.js';
 import type { RuntimeDeps, SessionEnv } from './session-env.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 type Ctx = { context: ToolCallContext };
 

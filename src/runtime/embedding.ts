@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { embedSessionSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 import type { SessionEnv } from './session-env.js';
 import type { SessionHandle } from './session-handle.js';
 import { createSessionLogic, type SessionLogic } from './session-logic.js';

@@ -3,7 +3,7 @@ import type { ChartClock } from './chart-clock.js';
 import { EffectAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import type { HookStage, ResolvedHook } from './hooks.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** A hook that threw, returned what its stage does not take, or passed its time limit: it fails closed. */
 export class HookError extends TurnFailure {

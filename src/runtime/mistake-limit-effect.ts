@@ -6,7 +6,7 @@ import { EffectAborted, untilAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import { mistakeDecisionSchema, type MistakeLimitDecision } from './guardrail-profiles.js';
 import { persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /**
  * GR-2's effect: the turn chart decided the breaker tripped; the agent's `onMistakeLimit` says what

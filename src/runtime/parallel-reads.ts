@@ -7,7 +7,7 @@ import type { Toolset } from '../tools/toolset.js';
 import type { EffectCancellation } from './effect-port.js';
 import { EffectSignal } from './effect-signal.js';
 import type { SessionEnv } from './session-env.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** A read started ahead of its tool-call chart: its result, and the signal a cancel aborts. */
 export interface StartedRead {

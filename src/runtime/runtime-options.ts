@@ -6,7 +6,7 @@ import type { ModelPort } from '../protocol/model.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { Toolset } from '../tools/toolset.js';
 import type { SkillsConfig } from '../skills/types.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 import { checkSystemContexts, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
 import type { ChartClock } from './chart-clock.js';
 import { hooksSchema, type Hooks } from './hooks.js';

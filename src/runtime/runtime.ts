@@ -33,7 +33,7 @@ import { SEQUENCE_BLOCK } from './update-stream.js';
 import { checkRuntimeOptions, type RuntimeOptions } from './runtime-options.js';
 import { Embedding } from './embedding.js';
 import { agentLinks, auditLog, sessionExists, type AgentLinks } from './stored-queries.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 export type { ChartClock, RuntimeOptions };
 

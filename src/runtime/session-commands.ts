@@ -3,7 +3,7 @@ import { FROM_BRIDGE, type BridgeEvent, type CommandAnswer, type EmbeddedSession
 import type { CommandName, SessionCommands } from '../protocol/command-catalog.js';
 import type { EmbeddingPort } from './session-bridge.js';
 import type { SessionHandle } from './session-handle.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /**
  * The embedded chart's `runCommand`: the command goes to the session's handle — the same

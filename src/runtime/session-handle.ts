@@ -31,7 +31,7 @@ import { AGENT_MESSAGE_TOKEN_LIMIT } from '../protocol/item-limits.js';
 import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS } from '../protocol/input-limits.js';
 import { resolveSkill, skillInstructionText } from '../skills/skill-directory.js';
 import type { SkillsConfig } from '../skills/types.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 import { estimateTokens } from '../protocol/token-estimate.js';
 
 /** What the runtime does when a session closes: forget it and release its lease. */

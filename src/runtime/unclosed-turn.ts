@@ -1,6 +1,6 @@
 import { FencedWriteError } from '../../storage/session-storage.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /**
  * A turn whose closing write failed still says `running` in storage, which would block every later

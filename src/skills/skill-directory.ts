@@ -3,7 +3,7 @@ import { loadSkillFile } from './skill-file.js';
 import { type SkillResolution, type SkillSnapshot, type SkillsConfig, type SkillSummary } from './types.js';
 import { SKILL_TOKEN_LIMIT } from '../protocol/item-limits.js';
 import { WorldStateError } from '../protocol/errors.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 import { estimateTokens } from '../protocol/token-estimate.js';
 
 /** Every enabled skill, by name. A broken skill folder is a warning for the log, never a failed turn. */

@@ -4,7 +4,7 @@ import { readRegularFile } from './bounded-read.js';
 import { parseSkillFile, type ParsedSkillFile } from './frontmatter.js';
 import { MAX_SKILL_DESCRIPTION_CHARS, MAX_SKILL_FILE_BYTES, SKILL_READ_TIMEOUT_MS } from './limits.js';
 import { withDeadline } from '../util/deadline.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 export type SkillFileLoad = { file: string; parsed: ParsedSkillFile } | { warning: string };
 

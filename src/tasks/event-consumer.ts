@@ -4,7 +4,7 @@ import { AmqpLink } from '../transport/amqp-link.js';
 import { EventOrder, type FetchRange, type Gap, type PositionStore } from './event-order.js';
 import { taskEventEnvelopeSchema, toEnvelope, type TaskEventEnvelope } from './task-envelope.js';
 import { declareTaskTopology, eventRoutingKey, taskTopology } from './task-topology.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 export type { FetchRange, Gap, PositionStore };
 

@@ -1,5 +1,5 @@
 import type { TaskEventEnvelope } from './task-envelope.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** Where a consumer keeps `last_processed_sequence` per task session, so a restart resumes de-duplication (LC-3). */
 export interface PositionStore {

@@ -2,7 +2,7 @@ import type { TaskStorage } from '../../storage/task-storage.js';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { toEnvelope } from './task-envelope.js';
 import { eventRoutingKey, type TaskTopology } from './task-topology.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 export interface OutboxRelayOptions {
   /** Only rows at least this old are republished: a live journal is probably publishing younger ones itself. */

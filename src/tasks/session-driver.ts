@@ -6,7 +6,7 @@ import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import type { TaskJournal } from './task-journal.js';
 import type { TaskSpec } from '../protocol/task-spec.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** What a turn run again after its worker died is told: the conversation so far is its checkpoint. */
 export const RESUME_TEXT =

@@ -3,7 +3,7 @@ import type { TaskChange, TaskEventRow, TaskFence, TaskStorage } from '../../sto
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { toEnvelope, type TaskEventType } from './task-envelope.js';
 import { eventRoutingKey, type TaskTopology } from './task-topology.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 /** Sends one stored event to its consumers; resolves once the broker has confirmed it. */
 export type EventSender = (row: TaskEventRow) => Promise<void>;

@@ -16,7 +16,7 @@ import { amqpSender, TaskJournal, type EventSender } from './task-journal.js';
 import { runningTimeOf } from './running-time.js';
 import { approveAll, TaskRunner, type AdmissionGate } from './task-runner.js';
 import { controlRoutingKey, declareTaskTopology, taskTopology, type TaskTopology } from './task-topology.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 export interface WorkerOptions {
   sessions: SessionStorage;

@@ -1,6 +1,6 @@
 import { connect, type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { TurnchartError } from '../protocol/errors.js';
-import { messageOf } from '../util/errors.js';
+import { messageOf } from '../protocol/error-message.js';
 
 export interface AmqpLinkOptions {
   /** `amqp://user:pass@host:port/vhost`. */

@@ -3,7 +3,7 @@ import type { SessionStorage } from '../../src/index.js';
 import { seedOf, SEED_VARIABLES } from '../support/reliability-seeds.js';
 import { tally } from '../support/reliability-tally.js';
 import { runSchedule, scheduleArbitrary } from '../support/schedule-property.js';
-import { messageOf } from '../../src/util/errors.js';
+import { messageOf } from '../../src/protocol/error-message.js';
 
 /** Replays one failing schedule: fast-check goes straight to the counterexample at this path. */
 const PATH_VARIABLE = 'TURNCHART_SCHEDULE_PATH';

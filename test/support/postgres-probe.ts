@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { messageOf } from '../../src/util/errors.js';
+import { messageOf } from '../../src/protocol/error-message.js';
 
 /** The server `npm test` uses when TEST_DATABASE_URL is not set: this machine's PostgreSQL, database `test`. */
 export const LOCAL_POSTGRES_URL = 'postgres://postgres@127.0.0.1:5432/test';

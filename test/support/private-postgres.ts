@@ -5,7 +5,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { messageOf } from '../../src/util/errors.js';
+import { messageOf } from '../../src/protocol/error-message.js';
 
 /**
  * A PostgreSQL server of a test's own, to restart or stop without touching the shared one other

@@ -1,5 +1,5 @@
 import { connect } from 'amqplib';
-import { messageOf } from '../../src/util/errors.js';
+import { messageOf } from '../../src/protocol/error-message.js';
 
 /** The broker `npm test` uses when TEST_AMQP_URL is not set: this machine's RabbitMQ. */
 export const LOCAL_AMQP_URL = 'amqp://guest:guest@127.0.0.1:5672';

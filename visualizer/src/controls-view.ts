@@ -1,7 +1,7 @@
 import type { InspectedSession } from '../../src/inspect/stream-protocol.js';
 import { api, ApiError } from './api.js';
 import { fill, h } from './dom.js';
-import { messageOf } from '../../src/util/errors.js';
+import { messageOf } from '../../src/protocol/error-message.js';
 
 /** `GET /sessions/:id/context`, the part the bar draws. */
 interface ContextPreview {

@@ -1,7 +1,7 @@
 import { lstat, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { WorldStateError } from '../../protocol/errors.js';
-import { messageOf } from '../../util/errors.js';
+import { messageOf } from '../../protocol/error-message.js';
 
 const MAX_PROJECT_INSTRUCTIONS_BYTES = 64 * 1024;
 

@@ -2,7 +2,7 @@ import type { Dirent } from 'node:fs';
 import { lstat, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { WorldStateError } from '../../protocol/errors.js';
-import { messageOf } from '../../util/errors.js';
+import { messageOf } from '../../protocol/error-message.js';
 
 /** CW-2 source rules: a bounded listing keeps a huge repository from flooding the context. */
 const MAX_TOP_LEVEL_ENTRIES = 64;

@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import type { HostContext } from '../host-context.js';
 import { errors, Health } from '../schemas.js';
-import { messageOf } from '../../util/errors.js';
+import { messageOf } from '../../protocol/error-message.js';
 
 const route = createRoute({
   method: 'get',

@@ -11,7 +11,7 @@ import { RegexMatcher } from './regex-worker.js';
 import { pathField } from './schemas.js';
 import { READ_FLAGS, readTextFile, splitLines } from './text-file.js';
 import { walkFiles } from './walk.js';
-import { messageOf } from '../../util/errors.js';
+import { messageOf } from '../../protocol/error-message.js';
 
 const input = z.object({
   pattern: z.string().min(1, 'the pattern is empty').max(1_000).describe('a JavaScript regular expression, without slashes or flags'),
