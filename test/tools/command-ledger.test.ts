@@ -102,6 +102,18 @@ describe('the command ledger', () => {
     expect(warnings).toHaveLength(2);
   });
 
+  it('removes a half-written entry whose writer died (a host SIGKILLed mid-write), and keeps a live writer\'s', async () => {
+    const dir = path.join(await tempDir(), 'ledger');
+    await mkdir(dir, { mode: 0o700 });
+    const dead = spawnSync('true').pid!;
+    const abandoned = `${randomUUID()}.json.${dead}.tmp`;
+    const inFlight = `${randomUUID()}.json.${process.pid}.tmp`;
+    await writeFile(path.join(dir, abandoned), '{"version":1');
+    await writeFile(path.join(dir, inFlight), '{"version":1');
+    expect(await reapLeftoverCommands({ dir })).toEqual({ reaped: 0, killed: 0 });
+    expect(await readdir(dir)).toEqual([inFlight]);
+  });
+
   it('does not use a directory others may write to: its entries could name any process', async () => {
     const base = await tempDir();
     const dir = path.join(base, 'ledger');

@@ -131,8 +131,7 @@ export async function reapLeftoverCommands(options: { dir?: string; warn?: (mess
   for (const name of names) {
     const file = path.join(dir, name);
     if (name.endsWith(TEMP_SUFFIX)) {
-      const info = await stat(file).catch(() => null);
-      if (info && Date.now() - info.mtimeMs > STALE_TEMP_MS) await rm(file, { force: true }).catch(() => undefined);
+      if (await tempAbandoned(file, name)) await rm(file, { force: true }).catch(() => undefined);
       continue;
     }
     if (!name.endsWith(ENTRY_SUFFIX)) continue;
@@ -154,6 +153,18 @@ export async function reapLeftoverCommands(options: { dir?: string; warn?: (mess
   report.reaped = gone.length;
   if (report.killed > 0) warn(`ended ${report.killed} process(es) of ${report.reaped} command(s) left running by a host that is gone`);
   return report;
+}
+
+/**
+ * A temporary file is left when its writer died between writing and renaming it (a host SIGKILLed
+ * while recording a command's pid). Its name carries the writer's pid: a dead writer's is removed
+ * at once; a live pid's only once old, since that pid may be reused and the file abandoned all the same.
+ */
+async function tempAbandoned(file: string, name: string): Promise<boolean> {
+  const writer = Number(/\.(\d{1,10})\.tmp$/.exec(name)?.[1]);
+  if (Number.isSafeInteger(writer) && writer > 0 && writer !== process.pid && !(await isRunning(writer))) return true;
+  const info = await stat(file).catch(() => null);
+  return info !== null && Date.now() - info.mtimeMs > STALE_TEMP_MS;
 }
 
 async function ownerAlive(owner: LedgerEntry['owner']): Promise<boolean> {
