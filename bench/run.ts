@@ -14,6 +14,8 @@
  *                                   (the same conversation array prepared again, as every model step does)
  *   cancel_p99_ms: X                cancelTurn → turn_finished, p99 over five waiting cases
  *   parallel_tools_speedup: X       one turn of 8 reads of 20 ms: serial ÷ parallel wall time    bar ≥ 3
+ *   mcp_call_overhead_ratio: X      µs per tool step calling server-everything's echo over stdio ÷ the same
+ *                                   step calling a native echo, median of per-round ratios (informational)
  *   http_turns_ratio: X             turns/s through the HTTP API (50 sessions, an SSE client each)
  *                                   ÷ turns/s of the same workload in process, ratio of the medians   bar ≥ 0.5
  *   sse_delta_p99_ms: X             text delta yielded by the model → its SSE event parsed by the
@@ -53,6 +55,7 @@ import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
 import { measureCancelLatency } from './cancel.js';
 import { measureParallelTools } from './parallel-tools.js';
+import { measureMcpOverhead, reportMcpOverhead } from './mcp-overhead.js';
 import { measureHttpTurns } from './http.js';
 import { measureHostMemory } from './host-memory.js';
 import { measureClusterRouting } from './cluster.js';
@@ -193,6 +196,11 @@ async function main(): Promise<void> {
   log(`  serial ${round(parallel.serialMs, 1)} ms, parallel ${round(parallel.parallelMs, 1)} ms (medians of 9) → ${round(parallel.speedup, 2)}× — bar ≥ 3: ${verdict(parallel.speedup >= 3)}`);
   log();
 
+  // 6c. An MCP server's tool against a native one.
+  const mcp = await measureMcpOverhead();
+  reportMcpOverhead(mcp, log);
+  log();
+
   // 7. The HTTP API against the same workload in process, and SSE delta latency under that load.
   const httpStarted = performance.now();
   const web = await measureHttpTurns(HTTP);
@@ -298,6 +306,7 @@ async function main(): Promise<void> {
   log(`prepare_10000_messages_us: ${round(assembly.medianUs[10_000]!)}`);
   log(`cancel_p99_ms: ${round(cancel.p99, 2)}`);
   log(`parallel_tools_speedup: ${round(parallel.speedup, 2)}`);
+  log(`mcp_call_overhead_ratio: ${round(mcp.pairedRatio, 2)}`);
   log(`http_turns_ratio: ${httpRatio}`);
   log(`sse_delta_p99_ms: ${sseP99}`);
   log(`host_rss_growth_mb_per_1000_sessions: ${rssGrowth}`);

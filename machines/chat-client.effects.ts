@@ -36,6 +36,16 @@ export interface SessionSummary {
   lastOutcome: string | null;
 }
 
+/** An agent a new session may run, as `/agents` lists it (`GET /agents`). */
+export interface AgentSummary {
+  name: string;
+  description: string | null;
+  /** The description of the model its turns run on. */
+  model: string;
+  /** The tools its model is offered. */
+  tools: string[];
+}
+
 /** The context window as the next model call would see it, in estimated tokens. */
 export interface ContextUsage {
   system: number;
@@ -50,10 +60,11 @@ export interface ContextUsage {
   percentUsed: number;
 }
 
-/** `openSession`'s input: a stored session to open, or (null) a new one with this mode (null: the backend's). */
+/** `openSession`'s input: a stored session to open, or (null) a new one with this mode and agent (null: the backend's). */
 export interface OpenSessionInput {
   sessionId: string | null;
   permissionMode: PermissionMode | null;
+  agent: string | null;
 }
 
 /** `openSession`'s output. */
@@ -61,6 +72,8 @@ export interface OpenedSession {
   sessionId: string;
   permissionMode: PermissionMode;
   created: boolean;
+  /** The agent the session runs, when the backend says. */
+  agent: string | null;
 }
 
 /** `feed`'s input: the session to follow until the actor stops. */
@@ -109,6 +122,7 @@ export interface ResolvePermissionInput {
 /** `runCommand`'s input: what a slash command asks of the backend. */
 export type ChatCommand =
   | { kind: 'list_sessions' }
+  | { kind: 'list_agents' }
   | { kind: 'set_mode'; sessionId: string; mode: PermissionMode }
   | { kind: 'compact'; sessionId: string }
   | { kind: 'read_context'; sessionId: string };
@@ -116,6 +130,7 @@ export type ChatCommand =
 /** `runCommand`'s output. */
 export type CommandResult =
   | { kind: 'sessions_listed'; sessions: SessionSummary[] }
+  | { kind: 'agents_listed'; agents: AgentSummary[] }
   | { kind: 'mode_set'; mode: PermissionMode }
   | { kind: 'compacted'; compactionId: string }
   | { kind: 'context_read'; usage: ContextUsage };
@@ -137,7 +152,7 @@ export type RequestReply =
 
 /** The params of `show`: what the chat tells the user. */
 export type ChatNotice =
-  | { kind: 'session_opened'; sessionId: string; created: boolean; mode: string }
+  | { kind: 'session_opened'; sessionId: string; created: boolean; mode: string; agent?: string | null }
   | { kind: 'update'; envelope: UpdateEnvelope; call: CallArguments | null; startedElsewhere: boolean }
   /** A line taken at the prompt: a terminal echoed it as it was typed, a script's line is written after its prompt. */
   | { kind: 'line_taken'; line: string; atApproval: boolean; typed: boolean }

@@ -62,6 +62,8 @@ export interface ChatClientInput {
   sessionId: string | null;
   /** The permission mode of the sessions the chat creates; null leaves it to the backend. */
   newSessionMode: PermissionMode | null;
+  /** The agent of the sessions the chat creates (`--agent`); null leaves it to the backend. `/new AGENT` picks another. */
+  newSessionAgent?: string | null;
   /** This chat's client request ids start with it: a turn started with another one was started elsewhere. */
   requestPrefix: string;
 }
@@ -80,12 +82,14 @@ type LineAction =
   | { kind: 'answer'; approval: Approval; decision: PermissionDecision }
   | { kind: 'start_turn'; text: string }
   | { kind: 'command'; command: ChatCommand }
-  | { kind: 'open_session'; sessionId: string | null };
+  /** A stored session, or (null) a new one of `agent` (null: the chat's `--agent`). */
+  | { kind: 'open_session'; sessionId: string | null; agent: string | null };
 
 export interface ChatClientContext {
   backend: 'host' | 'embedded';
   interactive: boolean;
   newSessionMode: PermissionMode | null;
+  newSessionAgent: string | null;
   requestPrefix: string;
   /** The session followed (while `opening`, the one asked for); null when none could be opened. */
   sessionId: string | null;
@@ -168,11 +172,13 @@ function readCommand(text: string, context: ChatClientContext): LineAction {
       return say({ kind: 'help' });
     case 'sessions':
       return { kind: 'command', command: { kind: 'list_sessions' } };
+    case 'agents':
+      return { kind: 'command', command: { kind: 'list_agents' } };
     case 'new':
     case 'open':
       if (context.turnId) return say({ kind: 'busy' });
       if (name === 'open' && !args[0]) return say({ kind: 'usage', usage: '/open SESSION_ID' });
-      return { kind: 'open_session', sessionId: name === 'open' ? args[0]! : null };
+      return name === 'open' ? { kind: 'open_session', sessionId: args[0]!, agent: null } : { kind: 'open_session', sessionId: null, agent: args[0] ?? null };
     case 'mode': {
       if (!sessionId) return say({ kind: 'no_session' });
       const mode = args[0];
@@ -408,6 +414,7 @@ export const chatClientMachine = setup({
     backend: input.backend,
     interactive: input.interactive,
     newSessionMode: input.newSessionMode,
+    newSessionAgent: input.newSessionAgent ?? null,
     requestPrefix: input.requestPrefix,
     sessionId: input.sessionId,
     mode: null,
@@ -456,12 +463,12 @@ export const chatClientMachine = setup({
           invoke: {
             id: 'openSession',
             src: 'openSession',
-            input: ({ context }) => ({ sessionId: context.sessionId, permissionMode: context.newSessionMode }),
+            input: ({ context }) => ({ sessionId: context.sessionId, permissionMode: context.newSessionMode, agent: context.newSessionAgent }),
             onDone: {
               target: 'session',
               actions: [
                 'useSession',
-                { type: 'show', params: ({ event }) => ({ kind: 'session_opened', sessionId: event.output.sessionId, created: event.output.created, mode: event.output.permissionMode }) },
+                { type: 'show', params: ({ event }) => ({ kind: 'session_opened', sessionId: event.output.sessionId, created: event.output.created, mode: event.output.permissionMode, agent: event.output.agent }) },
               ],
             },
             // The chat goes on without a session: /new starts one, /open ID continues one.
@@ -674,7 +681,10 @@ export const chatClientMachine = setup({
                   invoke: {
                     id: 'switchSession',
                     src: 'openSession',
-                    input: ({ context }) => ({ sessionId: lineOf(context, 'open_session').sessionId, permissionMode: context.newSessionMode }),
+                    input: ({ context }) => {
+                      const line = lineOf(context, 'open_session');
+                      return { sessionId: line.sessionId, permissionMode: context.newSessionMode, agent: line.agent ?? context.newSessionAgent };
+                    },
                     onDone: {
                       target: '#chat.active.session',
                       reenter: true,
@@ -682,7 +692,7 @@ export const chatClientMachine = setup({
                         'useSession',
                         {
                           type: 'show',
-                          params: ({ event }) => ({ kind: 'session_opened', sessionId: event.output.sessionId, created: event.output.created, mode: event.output.permissionMode }),
+                          params: ({ event }) => ({ kind: 'session_opened', sessionId: event.output.sessionId, created: event.output.created, mode: event.output.permissionMode, agent: event.output.agent }),
                         },
                       ],
                     },

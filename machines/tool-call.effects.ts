@@ -3,6 +3,8 @@ import type { AuditDecision } from '../src/protocol/audit.js';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { AuthorizationDecision, ToolResult } from '../src/protocol/tool-result.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
+import type { MatchedRule } from '../src/protocol/permission-rule.js';
+import type { ToolCallInput } from './tool-call.contract.js';
 import { doneOutput, failedError } from './effect-port.js';
 
 /**
@@ -74,8 +76,19 @@ export type ToolCallEffects = {
 
 export type ValidationOutput = { ok: true; args: Record<string, unknown> } | { ok: false; message: string };
 
-/** Checks parsed arguments against the schema of the tool the name picks (RT-15); the runtime's toolset supplies it. */
-export type ArgumentValidator = (name: string, args: Record<string, unknown>) => ValidationOutput;
+/**
+ * Checks parsed arguments against the schema of the tool the name picks (RT-15); the runtime's toolset
+ * supplies it. It gets the call's input too: the runtime resolves the call's tool here, once, for the
+ * session's agent, and the call keeps that tool to the end whatever its tool sources do meanwhile.
+ */
+export type ArgumentValidator = (name: string, args: Record<string, unknown>, input: ToolCallInput) => ValidationOutput;
+
+/**
+ * Issue 24: the permission rule that decides this call's tool name for the session's agent (the
+ * most specific matching pattern), or null; the runtime supplies it as the call starts, so the
+ * chart's rule guards read a value in its context.
+ */
+export type RuleResolver = (input: ToolCallInput) => MatchedRule | null;
 
 /** The params of the runtime's `setLiveStatus`. */
 export interface LiveStatusParams {

@@ -21,18 +21,21 @@ import {
   type ExecuteInput,
   type LiveStatusParams,
   type PermissionResolvedParams,
+  type RuleResolver,
   type ToolCallEffects,
   type ToolEffectInput,
   type ValidationOutput,
 } from './tool-call.effects.js';
 import { messageOf } from '../src/protocol/error-message.js';
+import { ruleLabel, type MatchedRule } from '../src/protocol/permission-rule.js';
 
 /**
  * One tool call (RT-15): `active` { `screening` — the parsed arguments are a JSON object? the name
  * resolves? the schema passes? under the loop and cycle stops (GR-1; a hint when a soft threshold
  * is reached, announced once)? then control tool → `running_control`, dispatch hooks →
  * `before_dispatch` (→ `dispatch_allowed`), `authorize` hook → `consulting_tool` (→ `tool_asked` /
- * `tool_allowed`), mode deny, mode ask → `waiting_permission`, else `executing` (→ `after_dispatch`
+ * `tool_allowed`), rule deny, mode deny, rule ask or mode ask → `waiting_permission`, rule allow or
+ * else `executing` (→ `after_dispatch`
  * when hooks watch results) } → `writing_result` → `done`. Every path ends in `writing_result`, so
  * every call gets exactly one result (RT-12) and one audit row (RL-4).
  *
@@ -60,6 +63,8 @@ export interface ToolCallContext extends ToolCallInput {
   verdict: LoopVerdict;
   /** The soft threshold's `guardrail_triggered` went out. */
   hintAnnounced: boolean;
+  /** Issue 24: the permission rule that decides this tool's name for the session's agent, as the call started; null for none. */
+  permissionRule: MatchedRule | null;
 }
 
 export type ToolCallEvent = ToolCallCommand | EffectReply;
@@ -73,6 +78,7 @@ const DENIED_BY_RULE: AuditDecision = { verdict: 'denied', by: 'rule' };
 const DENIED_BY_HOOK: AuditDecision = { verdict: 'denied', by: 'hook' };
 const DENIED_BY_USER: AuditDecision = { verdict: 'denied', by: 'user' };
 const ALLOWED_BY_USER: AuditDecision = { verdict: 'allowed', by: 'user' };
+const ALLOWED_BY_RULE: AuditDecision = { verdict: 'allowed', by: 'rule' };
 const CANCELLED_BY_TIMEOUT = 'tool call cancelled: the run passed its time limit';
 const CANCELLED_BY_STALL = 'tool call cancelled: the turn made no progress for too long';
 const STOPPED = 'the session stopped before the tool call finished';
@@ -115,6 +121,10 @@ const toolCallSetup = setup({
     isSpawnAgent: ({ context }) => context.call.name === SPAWN_AGENT,
     isWaitAgent: ({ context }) => context.call.name === WAIT_AGENT,
     /** RT-14: this wait timed out, and the waits in a row that timed out reach the loop's stop. */
+    // Issue 24: the permission rule for this tool's name, resolved by the runtime as the call started.
+    ruleDenies: ({ context }) => context.permissionRule?.decision === 'deny',
+    ruleAsks: ({ context }) => context.permissionRule?.decision === 'ask',
+    ruleAllows: ({ context }) => context.permissionRule?.decision === 'allow',
     waitTimeoutsReachStop: ({ context, event }) => isWaitTimeout(event) && context.loop.waitTimeouts + 1 >= context.loopRules.hard,
     // `beforeToolDispatch`'s reply: the hooks deny the call, rewrite it into arguments the schema refuses, or rewrite it.
     hooksDeny: ({ event }) => dispatchOf(event).decision === 'deny',
@@ -185,6 +195,13 @@ const toolCallSetup = setup({
       }),
       decision: DENIED_BY_MODE,
     }),
+    /** A permission rule denies the tool: the result names the rule, so the model (and whoever reads the log) sees which. */
+    assignRuleDenial: assign({
+      result: ({ context }) => ({ status: 'denied', content: `denied by the permission rule '${ruleLabel(context.permissionRule!)}'` }),
+      decision: DENIED_BY_RULE,
+    }),
+    /** A permission rule allows the tool where the mode would ask: the rule, not the mode, let it through. */
+    assignRuleAllowance: assign({ decision: ALLOWED_BY_RULE }),
     /** Non-interactive approval: a call that would ask is a rule denial, with the reason; the turn goes on. */
     assignNonInteractiveDenial: assign({
       result: ({ context }) => ({
@@ -270,18 +287,27 @@ const toolCallSetup = setup({
   },
 });
 
+/** Issue 24: a permission rule denies the tool in every mode, whatever else allowed or asked. */
+const RULE_DENIES = { guard: 'ruleDenies', target: '#toolCall.writing_result', actions: 'assignRuleDenial' } as const;
+
 /** The session's mode rule-denies the call (e.g. a write when read-only), whatever else allowed or asked. */
 const MODE_FORBIDS = { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' } as const;
 
 /**
- * The session's mode decides a call nothing before it stopped or sent elsewhere: it rule-denies the
- * call; it wants the user's approval, which is a rule denial when nobody can give one (a
- * non-interactive session); or the call runs. The same ordered list wherever the chart reaches that
- * decision — after screening, after the dispatch hooks, after the tool's `authorize` hook allowed —
- * spread into each state's own list, so no state is added and no microstep.
+ * The permission rules and the session's mode decide a call nothing before it stopped or sent
+ * elsewhere, deny before ask before allow: a rule denies it; the mode forbids it (a rule's allow never
+ * widens `read_only`); a rule asks, even in `auto` and for a read; a rule allows it, so the mode's ask
+ * is not needed; the mode wants the user's approval. An approval is a rule denial when nobody can
+ * give one (a non-interactive session). Else the call runs. The same ordered list wherever the
+ * chart reaches that decision — after screening, after the dispatch hooks, after the tool's
+ * `authorize` hook allowed — spread into each state's own list, so no state is added and no microstep.
  */
 const MODE_DECIDES = [
+  RULE_DENIES,
   MODE_FORBIDS,
+  { guard: and(['ruleAsks', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+  { guard: 'ruleAsks', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+  { guard: 'ruleAllows', target: 'executing', actions: 'assignRuleAllowance' },
   { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
   { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
   { target: 'executing' },
@@ -291,12 +317,13 @@ const MODE_DECIDES = [
  * The tool-call chart with the runtime's argument validator (RT-15: the name resolved, the schema
  * checked). Validation is pure, so it happens as the context is made — with the parse and the loop
  * count — rather than in an `assign` on entry: every `assign` copies the snapshot, and this one ran
- * once per tool call.
+ * once per tool call. The permission rule that decides the call (issue 24) is looked up there too,
+ * by the runtime's `ruleFor`: the rule guards then read a value, and the chart stays pure.
  */
-export function toolCallChart(validate: ArgumentValidator) {
+export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver = () => null) {
   return toolCallSetup.createMachine({
     id: 'toolCall',
-    context: ({ input }) => initialContext(input, validate),
+    context: ({ input }) => initialContext(input, validate, ruleFor),
     initial: 'active',
     states: {
       active: {
@@ -368,9 +395,10 @@ export function toolCallChart(validate: ArgumentValidator) {
               'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
             },
           },
-          /** The tool's hook asks: the mode may still forbid the call; else the user is asked, if anyone can answer. */
+          /** The tool's hook asks: a permission rule's deny or the mode may still forbid the call; else the user is asked, if anyone can answer (a rule's allow does not outweigh the tool's own ask). */
           tool_asked: {
             always: [
+              RULE_DENIES,
               MODE_FORBIDS,
               { guard: 'approvalNonInteractive', target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
               { target: 'waiting_permission' },
@@ -517,9 +545,9 @@ export const toolCallMachine = toolCallChart(() => ({ ok: false, message: 'no ar
  * schema) breaks the run of identical calls: it is not one of them. Fields are listed one by one,
  * not spread from the input: spreading and then adding fields is slow in V8 (docs/architecture.md).
  */
-function initialContext(input: ToolCallInput, validate: ArgumentValidator): ToolCallContext {
+function initialContext(input: ToolCallInput, validate: ArgumentValidator, ruleFor: RuleResolver): ToolCallContext {
   const parsed = parseArguments(input.call.argumentsText);
-  const validation = parsed === undefined ? null : validate(input.call.name, parsed);
+  const validation = parsed === undefined ? null : validate(input.call.name, parsed, input);
   const { args, loop, verdict } = counted(input, validation?.ok ? validation.args : undefined);
   return {
     sessionId: input.sessionId,
@@ -539,6 +567,7 @@ function initialContext(input: ToolCallInput, validate: ArgumentValidator): Tool
     rewritten: false,
     verdict,
     hintAnnounced: false,
+    permissionRule: ruleFor(input),
   };
 }
 

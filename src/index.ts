@@ -32,10 +32,14 @@ export {
   type MistakeLimitDecision,
 } from './runtime/guardrail-profiles.js';
 export { CONCLUDE_INSTRUCTION } from './runtime/turn-effects.js';
+export { defineConfig, type TurnchartConfig } from './cli/define-config.js';
 
 export { defineTool, type Tool, type AnyTool, type ToolEffect, type ExecuteContext, type AuthorizeContext, type ToolExecutionResult } from './tools/define-tool.js';
 export { UPDATE_PLAN } from './tools/toolset.js';
+export type { ToolSource } from './tools/tool-source.js';
+export type { PermissionRules, RuleDecision, MatchedRule } from './protocol/permission-rule.js';
 export { workspaceTools, type WorkspaceToolsOptions, type WorkspaceLimits } from './tools/workspace/index.js';
+export { McpServers, mcpServersSchema, type McpServersConfig, type McpServersOptions } from './tools/mcp/index.js';
 export { reapLeftoverCommands, type ReapReport } from './tools/sandbox/index.js';
 export { scriptedModel, type ScriptedModel, type ScriptedStep, type ScriptedReply, type ScriptedToolCall } from './model/scripted-model.js';
 export { aiSdkModel, type AiSdkModelOptions } from './model/ai-sdk-model.js';

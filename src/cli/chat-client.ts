@@ -3,7 +3,7 @@ import type { TurnOutcome } from '../protocol/outcome.js';
 import type { PermissionMode } from '../protocol/commands.js';
 import type { CommandInput, CommandOk } from '../protocol/command-catalog.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
-import type { ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
+import type { AgentSummary, ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
 import { messageOf } from '../protocol/error-message.js';
 
 /** The session commands the chat sends. */
@@ -25,11 +25,13 @@ export interface ChatClient extends ChatCommands {
   readonly kind: 'host' | 'embedded';
   /** Where the sessions live, for the banner: the host's URL or the database file. */
   readonly description: string;
-  createSession(options: { permissionMode?: PermissionMode }): Promise<SessionInfo>;
+  createSession(options: { permissionMode?: PermissionMode; agent?: string }): Promise<SessionInfo>;
   /** A stored session (reopened when it was closed). */
   openSession(sessionId: string): Promise<SessionInfo>;
   /** Newest first. */
   listSessions(limit: number): Promise<SessionSummary[]>;
+  /** The agents a new session may run (`GET /agents`). */
+  listAgents(): Promise<AgentSummary[]>;
   turnStatus(sessionId: string, turnId: string): Promise<{ status: string; outcome?: TurnOutcome }>;
   context(sessionId: string): Promise<ContextUsage>;
   /** The call as the model made it (its stored assistant message), or null when it cannot be found. */
@@ -45,10 +47,12 @@ export interface ChatClient extends ChatCommands {
 export interface SessionInfo {
   sessionId: string;
   snapshot: SessionSnapshot;
+  /** The agent the session runs, when the backend says. */
+  agent?: string;
 }
 
 /** A stored session as `/sessions` lists it, and the context window as `/context` draws it: the chat chart's vocabulary. */
-export type { ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
+export type { AgentSummary, ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
 
 export type FeedEvent =
   | { kind: 'update'; envelope: UpdateEnvelope }

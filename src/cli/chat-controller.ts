@@ -43,8 +43,11 @@ function chatMachine(client: ChatClient, screen: Screen) {
     actors: {
       openSession: fromPromise(({ input }) =>
         call(async () => {
-          const info = input.sessionId === null ? await client.createSession(input.permissionMode ? { permissionMode: input.permissionMode } : {}) : await client.openSession(input.sessionId);
-          return { sessionId: info.sessionId, permissionMode: info.snapshot.permissionMode, created: input.sessionId === null };
+          const info =
+            input.sessionId === null
+              ? await client.createSession({ ...(input.permissionMode && { permissionMode: input.permissionMode }), ...(input.agent !== null && { agent: input.agent }) })
+              : await client.openSession(input.sessionId);
+          return { sessionId: info.sessionId, permissionMode: info.snapshot.permissionMode, created: input.sessionId === null, agent: info.agent ?? null };
         }),
       ),
       feed: fromCallback<EventObject, FeedInput>(({ input, sendBack }) => {
@@ -104,6 +107,8 @@ async function runCommand(client: ChatClient, command: ChatCommand): Promise<Com
   switch (command.kind) {
     case 'list_sessions':
       return { kind: 'sessions_listed', sessions: await client.listSessions(SESSIONS_LISTED) };
+    case 'list_agents':
+      return { kind: 'agents_listed', agents: await client.listAgents() };
     case 'set_mode':
       await client.setPermissionMode(command.sessionId, command.mode);
       return { kind: 'mode_set', mode: command.mode };

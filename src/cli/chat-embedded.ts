@@ -1,10 +1,15 @@
 import { resolve } from 'node:path';
 import { sqliteStorage } from '../../storage/sqlite.js';
+import { AgentDirectory } from '../host/agent-directory.js';
 import { defaultMessage } from '../host/errors.js';
+import type { LoadedConfig } from './config-file.js';
+import { resolveConfig } from './config-resolve.js';
+import { runtimeOptionsOf } from './serve.js';
 import { modelFromSpec } from '../model/model-spec.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { workspaceTools } from '../tools/workspace/index.js';
+import { McpServers } from '../tools/mcp/index.js';
 import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
 import { asChatError, ChatError, type ChatClient, type ChatCommandName, type Feed, type SessionSummary } from './chat-client.js';
 import type { CommandInput, CommandOk, SessionCommands } from '../protocol/command-catalog.js';
@@ -19,6 +24,10 @@ export interface EmbeddedOptions {
   model?: string;
   /** Variables of this process's environment run_command's commands get besides the baseline (`workspaceTools({ commandEnv })`). */
   commandEnv?: readonly string[];
+  /** The configuration file: its agents, models, tools, rules and MCP servers. */
+  config?: LoadedConfig | null;
+  /** `model` came from `--model` or `TURNCHART_MODEL`, and overrides the file's default model. */
+  modelFromFlags?: boolean;
   /** Notes from the runtime (a skill folder it skipped, a subscriber that threw, …). */
   warn?: (message: string) => void;
 }
@@ -30,23 +39,30 @@ export interface EmbeddedOptions {
  * (and this client does for the host's).
  */
 export async function embeddedChatClient(options: EmbeddedOptions): Promise<ChatClient & { runtime: Runtime; modelDescription: string }> {
-  const choice = await modelFromSpec(options.model);
+  const configured = options.config ? await resolveConfig(options.config, { modelOverride: options.modelFromFlags ? options.model : undefined, provider: {} }) : null;
+  const choice = configured?.model ?? (await modelFromSpec(options.model));
   const workspaceDir = resolve(options.workspace);
   const warn = options.warn ?? (() => undefined);
   const tools = workspaceTools({ root: workspaceDir, ...(options.commandEnv && { commandEnv: options.commandEnv }), warn });
-  // Commands a dead chat or host left running end before restart correction reports their turns interrupted.
+  // Commands (and MCP servers) a dead chat or host left running end before restart correction reports their turns interrupted.
   await reapLeftoverCommands({ warn });
+  // The file's MCP servers, as `turnchart serve` starts them: a required one that cannot start stops the chat here.
+  const mcp = configured?.mcpServers ? await McpServers.start(configured.mcpServers, { warn }).catch((error: unknown) => Promise.reject(asChatError(error))) : null;
   const storage = sqliteStorage({ filename: options.db });
   const runtime = await createRuntime({
+    ...(configured && runtimeOptionsOf(configured)),
     storage,
     model: choice.model,
-    tools,
+    tools: [...tools, ...(configured?.tools ?? [])],
+    ...(mcp && { toolSources: mcp.sources }),
     warn,
   }).catch(async (error: unknown) => {
     await storage.close().catch(() => undefined);
+    await mcp?.close();
     throw asChatError(error);
   });
   const indexes = new Map<string, ToolCallIndex>();
+  const agents = new AgentDirectory(runtime, configured?.notes ?? {}, choice.description);
 
   /** Runs a call, any thrown error as a `ChatError` with its code. */
   const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
@@ -78,10 +94,13 @@ export async function embeddedChatClient(options: EmbeddedOptions): Promise<Chat
     description: resolve(options.db),
     modelDescription: choice.description,
 
-    async createSession({ permissionMode }) {
-      const session = await guarded(() => runtime.createSession({ workspaceDir, ...(permissionMode && { permissionMode }) }));
-      return { sessionId: session.id, snapshot: session.snapshot() };
+    async createSession({ permissionMode, agent }) {
+      agents.check(agent);
+      const session = await guarded(() => runtime.createSession({ workspaceDir, ...(permissionMode && { permissionMode }), ...(agent !== undefined && { agent }) }));
+      return { sessionId: session.id, snapshot: session.snapshot(), ...(agent !== undefined && { agent }) };
     },
+
+    listAgents: () => Promise.resolve(agents.list()),
 
     async openSession(sessionId) {
       const session = await handle(sessionId);
@@ -159,6 +178,7 @@ export async function embeddedChatClient(options: EmbeddedOptions): Promise<Chat
     /** Stops the runtime: a turn still running ends `actor_stopped`; storage is closed. */
     async close() {
       await runtime.shutdown();
+      await mcp?.close();
     },
   };
 }

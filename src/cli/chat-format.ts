@@ -2,7 +2,7 @@ import type { styleText } from 'node:util';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { SessionUpdate } from '../protocol/updates.js';
 import type { Plan } from '../protocol/plan.js';
-import type { ChatFailure, ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
+import type { AgentSummary, ChatFailure, ContextUsage, SessionSummary } from '../../machines/chat-client.effects.js';
 
 /** Styles text for the terminal: `styleText` on a TTY, the text unchanged otherwise. */
 export type Paint = (format: Parameters<typeof styleText>[0], text: string) => string;
@@ -87,6 +87,15 @@ export function formatSessions(sessions: SessionSummary[], current: string | nul
   });
 }
 
+/** `/agents`: each agent's name, model and description, and the tools its model is offered. */
+export function formatAgents(agents: AgentSummary[], paint: Paint = plain): string[] {
+  if (agents.length === 0) return ['no agents'];
+  return agents.flatMap((agent) => [
+    `${paint('bold', agent.name)}  ${paint('dim', agent.model)}${agent.description ? `  ${oneLine(agent.description)}` : ''}`,
+    paint('dim', `  tools: ${agent.tools.join(', ') || '(none)'}`),
+  ]);
+}
+
 const GLYPHS = { system: '█', conversation: '▓', tools: '▒', reserved: '░', free: '·', line: '│' } as const;
 
 /**
@@ -129,7 +138,8 @@ export const HELP = [
   '  a / d           answer an approval: allow once / deny',
   'Commands:',
   '  /sessions       list sessions, newest first',
-  '  /new            start a new session',
+  '  /agents         list the agents a new session may run',
+  '  /new [AGENT]    start a new session (of AGENT; default: --agent, else the default agent)',
   '  /open ID        continue another session',
   '  /mode MODE      permission mode: ask, auto or read_only (no argument: show it)',
   '  /compact        compact the conversation into a checkpoint',

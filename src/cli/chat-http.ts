@@ -1,6 +1,6 @@
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
-import { ChatError, type ChatClient, type ChatCommandName, type ContextUsage, type Feed, type FeedEvent, type SessionInfo, type SessionSummary } from './chat-client.js';
+import { ChatError, type AgentSummary, type ChatClient, type ChatCommandName, type ContextUsage, type Feed, type FeedEvent, type SessionInfo, type SessionSummary } from './chat-client.js';
 import { errorOf, followEventStream, unreachable } from './chat-sse.js';
 import { ToolCallIndex, type StoredPage } from './chat-tool-calls.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
@@ -69,13 +69,17 @@ export function httpChatClient(options: HttpClientOptions): ChatClient {
     kind: 'host',
     description: base,
 
-    async createSession({ permissionMode }) {
-      const created = await call<{ sessionId: string; snapshot: SessionSnapshot }>('POST', '/sessions', permissionMode ? { permissionMode } : {});
-      return { sessionId: created.sessionId, snapshot: created.snapshot };
+    async createSession({ permissionMode, agent }) {
+      const created = await call<{ sessionId: string; snapshot: SessionSnapshot }>('POST', '/sessions', { ...(permissionMode && { permissionMode }), ...(agent !== undefined && { agent }) });
+      return { sessionId: created.sessionId, snapshot: created.snapshot, ...(agent !== undefined && { agent }) };
     },
 
     async openSession(sessionId): Promise<SessionInfo> {
       return { sessionId, snapshot: await call<SessionSnapshot>('GET', session(sessionId)) };
+    },
+
+    async listAgents() {
+      return (await call<{ agents: AgentSummary[] }>('GET', '/agents')).agents;
     },
 
     async listSessions(limit) {

@@ -2,7 +2,7 @@ import type { SnapshotFrom } from 'xstate';
 import type { CallArguments, ChatNotice } from '../../machines/chat-client.effects.js';
 import type { chatClientMachine } from '../../machines/chat-client.machine.js';
 import type { TurnPhase, UpdateEnvelope } from '../protocol/updates.js';
-import { formatContext, formatError, formatGuardrail, formatOutcome, formatPlan, formatSessions, HELP, summarizeArguments, type Paint } from './chat-format.js';
+import { formatAgents, formatContext, formatError, formatGuardrail, formatOutcome, formatPlan, formatSessions, HELP, summarizeArguments, type Paint } from './chat-format.js';
 
 /**
  * What the chat prints, as pure functions: a notice of the chart (an update envelope with what the
@@ -68,7 +68,7 @@ export function render(notice: ChatNotice, view: RenderView, style: RenderStyle)
         view: EMPTY_VIEW,
         print: [
           ...(view.streaming ? [{ kind: 'end_line' } as const] : []),
-          { kind: 'line', text: `${paint('bold', `session ${notice.sessionId}`)} ${paint('dim', `(${notice.created ? 'new' : 'continued'}, mode ${notice.mode})`)}` },
+          { kind: 'line', text: `${paint('bold', `session ${notice.sessionId}`)} ${paint('dim', `(${notice.created ? 'new' : 'continued'}, mode ${notice.mode}${notice.agent ? `, agent ${notice.agent}` : ''})`)}` },
         ],
       };
     case 'line_taken':
@@ -118,6 +118,8 @@ export function render(notice: ChatNotice, view: RenderView, style: RenderStyle)
       switch (result.kind) {
         case 'sessions_listed':
           return lines(...formatSessions(result.sessions, notice.sessionId, paint));
+        case 'agents_listed':
+          return lines(...formatAgents(result.agents, paint));
         case 'mode_set':
           return lines(paint('green', `mode: ${result.mode}`) + paint('dim', ' (from the next tool call on)'));
         case 'compacted':
@@ -187,8 +189,12 @@ function renderUpdate(
       line(`${paint('cyan', '▸')} ${paint('bold', update.name)}${summary ? `  ${paint('dim', summary)}` : ''}`);
       break;
     }
-    case 'tool_call_progress':
+    case 'tool_call_progress': {
+      // Progress in the MCP shape (`{ progress, total?, message? }`, what MCP tools report): one dim line per report.
+      const said = progressText(update.progress);
+      if (said !== null) line(paint('dim', `  ⋯ ${toolNames[update.toolCallId] ?? 'tool'} ${said}`));
       break;
+    }
     case 'tool_call_finished': {
       const { [update.toolCallId]: name = 'tool', ...rest } = toolNames;
       toolNames = rest;
@@ -224,6 +230,14 @@ function renderUpdate(
       break;
   }
   return { view: streaming === view.streaming && toolNames === view.toolNames ? view : { streaming, toolNames }, print };
+}
+
+/** `2/5 copying` from `{ progress: 2, total: 5, message: 'copying' }`; null for any other shape. */
+function progressText(progress: unknown): string | null {
+  const p = progress as { progress?: unknown; total?: unknown; message?: unknown } | null;
+  if (typeof p !== 'object' || p === null || typeof p.progress !== 'number') return null;
+  const count = typeof p.total === 'number' ? `${p.progress}/${p.total}` : String(p.progress);
+  return typeof p.message === 'string' && p.message !== '' ? `${count} ${p.message.slice(0, 200)}` : count;
 }
 
 function approvalLine(name: string, paths: string[], paint: Paint): string {

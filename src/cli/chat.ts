@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { permissionModeSchema } from '../protocol/commands.js';
 import { asChatError, type ChatClient } from './chat-client.js';
@@ -11,25 +10,31 @@ import { httpChatClient } from './chat-http.js';
 import { isInteractive, startInput } from './chat-input.js';
 import { Screen } from './chat-screen.js';
 import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
+import type { LoadedConfig } from './config-file.js';
+import { layeredValues, settingsProblem } from './setting-layers.js';
 
-/** `turnchart chat`: each flag also read from its environment variable, flags winning. */
+/** `turnchart chat`: each flag also read from its environment variable, flags winning; embedded, the configuration file comes last. */
 const FLAGS = {
   url: { env: 'TURNCHART_URL', help: 'a running host to talk to (default: embedded, no host)' },
+  config: { env: 'TURNCHART_CONFIG', help: 'embedded: configuration file, as for serve (default: ./turnchart.config.ts … when there is one)' },
+  agent: { env: undefined, help: 'the agent of the new session (/agents lists them; default: the default agent)' },
   token: { env: 'TURNCHART_TOKEN', help: 'the host\'s bearer token' },
   session: { env: undefined, help: 'continue this session (default: a new one)' },
   mode: { env: undefined, help: 'permission mode of the new session: ask, auto or read_only (default ask)' },
   db: { env: 'TURNCHART_DB', help: 'embedded: SQLite file (default .turnchart/turnchart.db)' },
   workspace: { env: 'TURNCHART_WORKSPACE', help: 'embedded: directory the sessions work in (default: the current directory)' },
   model: { env: 'TURNCHART_MODEL', help: 'embedded: scripted:FILE (default: the demo model)' },
-  'command-env': { env: 'TURNCHART_COMMAND_ENV', help: 'embedded: variables run_command passes to commands (repeatable or comma-separated)' },
+  'command-env': { env: 'TURNCHART_COMMAND_ENV', multiple: true, help: 'embedded: variables run_command passes to commands (repeatable or comma-separated)' },
 } as const;
 
 type Flag = keyof typeof FLAGS;
 
-const EMBEDDED_ONLY: Flag[] = ['db', 'workspace', 'model', 'command-env'];
+const EMBEDDED_ONLY: Flag[] = ['config', 'db', 'workspace', 'model', 'command-env'];
 
 const settingsSchema = z.object({
   url: z.url({ protocol: /^https?$/ }).optional(),
+  config: z.string().optional(),
+  agent: z.string().min(1).max(200).optional(),
   token: z.string().min(1).optional(),
   session: z.string().min(1).max(200).optional(),
   mode: permissionModeSchema.optional(),
@@ -54,35 +59,29 @@ export function chatUsage(): string {
   ].join('\n');
 }
 
-/** Flags over environment variables, validated; throws a message fit for the terminal. */
-export function chatSettings(args: string[], env: NodeJS.ProcessEnv): ChatSettings {
-  const options = Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const, multiple: name === 'command-env' }]));
-  const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
-  // --command-env is repeatable: its values joined as the variable would list them.
-  const flag = (name: Flag) => {
-    const given = values[name] as string | string[] | undefined;
-    return Array.isArray(given) ? given.join(',') : given;
-  };
-  const variable = (name: Flag): string | undefined => {
-    const key = FLAGS[name].env;
-    return key && env[key] !== '' ? env[key] : undefined;
-  };
-  const url = flag('url') ?? variable('url');
+/**
+ * Flags over environment variables (over the configuration file, embedded), validated; throws a
+ * message fit for the terminal. Against a host (`--url`) the file is not read: the host has its own.
+ */
+export function chatSettings(args: string[], env: NodeJS.ProcessEnv, file: LoadedConfig | null = null): ChatSettings & { modelFromFlags: boolean } {
+  const flagsOnly = layeredValues(args, env, FLAGS, null);
+  const url = flagsOnly.values.url;
+  const given = (name: Flag) => flagsOnly.origin(name) === 'flag';
   if (url) {
-    const misplaced = EMBEDDED_ONLY.filter((name) => flag(name) !== undefined);
+    const misplaced = EMBEDDED_ONLY.filter(given);
     if (misplaced.length > 0) {
       const names = misplaced.map((name) => `--${name}`).join(', ');
       throw new Error(`${names} ${misplaced.length === 1 ? 'applies' : 'apply'} only to the embedded chat, not with --url`);
     }
-  } else if (flag('token') !== undefined) {
+  } else if (given('token')) {
     throw new Error('--token only applies with --url');
   }
-  const merged: Record<string, string | undefined> = {};
-  for (const name of Object.keys(FLAGS) as Flag[]) merged[name] = flag(name) ?? variable(name);
+  const layers = url ? flagsOnly : layeredValues(args, env, FLAGS, file);
+  const merged = { ...layers.values };
   if (!url) delete merged.token;
   const parsed = settingsSchema.safeParse(merged);
-  if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
-  return parsed.data;
+  if (!parsed.success) throw new Error(settingsProblem(parsed.error, layers.sourceOf));
+  return { ...parsed.data, modelFromFlags: layers.origin('model') !== 'file' && parsed.data.model !== undefined };
 }
 
 export interface ChatIo {
@@ -92,7 +91,7 @@ export interface ChatIo {
 }
 
 /** Runs the chat until the user leaves; resolves with the exit code. */
-export async function runChat(settings: ChatSettings, io: ChatIo): Promise<number> {
+export async function runChat(settings: ChatSettings & { modelFromFlags?: boolean }, io: ChatIo, config: LoadedConfig | null = null): Promise<number> {
   const tty = Boolean(io.output.isTTY);
   const screen = new Screen(io.output, { tty, color: tty && io.env.NO_COLOR === undefined && io.env.TERM !== 'dumb' });
   let client: ChatClient;
@@ -106,6 +105,8 @@ export async function runChat(settings: ChatSettings, io: ChatIo): Promise<numbe
         workspace: settings.workspace,
         ...(settings.model !== undefined && { model: settings.model }),
         commandEnv: settings['command-env'],
+        config,
+        modelFromFlags: settings.modelFromFlags ?? false,
         warn: (message) => screen.line(screen.paint('dim', `turnchart: ${message}`)),
       });
       client = embedded;
@@ -124,6 +125,7 @@ export async function runChat(settings: ChatSettings, io: ChatIo): Promise<numbe
     interactive,
     sessionId: settings.session ?? null,
     newSessionMode: settings.mode ?? null,
+    newSessionAgent: settings.agent ?? null,
     requestPrefix: `chat-${randomUUID()}`,
   });
   const input = startInput({ input: io.input, output: io.output, screen, interactive, send: (event) => {

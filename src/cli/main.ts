@@ -6,6 +6,7 @@ import { SECRET_FLAGS, serve, serveSettings, serveUsage } from './serve.js';
 import { runSubmit, submitSettings, submitUsage } from './submit.js';
 import { runWorker, workerSettings, workerUsage } from './worker.js';
 import { messageOf } from '../protocol/error-message.js';
+import { ConfigError, configPathOf, loadConfigFile, type LoadedConfig } from './config-file.js';
 
 const USAGE = [
   'Usage: turnchart <command> [options]',
@@ -41,14 +42,22 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   let settings;
+  let file: LoadedConfig | null;
   try {
-    settings = serveSettings(rest, process.env);
+    file = await configFile(rest);
+    settings = serveSettings(rest, process.env, file);
   } catch (error) {
-    console.error(`turnchart: ${messageOf(error)}\n\n${serveUsage()}`);
-    return 2;
+    return refuse(error, serveUsage);
   }
   hideSecretArguments('serve', rest, SECRET_FLAGS);
-  const host = await serve(settings, (line) => console.log(line));
+  let host;
+  try {
+    host = await serve(settings, (line) => console.log(line), file);
+  } catch (error) {
+    // What the file names is checked before anything starts: its mistakes are the user's, not a crash.
+    if (error instanceof ConfigError) return refuse(error, serveUsage);
+    throw error;
+  }
   console.log(`turnchart listening on ${host.url}`);
   await new Promise<void>((resolve) => {
     let signals = 0;
@@ -68,15 +77,34 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
+/** The configuration file the arguments, the environment or the working directory name, loaded; null when there is none. */
+async function configFile(args: string[]): Promise<LoadedConfig | null> {
+  const located = configPathOf(args, process.env);
+  return located ? loadConfigFile(located.name, located.path) : null;
+}
+
+/** A start refused for a bad flag (with the usage) or a bad configuration file (without): exit code 2. */
+function refuse(error: unknown, usage: () => string): number {
+  console.error(error instanceof ConfigError ? `turnchart: ${error.message}` : `turnchart: ${messageOf(error)}\n\n${usage()}`);
+  return 2;
+}
+
 async function worker(args: string[]): Promise<number> {
   let settings;
+  let file: LoadedConfig | null;
   try {
-    settings = workerSettings(args, process.env);
+    file = await configFile(args);
+    settings = workerSettings(args, process.env, file);
   } catch (error) {
-    console.error(`turnchart: ${messageOf(error)}\n\n${workerUsage()}`);
-    return 2;
+    return refuse(error, workerUsage);
   }
-  const running = await runWorker(settings, (line) => console.log(line));
+  let running;
+  try {
+    running = await runWorker(settings, (line) => console.log(line), file);
+  } catch (error) {
+    if (error instanceof ConfigError) return refuse(error, workerUsage);
+    throw error;
+  }
   console.log(`turnchart worker ready (owner ${running.ownerId})`);
   await untilSignalled(() => running.close(), 'turnchart worker');
   console.log('turnchart worker: stopped');
@@ -115,13 +143,16 @@ function untilSignalled(close: () => Promise<void>, name: string): Promise<void>
 
 async function chat(args: string[]): Promise<number> {
   let settings;
+  let file: LoadedConfig | null;
   try {
+    // Against a host (--url) the host's own configuration counts, not a file here.
     settings = chatSettings(args, process.env);
+    file = settings.url ? null : await configFile(args);
+    if (file) settings = chatSettings(args, process.env, file);
   } catch (error) {
-    console.error(`turnchart: ${messageOf(error)}\n\n${chatUsage()}`);
-    return 2;
+    return refuse(error, chatUsage);
   }
-  const code = await runChat(settings, { input: process.stdin, output: process.stdout, env: process.env });
+  const code = await runChat(settings, { input: process.stdin, output: process.stdout, env: process.env }, file);
   // Nothing is left to wait for once the chat is over (an idle keep-alive socket, a timer of the runtime).
   await new Promise<void>((flushed) => process.stdout.write('', () => flushed()));
   process.exit(code);

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { allowedHostSchema } from '../host/host-check.js';
 import { clusterOf } from '../cluster/cluster.js';
@@ -7,9 +6,17 @@ import { permissionModeSchema } from '../protocol/commands.js';
 import { modelFromSpec, type ProviderSettings } from '../model/model-spec.js';
 import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
 import { readSecretFile } from './secret-file.js';
+import { secretsWrittenIn, type LoadedConfig } from './config-file.js';
+import { resolveConfig, type ResolvedConfig } from './config-resolve.js';
+import { layeredValues, settingsProblem } from './setting-layers.js';
 
-/** `turnchart serve`: each flag also read from its environment variable, flags winning; an empty variable is unset. */
+/**
+ * `turnchart serve`: each flag also read from its environment variable and from the configuration
+ * file (its key the flag in camelCase); a flag wins over the variable, the variable over the file,
+ * the file over the default; an empty variable is unset.
+ */
 const FLAGS = {
+  config: { env: 'TURNCHART_CONFIG', help: 'configuration file (default: ./turnchart.config.ts, .mts, .mjs, .js or .json when there is one)' },
   host: { env: 'TURNCHART_HOST', help: 'interface to bind (default 127.0.0.1; anything else needs --token)' },
   port: { env: 'TURNCHART_PORT', help: 'port (default 4477; 0 picks a free one)' },
   db: { env: 'TURNCHART_DB', help: 'SQLite file (default .turnchart/turnchart.db)' },
@@ -37,7 +44,7 @@ const FLAGS = {
   'amqp-url': { env: 'TURNCHART_AMQP_URL', help: 'RabbitMQ URL: join the cluster of hosts on this broker and this database, and serve the task routes (POST /tasks …)' },
   'route-timeout': { env: 'TURNCHART_ROUTE_TIMEOUT', help: 'seconds a command routed to another host may take (default 15)' },
   'amqp-namespace': { env: 'TURNCHART_AMQP_NAMESPACE', help: 'prefix of the task queue and exchanges (default turnchart)' },
-  'command-env': { env: 'TURNCHART_COMMAND_ENV', help: "variables run_command's commands get besides PATH, HOME, LANG, TERM, LC_* (repeatable or comma-separated; never TURNCHART_*, DATABASE_URL)" },
+  'command-env': { env: 'TURNCHART_COMMAND_ENV', multiple: true, help: "variables run_command's commands get besides PATH, HOME, LANG, TERM, LC_* (repeatable or comma-separated; never TURNCHART_*, DATABASE_URL)" },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -49,6 +56,7 @@ export const SECRET_FLAGS: readonly Flag[] = ['token', 'database-url', 'amqp-url
 const SECRET_FILES = { token: 'token-file', 'database-url': 'database-url-file' } as const satisfies Partial<Record<Flag, Flag>>;
 
 const settingsSchema = z.object({
+  config: z.string().optional(),
   host: z.string().min(1).default('127.0.0.1'),
   port: z.coerce.number().int().min(0).max(65_535).default(4477),
   db: z.string().min(1).optional(),
@@ -86,42 +94,47 @@ const settingsSchema = z.object({
   'command-env': commandEnvFlagSchema.default([]),
 });
 
-export type ServeSettings = z.infer<typeof settingsSchema>;
-
-/** Where a setting comes from, for an error message: the flag and its variable. */
-function source(name: string): string {
-  if (name === 'apiKey') return 'TURNCHART_API_KEY';
-  return Object.hasOwn(FLAGS, name) ? `--${name} (${FLAGS[name as Flag].env})` : name;
-}
+export type ServeSettings = z.infer<typeof settingsSchema> & {
+  /** `--model` or `TURNCHART_MODEL` was given: it overrides the configuration file's default model. */
+  modelFromFlags: boolean;
+};
 
 export function serveUsage(): string {
   const lines = Object.entries(FLAGS).map(([name, { env, help }]) => `  --${name.padEnd(21)} ${help} [${env}]`);
   return ['Usage: turnchart serve [options]', '', ...lines].join('\n');
 }
 
-/** Flags over environment variables, validated; throws a message fit for the terminal. */
-export function serveSettings(args: string[], env: NodeJS.ProcessEnv): ServeSettings {
-  const options = Object.fromEntries(Object.keys(FLAGS).map((name) => [name, { type: 'string' as const, multiple: name === 'command-env' }]));
-  const { values } = parseArgs({ args, options, strict: true, allowPositionals: false });
-  const merged: Record<string, string | undefined> = {};
-  for (const name of Object.keys(FLAGS) as Flag[]) merged[name] = (values[name] as string | undefined) ?? (env[FLAGS[name].env] || undefined);
-  // Repeatable: every --command-env given, joined as the variable would list them.
-  if (values['command-env']) merged['command-env'] = (values['command-env'] as string[]).join(',');
+/** Flags over environment variables over the configuration file, validated; throws a message fit for the terminal. */
+export function serveSettings(args: string[], env: NodeJS.ProcessEnv, file: LoadedConfig | null = null): ServeSettings {
+  const layers = layeredValues(args, env, FLAGS, file);
+  const merged = layers.values;
+  const source = (name: string) => (name === 'apiKey' ? 'TURNCHART_API_KEY' : layers.sourceOf(name));
   merged.apiKey = env.TURNCHART_API_KEY || undefined;
   for (const [name, fileFlag] of Object.entries(SECRET_FILES)) {
-    const file = merged[fileFlag];
-    if (file === undefined) continue;
+    const secretFile = merged[fileFlag];
+    if (secretFile === undefined) continue;
     if (merged[name] !== undefined) throw new Error(`${source(name)} and ${source(fileFlag)} are both set; give one`);
-    merged[name] = readSecretFile(file, source(fileFlag));
+    merged[name] = readSecretFile(secretFile, source(fileFlag));
   }
   const parsed = settingsSchema.safeParse(merged);
-  if (!parsed.success) throw new Error(parsed.error.issues.map((issue) => `${source(String(issue.path[0]))}: ${issue.message}`).join('\n'));
-  return parsed.data;
+  if (!parsed.success) throw new Error(settingsProblem(parsed.error, source));
+  return { ...parsed.data, modelFromFlags: layers.origin('model') !== 'file' && parsed.data.model !== undefined };
 }
 
-/** Starts the host from settings and reports on the terminal. */
-export async function serve(settings: ServeSettings, log: (line: string) => void): Promise<RunningHost> {
-  const choice = await modelFromSpec(settings.model, providerSettings(settings));
+/**
+ * Starts the host from settings and the configuration file, and reports on the terminal. What the
+ * file names is checked first: a mistake in it stops the start before anything is opened.
+ */
+export async function serve(settings: ServeSettings, log: (line: string) => void, file: LoadedConfig | null = null): Promise<RunningHost> {
+  const provider = providerSettings(settings);
+  const configured: ResolvedConfig | null = file
+    ? await resolveConfig(file, { modelOverride: settings.modelFromFlags ? settings.model : undefined, provider })
+    : null;
+  const choice = configured?.model ?? (await modelFromSpec(settings.model, provider));
+  if (file) {
+    log(`turnchart: config: ${file.name}; agents: ${Object.keys(configured!.agents).join(', ') || '(none of its own)'}`);
+    for (const key of secretsWrittenIn(file)) log(`turnchart: ${file.name} holds ${key} as written text: keep the file out of version control, or read it from the environment (process.env) or a file (tokenFile, databaseUrlFile)`);
+  }
   log(`turnchart: model: ${choice.description}`);
   log(`turnchart: storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
   if (settings['amqp-url']) log(`turnchart: cluster: RabbitMQ ${settings['amqp-url'].replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
@@ -132,6 +145,9 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     ...(settings['database-url'] && { databaseUrl: settings['database-url'] }),
     workspace: settings.workspace,
     model: choice.model,
+    modelDescription: choice.description,
+    ...(configured && { agentNotes: configured.notes }),
+    ...(configured?.mcpServers && { mcpServers: configured.mcpServers }),
     permissionMode: settings['permission-mode'],
     token: settings.token ?? null,
     idleTtlSeconds: settings['idle-ttl'],
@@ -146,6 +162,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     ...(settings['amqp-namespace'] && { amqpNamespace: settings['amqp-namespace'] }),
     runtime: {
       ownership: { leaseTtlMs: Math.round(settings['lease-ttl'] * 1000), ...(settings['owner-host'] && { host: settings['owner-host'] }) },
+      ...(configured && runtimeOptionsOf(configured)),
     },
     warn: (message) => log(`turnchart: ${message}`),
     ...(settings['stately-inspect'] && { statelyInspect: settings['stately-inspect'] }),
@@ -153,8 +170,18 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
   });
 }
 
+/** What the configuration file gives the runtime: its agents, their `defineTool` tools, the host-wide rules and skills. */
+export function runtimeOptionsOf(configured: ResolvedConfig) {
+  return {
+    agents: configured.agents,
+    ...(configured.tools.length > 0 && { tools: configured.tools }),
+    ...(configured.permissions && { permissions: configured.permissions }),
+    ...(configured.skills && { skills: configured.skills }),
+  };
+}
+
 /** The model flags as provider settings: only those given, so the adapter's defaults hold for the rest. */
-function providerSettings(settings: ServeSettings): ProviderSettings {
+export function providerSettings(settings: Pick<ServeSettings, 'apiKey' | 'context-window' | 'max-output-tokens' | 'max-reasoning-tokens' | 'model-retries' | 'stall-timeout' | 'provider-name'>): ProviderSettings {
   const capabilities = {
     ...(settings['context-window'] !== undefined && { contextWindow: settings['context-window'] }),
     ...(settings['max-output-tokens'] !== undefined && { maxOutputTokens: settings['max-output-tokens'] }),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { settingsProblem } from './setting-layers.js';
 import { submitTask } from '../tasks/task-client.js';
 import { taskView } from '../host/task-schemas.js';
 import { AmqpLink } from '../transport/amqp-link.js';
@@ -30,9 +31,9 @@ export function submitUsage(): string {
 }
 
 export function submitSettings(args: string[], env: NodeJS.ProcessEnv): SubmitSettings {
-  const { values, positionals } = mergeFlags(args, env, FLAGS, true);
+  const { values, positionals, sourceOf } = mergeFlags(args, env, FLAGS, true);
   const parsed = settingsSchema.safeParse({ ...values, prompts: positionals });
-  if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
+  if (!parsed.success) throw new Error(settingsProblem(parsed.error, sourceOf));
   return parsed.data;
 }
 

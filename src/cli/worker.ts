@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { postgresStorage, postgresTaskStorage } from '../../storage/postgres.js';
 import { sqliteStorage, sqliteTaskStorage } from '../../storage/sqlite.js';
@@ -7,7 +6,12 @@ import { modelFromSpec } from '../model/model-spec.js';
 import { startWorker, type TaskWorker } from '../tasks/worker.js';
 import { workspaceTools } from '../tools/workspace/index.js';
 import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
+import { McpServers } from '../tools/mcp/index.js';
 import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
+import type { LoadedConfig } from './config-file.js';
+import { resolveConfig } from './config-resolve.js';
+import { providerSettings, runtimeOptionsOf } from './serve.js';
+import { layeredValues, settingsProblem, type FlagSpec } from './setting-layers.js';
 
 /** `turnchart worker` and `turnchart submit` share how they reach storage and the broker. */
 export const CONNECTION_FLAGS = {
@@ -18,6 +22,7 @@ export const CONNECTION_FLAGS = {
 } as const;
 
 const FLAGS = {
+  config: { env: 'TURNCHART_CONFIG', help: 'configuration file, as for serve (default: ./turnchart.config.ts … when there is one)' },
   ...CONNECTION_FLAGS,
   concurrency: { env: 'TURNCHART_CONCURRENCY', help: 'tasks run at once (default 4)' },
   workspace: { env: 'TURNCHART_WORKSPACE', help: 'directory the tasks work in (default: the current directory)' },
@@ -30,11 +35,12 @@ const FLAGS = {
 const connectionSchema = {
   'database-url': z.string().min(1).optional(),
   db: z.string().min(1).optional(),
-  'amqp-url': z.string().min(1, 'set --amqp-url or TURNCHART_AMQP_URL'),
+  'amqp-url': z.string({ error: 'set --amqp-url or TURNCHART_AMQP_URL' }).min(1, 'set --amqp-url or TURNCHART_AMQP_URL'),
   'amqp-namespace': z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/).optional(),
 };
 
 const settingsSchema = z.object({
+  config: z.string().optional(),
   ...connectionSchema,
   concurrency: z.coerce.number().int().min(1).max(1_000).default(4),
   workspace: z.string().min(1).default('.'),
@@ -56,25 +62,19 @@ export function usageOf(head: string, flags: Record<string, { env: string; help:
   return [head, '', ...lines].join('\n');
 }
 
-/** Flags over environment variables, validated; throws a message fit for the terminal. */
-export function workerSettings(args: string[], env: NodeJS.ProcessEnv): WorkerSettings {
-  const merged = mergeFlags(args, env, FLAGS, false).values;
+/** Flags over environment variables over the configuration file, validated; throws a message fit for the terminal. */
+export function workerSettings(args: string[], env: NodeJS.ProcessEnv, file: LoadedConfig | null = null): WorkerSettings & { modelFromFlags: boolean } {
+  const layers = layeredValues(args, env, FLAGS, file);
+  const merged = layers.values;
   merged.apiKey = env.TURNCHART_API_KEY || undefined;
   const parsed = settingsSchema.safeParse(merged);
-  if (!parsed.success) throw new Error(z.prettifyError(parsed.error));
-  return parsed.data;
+  if (!parsed.success) throw new Error(settingsProblem(parsed.error, (name) => (name === 'apiKey' ? 'TURNCHART_API_KEY' : layers.sourceOf(name))));
+  return { ...parsed.data, modelFromFlags: layers.origin('model') !== 'file' && parsed.data.model !== undefined };
 }
 
-/** Each flag from the command line, else from its environment variable; a `multiple` flag's values joined with commas. */
-export function mergeFlags(args: string[], env: NodeJS.ProcessEnv, flags: Record<string, { env: string; multiple?: boolean }>, allowPositionals: boolean) {
-  const options = Object.fromEntries(Object.keys(flags).map((name) => [name, { type: 'string' as const, multiple: flags[name]!.multiple === true }]));
-  const { values, positionals } = parseArgs({ args, options, strict: true, allowPositionals });
-  const merged: Record<string, string | undefined> = {};
-  for (const name of Object.keys(flags)) {
-    const given = values[name] as string | string[] | undefined;
-    merged[name] = (Array.isArray(given) ? given.join(',') : given) ?? env[flags[name]!.env] ?? undefined;
-  }
-  return { values: merged, positionals };
+/** Each flag from the command line, else from its environment variable (an empty one is unset); a `multiple` flag's values joined with commas. */
+export function mergeFlags(args: string[], env: NodeJS.ProcessEnv, flags: Record<string, FlagSpec>, allowPositionals: boolean) {
+  return layeredValues(args, env, flags, null, allowPositionals);
 }
 
 /** The session and task storage the flags name (PostgreSQL wins over SQLite). */
@@ -85,9 +85,11 @@ export function storagesOf(settings: { 'database-url'?: string | undefined; db?:
   return { sessions: sqliteStorage({ filename }), tasks: sqliteTaskStorage({ filename }), description: `SQLite ${filename}` };
 }
 
-/** Starts a worker from settings and reports on the terminal. */
-export async function runWorker(settings: WorkerSettings, log: (line: string) => void): Promise<TaskWorker> {
-  const choice = await modelFromSpec(settings.model, settings.apiKey ? { apiKey: settings.apiKey } : {});
+/** Starts a worker from settings and the configuration file, and reports on the terminal. */
+export async function runWorker(settings: WorkerSettings & { modelFromFlags?: boolean }, log: (line: string) => void, file: LoadedConfig | null = null): Promise<TaskWorker> {
+  const provider = providerSettings(settings);
+  const configured = file ? await resolveConfig(file, { modelOverride: settings.modelFromFlags ? settings.model : undefined, provider }) : null;
+  const choice = configured?.model ?? (await modelFromSpec(settings.model, provider));
   const warn = (message: string) => log(`turnchart worker: ${message}`);
   // Built before storage is opened: a variable that may not reach commands is a startup error.
   const tools = workspaceTools({
@@ -98,18 +100,35 @@ export async function runWorker(settings: WorkerSettings, log: (line: string) =>
   });
   const { sessions, tasks, description } = storagesOf(settings);
   log(`turnchart worker: model: ${choice.description}; storage: ${description}; concurrency ${settings.concurrency}`);
-  // Commands a dead worker left running end before its tasks' turns are corrected.
+  // Commands (and MCP servers) a dead worker left running end before its tasks' turns are corrected.
   await reapLeftoverCommands({ warn });
-  return startWorker({
+  // The file's MCP servers, shared by the worker's sessions as a host shares them.
+  const mcp = configured?.mcpServers
+    ? await McpServers.start(configured.mcpServers, { warn, secrets: [settings['database-url'], settings['amqp-url'], settings.apiKey] })
+    : null;
+  const worker = await startWorker({
     sessions,
     tasks,
     amqpUrl: settings['amqp-url'],
     ...(settings['amqp-namespace'] && { namespace: settings['amqp-namespace'] }),
     model: choice.model,
-    tools,
+    tools: [...tools, ...(configured?.tools ?? [])],
+    ...(configured && { agents: configured.agents, runtime: { ...runtimeOptionsOf(configured), ...(mcp && { toolSources: mcp.sources }) } }),
     concurrency: settings.concurrency,
     leaseTtlMs: Math.round(settings['lease-ttl'] * 1000),
     ...(settings['owner-host'] && { ownerHost: settings['owner-host'] }),
     warn,
+  }).catch(async (error: unknown) => {
+    await mcp?.close();
+    throw error;
   });
+  if (mcp) {
+    // The servers close after the worker's runtime, whose sessions may still be calling them.
+    const closeWorker = worker.close.bind(worker);
+    worker.close = async () => {
+      await closeWorker();
+      await mcp.close();
+    };
+  }
+  return worker;
 }

@@ -10,6 +10,7 @@ import { hostCheck, type HostNames } from './host-check.js';
 import type { HostContext } from './host-context.js';
 import { jsonOnly } from './media-type.js';
 import { originCheck } from './origin-check.js';
+import { agentRoutes } from './routes/agents.js';
 import { auditRoutes } from './routes/audit.js';
 import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -51,6 +52,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   app.use('*', originCheck(security.corsOrigin));
   app.use('*', limitBody());
   healthRoutes(app, host, (c) => token.accepts(c.req.header('authorization')));
+  agentRoutes(app, host);
   sessionRoutes(app, host);
   turnRoutes(app, host);
   sessionCommandRoutes(app, host);

@@ -13,6 +13,7 @@ import type { SseOptions } from './sse-stream.js';
 import type { StreamLimit } from './stream-limit.js';
 import type { TaskClient } from '../tasks/task-client.js';
 import type { LeaseHolder } from '../protocol/session-owner.js';
+import type { AgentDirectory } from './agent-directory.js';
 
 /** How a host in a cluster reaches a session another host holds. */
 interface SessionRouter {
@@ -44,6 +45,8 @@ export interface HostContext {
   workspaceDir: string;
   /** The mode of sessions created without one. */
   defaultPermissionMode: PermissionMode;
+  /** The agents a request may pick, described (`GET /agents`). */
+  agents: AgentDirectory;
   sse: SseOptions;
   warn: (message: string) => void;
   /** Submitting and controlling tasks: null when the host runs without RabbitMQ. */

@@ -19,9 +19,11 @@ import { DEFAULT_LEASE_TTL_MS } from '../runtime/ownership.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import { workspaceTools } from '../tools/workspace/index.js';
 import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
+import { McpServers, type McpServersConfig } from '../tools/mcp/index.js';
 import { InspectHub } from '../inspect/inspect-hub.js';
 import { SessionListFeed } from '../inspect/session-list.js';
 import { statelyForward, type StatelyForward } from '../inspect/stately-forward.js';
+import { AgentDirectory, type AgentNote } from './agent-directory.js';
 import { createApp } from './app.js';
 import { allowedHostSchema } from './host-check.js';
 import { defaultInspectorAssets } from './inspector-assets.js';
@@ -45,6 +47,10 @@ export interface HostOptions {
   /** The directory every session works in (its tools are confined to it). */
   workspace: string;
   model: ModelPort;
+  /** How `GET /agents` names the model of agents without one of their own (default: `the host's model`). */
+  modelDescription?: string;
+  /** Descriptions of the runtime's agents, and of the models of those with their own (`GET /agents`). */
+  agentNotes?: Record<string, AgentNote>;
   /** The permission mode of sessions created without one (the AI SDK endpoint's, `POST /sessions` without `permissionMode`); `ask` by default. */
   permissionMode?: PermissionMode;
   token?: string | null;
@@ -73,6 +79,12 @@ export interface HostOptions {
   inspectorAssets?: string;
   /** A WebSocket URL to forward every session's inspection events to, in `@statelyai/inspect`'s format. */
   statelyInspect?: string | null;
+  /**
+   * MCP servers whose tools (`<server>__<tool>`) the runtime offers: started or connected once, before
+   * the runtime, and shared by every session; one that cannot start is a warning (its tools absent)
+   * unless `required`, which fails the start. Closed after the runtime.
+   */
+  mcpServers?: McpServersConfig;
   /** Variables of this process's environment run_command's commands get besides the baseline (`workspaceTools({ commandEnv })`). */
   commandEnv?: readonly string[];
   /** `process-group` forces run_command's fallback containment (`workspaceTools({ commandContainment })`). */
@@ -111,12 +123,14 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const { allowedHosts, maxSessions, maxStreams } = checked.data;
   const warn = options.warn ?? ((message: string) => console.warn(`turnchart: ${message}`));
   const workspaceDir = resolve(options.workspace);
+  // What must never reach a command or an MCP server's environment.
+  const hostSecrets = [token, options.databaseUrl, options.amqpUrl, ...(options.cluster?.secrets ?? [])];
   // Built before anything is opened: a variable that may not reach commands is a startup error.
   const workspace = workspaceTools({
     root: workspaceDir,
     ...(options.commandEnv && { commandEnv: options.commandEnv }),
     ...(options.commandContainment && { commandContainment: options.commandContainment }),
-    hostSecrets: [token, options.databaseUrl, options.amqpUrl, ...(options.cluster?.secrets ?? [])],
+    hostSecrets,
     warn,
   });
   // Commands a dead host left running end before restart correction reports their turns interrupted.
@@ -127,6 +141,14 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     warn(`database connection lost: ${error.message}`);
   });
   const forward: StatelyForward | null = options.statelyInspect ? statelyForward(options.statelyInspect, { warn }) : null;
+  // Before the runtime, whose toolset reads their tools; a required server that cannot start stops the host here.
+  const mcp = options.mcpServers && Object.keys(options.mcpServers).length > 0
+    ? await McpServers.start(options.mcpServers, { warn, secrets: hostSecrets }).catch(async (error: unknown) => {
+        await storage.close().catch(() => undefined);
+        await forward?.close();
+        throw error;
+      })
+    : null;
   const userInspect = options.runtime?.inspect;
   const runtime = await createRuntime({
     ...options.runtime,
@@ -134,11 +156,13 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     storage,
     model: options.model,
     tools: [...workspace, ...(options.runtime?.tools ?? [])],
+    toolSources: [...(mcp?.sources ?? []), ...(options.runtime?.toolSources ?? [])],
     idleTtlMs: options.idleTtlSeconds * 1000,
     warn,
   }).catch(async (error: unknown) => {
     await storage.close().catch(() => undefined);
     await forward?.close();
+    await mcp?.close();
     throw error;
   });
   const defaultPermissionMode = permissionModeSchema.parse(options.permissionMode ?? 'ask');
@@ -150,16 +174,19 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const tasks = options.amqpUrl ? await openTasks(options, options.amqpUrl, warn).catch(async (error: unknown) => {
     await runtime.shutdown();
     await forward?.close();
+    await mcp?.close();
     throw error;
   }) : null;
   const limits = { sessions: new SessionLimit(runtime, maxSessions), streams: new StreamLimit(maxStreams) };
-  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector, tasks, limits });
+  const agents = new AgentDirectory(runtime, options.agentNotes ?? {}, options.modelDescription ?? "the host's model");
+  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, agents, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector, tasks, limits });
   const cluster = options.cluster
     ? await options.cluster.join(context, options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS).catch(async (error: unknown) => {
         await runtime.shutdown();
         await forward?.close();
         await tasks?.link.close();
         await tasks?.tasks.close();
+        await mcp?.close();
         throw error;
       })
     : null;
@@ -172,6 +199,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await tasks?.link.close();
     await tasks?.tasks.close();
     await cluster?.close();
+    await mcp?.close();
     throw error;
   });
   const { port } = server.address() as AddressInfo;
@@ -185,6 +213,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         const stopped = new Promise<void>((done) => server.close(() => done()));
         cluster?.quiesce();
         await runtime.shutdown();
+        // After the runtime: no turn calls their tools any more.
+        await mcp?.close();
         await forward?.close();
         await tasks?.link.close();
         await tasks?.tasks.close();

@@ -42,6 +42,17 @@ export const SnapshotSchema = z
   })
   .openapi('SessionSnapshot');
 
+const AgentEntry = z
+  .object({
+    name: z.string(),
+    description: z.string().nullable(),
+    model: z.string().openapi({ description: 'the description of the model its turns run on' }),
+    tools: z.array(z.string()).openapi({ description: 'the tools its model is offered' }),
+  })
+  .openapi('Agent');
+
+export const AgentList = z.object({ agents: z.array(AgentEntry) }).openapi('AgentList');
+
 export const CreatedSession = z.object({ sessionId: z.string(), snapshot: SnapshotSchema }).openapi('CreatedSession');
 
 const SessionSummary = z
@@ -175,11 +186,16 @@ export const UiChatRequest = z
     messages: z.array(UiMessage).min(1).max(100_000),
     trigger: z.enum(['submit-message', 'regenerate-message']).default('submit-message'),
     messageId: z.string().max(200).optional(),
+    /** The agent of the chat's session when this request creates it (`GET /agents` lists them). */
+    agent: idSchema.optional(),
   })
   .loose()
   .openapi('UiChatRequest');
 
 export const UiChatParams = z.object({ id: idSchema });
+
+/** `/api/chat?agent=NAME`: the agent of a chat whose session is created by this request (the body's `agent` wins). */
+export const UiChatQuery = z.object({ agent: idSchema.optional() });
 
 /** A text part of the user message that starts a turn. */
 export const UiTextPart = z.object({ type: z.literal('text'), text: z.string().max(MAX_TEXT_CHARS) }).loose();

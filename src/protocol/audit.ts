@@ -4,7 +4,9 @@ import type { ToolResultStatus } from './messages.js';
 export type AuditVerdict = 'allowed' | 'denied' | 'none';
 
 /**
- * Who decided: the session's permission `mode`, a `rule` (the tool's own `authorize`), a dispatch
+ * Who decided: the session's permission `mode`, a `rule` (the tool's own `authorize`, a permission
+ * rule — whose result then names it, `denied by the permission rule 'github__*: deny'` — or the
+ * delegation and non-interactive rules), a dispatch
  * `hook`, or the `user` answering an approval. Null when nothing had to decide (a control tool, a
  * call refused before any decision: unknown tool, invalid arguments, doom loop, a cancel).
  */

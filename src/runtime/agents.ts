@@ -1,7 +1,10 @@
 import { z } from 'zod';
 import type { TurnLimits } from '../../machines/turn.machine.js';
 import { systemContext } from '../context/system-context.js';
-import type { ToolDefinition } from '../protocol/model.js';
+import type { ModelPort, ToolDefinition } from '../protocol/model.js';
+import type { PermissionRules } from '../protocol/permission-rule.js';
+import { permissionRulesSchema } from '../tools/permission-rules.js';
+import { MAX_PATTERN_LENGTH, patternProblem } from '../tools/name-patterns.js';
 import { hooksSchema, type Hooks } from './hooks.js';
 import type { GuardrailLimits } from '../../machines/guardrails.js';
 import {
@@ -35,7 +38,23 @@ export interface AgentDefinition {
   delegation: { agents: readonly string[]; maxChildren: number } | null;
   /** agent.switch: the agents a session of this one may switch to. */
   switchTo: readonly string[];
+  /** Issue 24: this agent's own model, for every model call of its sessions; null: the runtime's `model`. */
+  model: ModelPort | null;
+  /** Issue 24: the registry tools this agent gets, as exact names or globs; null: all of them. */
+  tools: readonly string[] | null;
+  /** Issue 24: this agent's permission rules by tool-name pattern, merged over the runtime's `permissions`; null: none of its own. */
+  permissions: PermissionRules | null;
 }
+
+/** A tool-name pattern from configuration: bounded, and one the matcher can compile within its bounds. */
+const toolPatternSchema = z
+  .string()
+  .min(1)
+  .max(MAX_PATTERN_LENGTH)
+  .check((ctx) => {
+    const problem = patternProblem(ctx.value);
+    if (problem) ctx.issues.push({ code: 'custom', message: problem, input: ctx.value });
+  });
 
 /** Live children one turn may have when the agent does not say. */
 const DEFAULT_MAX_CHILDREN = 4;
@@ -57,12 +76,18 @@ const agentConfigSchema = z.object({
   delegation: z.strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional() }).optional(),
   /** agent.switch: the agents a session of this agent may switch to. */
   switchTo: z.array(z.string().min(1).max(200)).max(64).optional(),
+  /** Issue 24: the agent's own model; checked as the runtime's `model` is. */
+  model: z.custom<ModelPort>((v) => typeof (v as ModelPort | null)?.stream === 'function', 'a ModelPort').optional(),
+  /** Issue 24: the registry tools (the runtime's `tools` and tool sources) this agent gets: exact names or globs. */
+  tools: z.array(toolPatternSchema).max(200).optional(),
+  /** Issue 24: `{ "run_command": "ask", "github__*": "allow", "*__delete*": "deny" }`, over the runtime's `permissions`. */
+  permissions: permissionRulesSchema.optional(),
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */
 const DEFAULT_PARALLEL_READS = 4;
 
-export type AgentConfig = Omit<z.infer<typeof agentConfigSchema>, 'hooks'> & { hooks?: Hooks };
+export type AgentConfig = Omit<z.infer<typeof agentConfigSchema>, 'hooks' | 'model'> & { hooks?: Hooks; model?: ModelPort };
 
 const DEFAULT_PROMPT =
   'You are a helpful agent. Use the tools you are given when they help, and answer plainly when you are done.';
@@ -79,6 +104,9 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     guardrails: DEFAULT_RESOLVED.limits,
     delegation: null,
     switchTo: [],
+    model: null,
+    tools: null,
+    permissions: null,
   },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
@@ -90,6 +118,9 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     guardrails: DEFAULT_RESOLVED.limits,
     delegation: null,
     switchTo: [],
+    model: null,
+    tools: null,
+    permissions: null,
   },
 };
 
@@ -117,6 +148,10 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       ...(onMistakeLimit && { onMistakeLimit }),
       delegation: parsed.delegation ? { agents: parsed.delegation.agents, maxChildren: parsed.delegation.maxChildren ?? DEFAULT_MAX_CHILDREN } : base.delegation,
       switchTo: parsed.switchTo ?? base.switchTo,
+      // The model object given is kept, not zod's copy of it.
+      model: given.model ?? base.model,
+      tools: parsed.tools ?? base.tools,
+      permissions: parsed.permissions ?? base.permissions,
     };
   }
   checkAgentNames(agents);

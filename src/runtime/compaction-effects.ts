@@ -63,9 +63,9 @@ export function compactionEffects(deps: RuntimeDeps) {
   };
 
   async function summarize(env: SessionEnv, cancellation: EffectCancellation, turnId: string | undefined): Promise<string> {
-    const request = summaryRequest(env.config.agent.systemPrompt, env.conversation.chat.view(), deps.model.capabilities);
+    const request = summaryRequest(env.config.agent.systemPrompt, env.conversation.chat.view(), env.config.model.capabilities);
     try {
-      const { response, usage } = await consumeModelStream(deps.model, request, cancellation, SILENT);
+      const { response, usage } = await consumeModelStream(env.config.model, request, cancellation, SILENT);
       if (usage && turnId) recordUsage(env, turnId, usage);
       const text = response.text.trim();
       if (text === '') throw new Error('the model returned an empty summary');

@@ -11,7 +11,7 @@ import type { RuntimeDeps, SessionEnv } from './session-env.js';
  * hook sees it. `afterToolDispatch` shows each hook a copy of the result. A hook that throws, answers
  * what it may not or passes its time limit rejects with a `HookError`: the chart fails the call closed.
  */
-export function dispatchHookEffects(deps: RuntimeDeps, validate: (name: string, args: Record<string, unknown>) => ValidationOutput) {
+export function dispatchHookEffects(deps: RuntimeDeps, validate: (input: ToolEffectInput, args: Record<string, unknown>) => ValidationOutput) {
   const beforeToolDispatch = async (input: ToolEffectInput, cancellation: EffectCancellation): Promise<DispatchOutcome> => {
     const env = deps.env(input.sessionId);
     let args = input.args;
@@ -23,7 +23,7 @@ export function dispatchHookEffects(deps: RuntimeDeps, validate: (name: string, 
       const decision = parsed.data;
       if (decision?.decision === 'deny') return { decision: 'deny', reason: decision.reason ?? `the ${hook.owner}'s hook refused the call` };
       if (decision?.decision !== 'rewrite') continue;
-      const checked = validate(input.name, decision.args);
+      const checked = validate(input, decision.args);
       if (!checked.ok) return { decision: 'invalid_rewrite', message: `the ${hook.owner}'s hook rewrote the arguments into ones the tool refuses: ${checked.message}` };
       args = checked.args;
       rewritten = true;

@@ -22,8 +22,9 @@ export type RunRead = (
 
 /**
  * RL-5: the reads of one response that may run side by side. A call qualifies when the agent allows
- * parallel calls, its tool is a registry tool declaring `effect: 'read'` with no `authorize` hook
- * (no session mode asks about a read, so it needs no approval), and it has not been started yet.
+ * parallel calls, its tool is one of the agent's registry tools declaring `effect: 'read'` with no
+ * `authorize` hook and no permission rule that denies or asks about it (no session mode asks about
+ * a read, so it then needs no approval), and it has not been started yet.
  * Only a run of at least two consecutive qualifying calls is worth starting ahead.
  */
 export class ParallelReads {
@@ -58,7 +59,7 @@ export class ParallelReads {
       queue.shift()?.();
     };
     for (const call of run) {
-      const args = this.validArguments(call);
+      const args = this.validArguments(env, call);
       if (!args) break;
       const observed = observeCall(loop, call.name, args, rules);
       loop = observed.tracker;
@@ -93,17 +94,20 @@ export class ParallelReads {
   }
 
   private qualifies(env: SessionEnv, call: ToolCallPart): boolean {
-    const tool = this.toolset.registryTool(call.name);
-    return tool !== undefined && tool.effect === 'read' && tool.authorize === undefined && !env.turns.startedReads.has(call.id);
+    const tool = this.toolset.toolFor(env.config.agent, call.name);
+    if (tool === undefined || tool.effect !== 'read' || tool.authorize !== undefined || env.turns.startedReads.has(call.id)) return false;
+    // A permission rule that denies or asks about the read (issue 24) must decide before it runs.
+    const rule = env.config.permissions.empty ? null : env.config.permissions.decide(call.name);
+    return rule === null || rule.decision === 'allow';
   }
 
   /**
    * The arguments, if they pass the tool's schema. A schema that throws is left to the call's own
    * chart, which reports it (RT-12): thrown here, it would crash the turn inside its action.
    */
-  private validArguments(call: ToolCallPart): Record<string, unknown> | undefined {
+  private validArguments(env: SessionEnv, call: ToolCallPart): Record<string, unknown> | undefined {
     const parsed = parseArguments(call.argumentsText);
-    const schema = this.toolset.registryTool(call.name)?.input;
+    const schema = this.toolset.toolFor(env.config.agent, call.name)?.input;
     if (!parsed || !schema) return undefined;
     try {
       const valid = schema.safeParse(parsed);

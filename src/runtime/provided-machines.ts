@@ -21,7 +21,7 @@ export function provideMachines(deps: SessionEffectDeps & SubagentDeps) {
   const session = sessionEffects(deps);
   const delegation = delegationEffects(deps);
   const effects = directEffectActions();
-  const toolCall = toolCallChart(tool.validate).provide({ guards: { ...tool.guards, ...delegation.guards }, actions: { ...tool.actions, ...effects } });
+  const toolCall = toolCallChart(tool.validate, tool.ruleFor).provide({ guards: { ...tool.guards, ...delegation.guards }, actions: { ...tool.actions, ...effects } });
   const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: { ...turn.actions, ...delegation.actions, ...effects } });
   const handlers = {
     ...turn.handlers,

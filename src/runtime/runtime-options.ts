@@ -6,6 +6,9 @@ import type { ModelPort } from '../protocol/model.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { Toolset } from '../tools/toolset.js';
 import type { SkillsConfig } from '../skills/types.js';
+import type { ToolSource } from '../tools/tool-source.js';
+import type { PermissionRules } from '../protocol/permission-rule.js';
+import { permissionRulesSchema } from '../tools/permission-rules.js';
 import { messageOf } from '../protocol/error-message.js';
 import { checkSystemContexts, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
 import type { ChartClock } from './chart-clock.js';
@@ -39,6 +42,13 @@ export interface RuntimeOptions {
   sequenceBlock?: number;
   /** RL-4: hooks around context build and tool dispatch for every session; an agent's own `hooks` run after these. */
   hooks?: Hooks;
+  /**
+   * Issue 24: tools whose list changes while the runtime runs (an MCP server's), after `tools`. A
+   * source's tool whose name another tool has is left out with a `warn`.
+   */
+  toolSources?: readonly ToolSource[];
+  /** Issue 24: permission rules by tool-name pattern for every agent; an agent's own `permissions` win for the same pattern. */
+  permissions?: PermissionRules;
 }
 
 const optionsSchema = z.object({
@@ -62,6 +72,16 @@ const optionsSchema = z.object({
     .optional(),
   sequenceBlock: z.number().int().min(2).max(1_000_000_000).optional(),
   hooks: hooksSchema.optional(),
+  toolSources: z
+    .array(
+      z.custom<ToolSource>(
+        (v) => typeof (v as ToolSource | null)?.tools === 'function' && typeof (v as ToolSource | null)?.subscribe === 'function',
+        'a ToolSource (tools() and subscribe())',
+      ),
+    )
+    .max(64)
+    .optional(),
+  permissions: permissionRulesSchema.optional(),
 });
 
 /**
@@ -71,7 +91,8 @@ const optionsSchema = z.object({
 export function checkRuntimeOptions(options: RuntimeOptions): { toolset: Toolset; agents: Record<string, AgentDefinition> } {
   const parsed = optionsSchema.safeParse(options);
   if (!parsed.success) throw new TurnchartError('InvalidOptions', z.prettifyError(parsed.error));
-  const toolset = new Toolset(options.tools ?? []);
+  const warn = options.warn ?? ((message: string) => console.warn(`turnchart: ${message}`));
+  const toolset = new Toolset(options.tools ?? [], options.toolSources ?? [], warn);
   try {
     const agents = resolveAgents(options.agents);
     checkSystemContexts(agents, (agent) => toolset.surfaceFor(agent));

@@ -13,6 +13,7 @@ import { previewContextWindow, type ContextWindowPreview } from '../context/prev
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AuditLog, AuditPage } from '../protocol/audit.js';
 import type { Toolset } from '../tools/toolset.js';
+import { compilePermissionRules, type PermissionRuleSet } from '../tools/permission-rules.js';
 import type { SkillsConfig } from '../skills/types.js';
 import { resolveHooks, type ResolvedHooks } from './hooks.js';
 import { reportProgress } from './watchdog-progress.js';
@@ -87,6 +88,8 @@ export class Runtime {
   readonly sessionLogic: SessionLogic;
   /** Each agent's hooks, the runtime's first (RL-4), resolved once per agent. */
   private readonly hooksByAgent = new Map<string, ResolvedHooks>();
+  /** Each agent's permission rules, the runtime's under the agent's (issue 24), compiled once per agent. */
+  private readonly rulesByAgent = new Map<string, PermissionRuleSet>();
   /** Sub-agents: which session started which, and the work behind the delegation tools. */
   private readonly delegation: Delegation;
   /** Whether any agent has a no-progress watchdog: only then does every update report progress. */
@@ -129,7 +132,6 @@ export class Runtime {
       ...this.services,
       env: (id) => this.envOf(id),
       releaseLease: (id) => this.releaseLease(id),
-      model: options.model,
       toolset,
       trace,
       skills: this.skills,
@@ -145,6 +147,8 @@ export class Runtime {
       },
       this.warn,
     ).logic;
+    // Tool sources' changes reach the toolset from now on, until shutdown.
+    toolset.watch();
     ownership.startRenewing(
       // A closing session still holds its lease until its close is written; a lost one holds none.
       () => [...this.sessions].flatMap(([id, open]) => (open.lost ? [] : [id])),
@@ -182,8 +186,8 @@ export class Runtime {
     const { config, conversation } = env;
     return previewContextWindow(
       { systemPrompt: config.agent.systemPrompt, conversation: conversation.chat.view(), watermark: conversation.chat.watermark },
-      config.tools,
-      this.options.model.capabilities,
+      config.tools(),
+      config.model.capabilities,
     );
   }
 
@@ -206,6 +210,17 @@ export class Runtime {
    */
   async agentLinks(sessionId: string): Promise<AgentLinks> {
     return agentLinks(this.options.storage, sessionId);
+  }
+
+  /** The agents a session of this runtime may run, by name (the built-in ones and those configured). */
+  agentNames(): string[] {
+    return Object.keys(this.agents);
+  }
+
+  /** The names of the tools an agent's model is offered now; undefined for an agent this runtime does not have. */
+  toolNamesOf(agent: string): string[] | undefined {
+    const definition = agentNamed(this.agents, agent);
+    return definition && this.toolset.surfaceFor(definition).map((tool) => tool.name);
   }
 
   /** A new session, held by this runtime; with an `id`, under that id (`SessionExists` when it is taken). */
@@ -289,6 +304,7 @@ export class Runtime {
       await Promise.all([...this.sessions.values()].map(({ handle }) => handle.close()));
       this.ownership.stop();
       this.reaper.stop();
+      this.toolset.close();
       await this.trace.flush();
       this.runtimeSubject.complete();
       this.closedSubject.complete();
@@ -391,9 +407,26 @@ export class Runtime {
     installSessionAgent(env.config, this.sessionAgent(name, agent));
   }
 
-  /** The agent with what this runtime resolves for it: its hooks after the runtime's, its tool surface. */
+  /** The agent with what this runtime resolves for it: its hooks after the runtime's, its tool surface, its model, its permission rules. */
   private sessionAgent(name: string, agent: AgentDefinition): SessionAgent {
-    return { agentName: name, agent, hooks: this.hooksOf(name, agent), tools: this.toolset.surfaceFor(agent) };
+    return {
+      agentName: name,
+      agent,
+      hooks: this.hooksOf(name, agent),
+      tools: () => this.toolset.surfaceFor(agent),
+      model: agent.model ?? this.options.model,
+      permissions: this.permissionsOf(name, agent),
+    };
+  }
+
+  /** Each agent's rules over the runtime's, compiled once per agent. */
+  private permissionsOf(name: string, agent: AgentDefinition): PermissionRuleSet {
+    let rules = this.rulesByAgent.get(name);
+    if (!rules) {
+      rules = compilePermissionRules(this.options.permissions, agent.permissions ?? undefined);
+      this.rulesByAgent.set(name, rules);
+    }
+    return rules;
   }
 
   private hooksOf(name: string, agent: AgentDefinition): ResolvedHooks {

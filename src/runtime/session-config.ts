@@ -1,11 +1,12 @@
 import type { AgentLink, SessionRow } from '../../storage/session-storage.js';
-import type { ToolDefinition } from '../protocol/model.js';
+import type { ModelPort, ToolDefinition } from '../protocol/model.js';
+import type { PermissionRuleSet } from '../tools/permission-rules.js';
 import type { BusyPolicy, PermissionMode } from '../protocol/commands.js';
 import type { AgentDefinition } from './agents.js';
 import type { ResolvedHooks } from './hooks.js';
 
 /**
- * The agent a session runs, with what the runtime resolved for it. agent.switch replaces all four
+ * The agent a session runs, with what the runtime resolved for it. agent.switch replaces them all
  * at once while no turn runs (a turn keeps the agent it started with).
  */
 export interface SessionAgent {
@@ -13,8 +14,15 @@ export interface SessionAgent {
   agent: AgentDefinition;
   /** RL-4: the runtime's hooks, then the agent's, per stage. */
   hooks: ResolvedHooks;
-  /** The tool surface the agent's model sees (the delegation tools only when the agent may delegate). */
-  tools: readonly ToolDefinition[];
+  /**
+   * The tool surface the agent's model sees now (its registry tools, the control tools, the
+   * delegation tools only when the agent may delegate): asked per request, since tool sources change.
+   */
+  tools: () => readonly ToolDefinition[];
+  /** Issue 24: the model every model call of the session goes to: the agent's own, else the runtime's. */
+  model: ModelPort;
+  /** Issue 24: the runtime's permission rules with the agent's over them, compiled. */
+  permissions: PermissionRuleSet;
 }
 
 /**
@@ -41,6 +49,8 @@ export function createSessionConfig(row: SessionRow, fence: number, agent: Sessi
     agent: agent.agent,
     hooks: agent.hooks,
     tools: agent.tools,
+    model: agent.model,
+    permissions: agent.permissions,
     parent: row.parent ?? null,
     nonInteractive: row.nonInteractive === true,
     permissionMode: row.permissionMode,
@@ -56,4 +66,6 @@ export function installSessionAgent(config: SessionConfig, agent: SessionAgent):
   config.agent = agent.agent;
   config.hooks = agent.hooks;
   config.tools = agent.tools;
+  config.model = agent.model;
+  config.permissions = agent.permissions;
 }

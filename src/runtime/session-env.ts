@@ -3,7 +3,6 @@ import type { ChatMessage, StoredMessage } from '../protocol/messages.js';
 import type { Plan } from '../protocol/plan.js';
 import type { SessionUpdate } from '../protocol/updates.js';
 import type { SkillsConfig } from '../skills/types.js';
-import type { ModelPort } from '../protocol/model.js';
 import type { ChatState } from './chat-state.js';
 import type { ChartClock } from './chart-clock.js';
 import type { ToolAudit } from '../protocol/audit.js';
@@ -57,7 +56,6 @@ export interface RuntimeServices {
 /** What every effect of every session shares. */
 export interface RuntimeDeps extends RuntimeServices {
   env: (sessionId: string) => SessionEnv;
-  model: ModelPort;
   skills: SkillsConfig | null;
   /** Where non-fatal notes go (skill scan warnings): never into the model's context. */
   warn: (message: string) => void;

@@ -14,7 +14,9 @@ import type { EffectCancellation, EffectHandlers } from './effect-port.js';
 import { planSchema } from '../protocol/plan.js';
 import type { SpanStatus } from '../protocol/trace.js';
 import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
-import type { ToolExecutionResult } from '../tools/define-tool.js';
+import type { AnyTool, ToolExecutionResult } from '../tools/define-tool.js';
+import type { ToolCallInput } from '../../machines/tool-call.contract.js';
+import type { MatchedRule } from '../protocol/permission-rule.js';
 import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js';
 import { UPDATE_PLAN } from '../tools/toolset.js';
 import { emit, persistAndAppend } from './session-env.js';
@@ -47,8 +49,17 @@ function isExecutionResult(value: unknown): value is ToolExecutionResult {
 export function toolCallEffects(deps: TurnEffectDeps) {
   const { env: envOf, toolset, trace, now } = deps;
 
+  /**
+   * The registry tool of a call: the one it resolved as it started (for the session's agent, from the
+   * registry as it then stood); a read started ahead of its chart resolves it now.
+   */
+  const toolOf = (sessionId: string, toolCallId: string, name: string): AnyTool | undefined => {
+    const env = envOf(sessionId);
+    return env.turns.callTools.get(toolCallId) ?? toolset.toolFor(env.config.agent, name);
+  };
+
   const authorize = async (input: ToolEffectInput): Promise<AuthorizationDecision> => {
-    const tool = toolset.registryTool(input.name)!;
+    const tool = toolOf(input.sessionId, input.toolCallId, input.name)!;
     const permissionMode = envOf(input.sessionId).config.permissionMode;
     const decision = await tool.authorize!(input.args, { sessionId: input.sessionId, turnId: input.turnId, toolCallId: input.toolCallId, permissionMode });
     return authorizationSchema.parse(decision);
@@ -69,13 +80,13 @@ export function toolCallEffects(deps: TurnEffectDeps) {
 
   /** Runs the tool under its time limit; `announce` sends its progress updates (a read started ahead of its call stays quiet). */
   const runWithinLimit = (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
-    const tool = toolset.registryTool(input.name)!;
+    const tool = toolOf(input.sessionId, input.toolCallId, input.name)!;
     const limit = tool.timeoutMs ?? envOf(input.sessionId).config.agent.toolTimeoutMs;
     return limit === null ? runTool(input, cancellation, announce) : withToolTimeLimit(limit, cancellation, (combined) => runTool(input, combined, announce));
   };
 
   const runTool = async (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
-    const tool = toolset.registryTool(input.name)!;
+    const tool = toolOf(input.sessionId, input.toolCallId, input.name)!;
     const env = envOf(input.sessionId);
     const returned: unknown = await tool.execute(input.args, {
       sessionId: input.sessionId,
@@ -108,40 +119,66 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   const writeResult = async (input: WriteResultInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const { call, result } = input;
+    env.turns.callTools.delete(call.id);
     const audit = toolCallAudit(input, env.turns.audits.take(call.id, now()), toolset.isControlTool(call.name));
     const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content } as const;
     await persistAndAppend(env, deps, input.turnId, message, undefined, audit);
   };
 
-  function validate(name: string, args: Record<string, unknown>): ValidationOutput {
-    const schema = name === UPDATE_PLAN ? planSchema : (Object.hasOwn(DELEGATION_SCHEMAS, name) ? DELEGATION_SCHEMAS[name] : toolset.registryTool(name)?.input);
+  /**
+   * The chart's argument check (RT-15), made as each call starts. The call's registry tool is
+   * resolved here, once, for the session's agent — a tool outside the agent's list is no tool — and
+   * kept for the call (`callTools`), so what the chart decided on is what runs.
+   */
+  function validate(name: string, args: Record<string, unknown>, input: ToolCallInput): ValidationOutput {
+    const env = envOf(input.sessionId);
+    const tool = toolset.isControlTool(name) ? undefined : toolset.toolFor(env.config.agent, name);
+    if (tool) env.turns.callTools.set(input.call.id, tool);
+    return check(name, tool, args);
+  }
+
+  /** A rewrite by a dispatch hook is checked against the schema of the tool the call resolved. */
+  const validateRewrite = (input: ToolEffectInput, args: Record<string, unknown>): ValidationOutput =>
+    check(input.name, toolOf(input.sessionId, input.toolCallId, input.name), args);
+
+  function check(name: string, tool: AnyTool | undefined, args: Record<string, unknown>): ValidationOutput {
+    const schema = name === UPDATE_PLAN ? planSchema : Object.hasOwn(DELEGATION_SCHEMAS, name) ? DELEGATION_SCHEMAS[name] : tool?.input;
     if (!schema) return { ok: false, message: `no schema for '${name}'` };
     const parsed = schema.safeParse(args);
     return parsed.success ? { ok: true, args: parsed.data as Record<string, unknown> } : { ok: false, message: z.prettifyError(parsed.error) };
   }
 
+  /** Issue 24: the permission rule that decides the call's tool name for the session's agent, as the call starts. */
+  function ruleFor(input: ToolCallInput): MatchedRule | null {
+    const { permissions } = envOf(input.sessionId).config;
+    return permissions.empty ? null : permissions.decide(input.call.name);
+  }
+
+  const callTool = (context: ToolCallContext) => envOf(context.sessionId).turns.callTools.get(context.call.id);
+
   function approvalPaths(context: ToolCallContext): string[] {
-    const paths = toolset.registryTool(context.call.name)?.approvalPaths?.(context.args);
+    const paths = callTool(context)?.approvalPaths?.(context.args);
     return Array.isArray(paths) ? paths.filter((p): p is string => typeof p === 'string') : [];
   }
 
   function effectOf(context: ToolCallContext) {
-    return toolset.registryTool(context.call.name)?.effect ?? 'execute';
+    return callTool(context)?.effect ?? 'execute';
   }
 
-  const hooks = dispatchHookEffects(deps, validate);
+  const hooks = dispatchHookEffects(deps, validateRewrite);
 
   return {
-    /** The chart's argument check (RT-15), made as each call starts: `toolCallChart(validate)`. */
+    /** The chart's argument check (RT-15) and permission rule (issue 24), made as each call starts: `toolCallChart(validate, ruleFor)`. */
     validate,
+    ruleFor,
     handlers: { authorize, executeTool, runControlTool, writeResult, ...hooks } satisfies Omit<EffectHandlers<ToolCallEffects>, 'delegate' | 'waitAgent'>,
     /** Runs a read ahead of its call (RL-5): the same tool run, limits and signal, without progress updates. */
     runRead: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
       runWithinLimit({ sessionId, turnId, toolCallId: call.id, name: call.name, args, approvedPaths: [] }, cancellation, false),
     guards: {
       isControlTool: ({ context }: Ctx) => toolset.isControlTool(context.call.name),
-      isRegistryTool: ({ context }: Ctx) => toolset.registryTool(context.call.name) !== undefined,
-      hasAuthorizeHook: ({ context }: Ctx) => toolset.registryTool(context.call.name)?.authorize !== undefined,
+      isRegistryTool: ({ context }: Ctx) => callTool(context) !== undefined,
+      hasAuthorizeHook: ({ context }: Ctx) => callTool(context)?.authorize !== undefined,
       hasBeforeDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).config.hooks.beforeToolDispatch.length > 0,
       hasAfterDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).config.hooks.afterToolDispatch.length > 0,
       modeForbidsCall: ({ context }: Ctx) => modeForbids(envOf(context.sessionId).config.permissionMode, effectOf(context)),

@@ -5,6 +5,7 @@ import type { TriggerType } from '../protocol/commands.js';
 import type { TurnMeter } from './turn-meter.js';
 import type { StartedRead } from './parallel-reads.js';
 import { CallAudits } from './call-audits.js';
+import type { AnyTool } from '../tools/define-tool.js';
 
 /** A user message prepared before acceptance: skill snapshots first, then the user's text. */
 interface PreparedInput {
@@ -43,6 +44,11 @@ export interface TurnBookkeeping {
   readonly cancelWrites: Map<string, Promise<void>>;
   /** What each tool call's audit row needs that its chart does not hold: how long it waited and ran (RL-4). */
   readonly audits: CallAudits;
+  /**
+   * The registry tool each running call resolved as it started, by call id, until its result is
+   * written: a call keeps its tool though a tool source drops or replaces it meanwhile (issue 24).
+   */
+  readonly callTools: Map<string, AnyTool>;
   /** A hold asked for: turns wait at their next checkpoint (before a model call) until it is released. */
   hold: HoldGate | null;
 }
@@ -64,6 +70,7 @@ export function createTurnBookkeeping(runs: Map<string, string>, queued: readonl
     startedReads: new Map(),
     cancelWrites: new Map(),
     audits: new CallAudits(),
+    callTools: new Map(),
     hold: null,
   };
   for (const q of queued) {

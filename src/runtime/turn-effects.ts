@@ -16,11 +16,11 @@ import { closeUnclosedTurn } from './unclosed-turn.js';
 import { EffectAborted } from './effect-aborted.js';
 import type { EffectCancellation, EffectHandlers } from './effect-port.js';
 import { prepare, type PreparedModelCall } from '../context/engine.js';
-import { contextLimits, reachesCompactionLine } from '../context/limits.js';
+import { contextLimits, reachesCompactionLine, type ModelContextLimits } from '../context/limits.js';
 import { systemContext } from '../context/system-context.js';
 import { consumeModelStream } from '../model/consume-stream.js';
 import { NOT_EXECUTED_RESULT_TEXT, type StoredMessage } from '../protocol/messages.js';
-import type { ModelRequest, ModelResponse } from '../protocol/model.js';
+import type { ModelCapabilities, ModelRequest, ModelResponse } from '../protocol/model.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import type { Toolset } from '../tools/toolset.js';
 import { emit, persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
@@ -46,7 +46,17 @@ export interface TurnEffectDeps extends RuntimeDeps {
 export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
   const parallel = new ParallelReads(deps.toolset, runRead);
   const { env: envOf, storage, trace, now } = deps;
-  const limits = contextLimits(deps.model.capabilities);
+  // Each agent may have its own model (issue 24): its limits are worked out once per capabilities object.
+  const limitsByCapabilities = new WeakMap<ModelCapabilities, ModelContextLimits>();
+  const limitsOf = (env: SessionEnv): ModelContextLimits => {
+    const { capabilities } = env.config.model;
+    let limits = limitsByCapabilities.get(capabilities);
+    if (!limits) {
+      limits = contextLimits(capabilities);
+      limitsByCapabilities.set(capabilities, limits);
+    }
+    return limits;
+  };
 
   const hooks = contextHooks(deps);
 
@@ -55,8 +65,8 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     prepare({
       system,
       conversation: env.conversation.chat.view(),
-      tools: env.config.tools,
-      capabilities: deps.model.capabilities,
+      tools: env.config.tools(),
+      capabilities: env.config.model.capabilities,
       watermark: env.conversation.chat.watermark,
     });
 
@@ -103,7 +113,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     conversation.turnStartSequence = messages[0]?.sequence ?? conversation.chat.nextSequence;
     for (const message of messages) conversation.chat.append(message);
     trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now()));
-    conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools);
+    conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools());
   };
 
   const sampleWorldState = worldStateSampler(deps);
@@ -119,6 +129,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     const { config, conversation } = env;
     const system = config.hooks.beforeContextBuild.length === 0 ? conversation.turnSystem : await hooks.before(env, input, cancellation);
     let prepared = prepareFor(env, system);
+    const limits = limitsOf(env);
     const over = (p: PreparedModelCall) => reachesCompactionLine(p.budget.estimatedInputTokens, limits);
     if (over(prepared) && conversation.chat.watermark < conversation.turnStartSequence) {
       conversation.chat.watermark = conversation.turnStartSequence;
@@ -150,7 +161,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
     trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', now()));
     try {
-      const { response, usage } = await consumeModelStream(deps.model, request, cancellation, {
+      const { response, usage } = await consumeModelStream(env.config.model, request, cancellation, {
         text: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'text_delta', text }),
         reasoning: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'reasoning_delta', text }),
       });

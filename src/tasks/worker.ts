@@ -7,7 +7,7 @@ import { TaskStateConflict, type TaskRow, type TaskStorage } from '../../storage
 import type { ModelPort } from '../protocol/model.js';
 import { TurnchartError } from '../protocol/errors.js';
 import type { AgentConfig } from '../runtime/agents.js';
-import { createRuntime, type ChartClock, type Runtime } from '../runtime/runtime.js';
+import { createRuntime, type ChartClock, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { AmqpLink } from '../transport/amqp-link.js';
@@ -42,6 +42,8 @@ export interface WorkerOptions {
   name?: string;
   /** The broker names' namespace (`turnchart` by default). */
   namespace?: string;
+  /** Further runtime options (permission rules, skills), as a configuration file gives them; the options above win. */
+  runtime?: Partial<Omit<RuntimeOptions, 'storage' | 'model'>>;
 }
 
 export interface TaskWorker {
@@ -83,6 +85,7 @@ export async function startWorker(options: WorkerOptions): Promise<TaskWorker> {
   const warn = options.warn ?? ((message: string) => console.warn(`turnchart worker: ${message}`));
   const now = options.now ?? Date.now;
   const runtime = await createRuntime({
+    ...options.runtime,
     storage: options.sessions,
     model: options.model,
     ...(options.tools && { tools: options.tools }),

@@ -38,6 +38,18 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   timeoutMs?: number;
   /** The paths an approval asked because of the session's mode names (the user sees them; `approvedPaths` gets them). */
   approvalPaths?: (args: z.output<Schema>) => string[];
+  /**
+   * The input's JSON Schema as the model sees it, when the tool has one of its own (an MCP server's
+   * tool): the tool's definition then carries it instead of `z.toJSONSchema(input)`, and `input`
+   * is the check (for MCP tools, an ajv validator wrapped in `z.custom`).
+   */
+  inputJsonSchema?: Record<string, unknown>;
+  /**
+   * Calling it twice with the same arguments has the effect of calling it once (an MCP tool's
+   * `idempotentHint`). Recorded for the durable-turns issue, which may re-run such a call after a
+   * crash instead of reporting it `interrupted`; nothing reads it yet.
+   */
+  idempotent?: boolean;
   execute: (args: z.output<Schema>, ctx: ExecuteContext) => Promise<ToolExecutionResult> | ToolExecutionResult;
 }
 

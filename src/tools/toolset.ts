@@ -5,6 +5,8 @@ import type { AnyTool } from './define-tool.js';
 import { TurnchartError } from '../protocol/errors.js';
 import { isDelegationTool } from '../../machines/delegation.js';
 import { delegationDefinitions } from './delegation-tools.js';
+import type { ToolSource } from './tool-source.js';
+import { compileNamePattern } from './name-patterns.js';
 
 export const UPDATE_PLAN = 'update_plan';
 
@@ -18,53 +20,173 @@ const CONTROL_TOOLS: ToolDefinition[] = [
   },
 ];
 
+/** What the toolset needs of an agent: which registry tools it gets, and whom it may delegate to. */
+export interface ToolsetAgent {
+  /** Exact names or picomatch globs of the registry tools the agent gets; null: all of them. */
+  tools: readonly string[] | null;
+  delegation: { agents: readonly string[] } | null;
+}
+
+/** The registry as one version of the sources left it: tools by name, and their definitions in order. */
+interface Registry {
+  version: number;
+  byName: Map<string, AnyTool>;
+  definitions: ToolDefinition[];
+}
+
+/** An agent's surface, good while the registry keeps its version. */
+interface Surface {
+  version: number;
+  definitions: ToolDefinition[];
+}
+
 /**
- * The tool surface of a session (CW-5): registry tools in the order given, then the control tools.
- * Built once; a registry tool may not take a control tool's name.
+ * The tool surface of a session (CW-5): registry tools — the runtime's `tools` in the order given,
+ * then each tool source's current tools — then the control tools, then (for an agent that may
+ * delegate) the delegation tools. A static tool may not take a control tool's name (a throw, when
+ * the runtime is made); a source's tool that clashes with a static, control or earlier source's
+ * tool is left out with a warning, since a source changes while the runtime runs.
+ *
+ * A source's change only bumps a version: the registry and each agent's surface are rebuilt the next
+ * time they are asked for, and cached until the next change, so a model step costs a lookup.
  */
 export class Toolset {
-  private readonly byName = new Map<string, AnyTool>();
-  readonly definitions: ToolDefinition[];
+  private readonly staticByName = new Map<string, AnyTool>();
+  private version = 0;
+  private registry: Registry | null = null;
+  private readonly surfaces = new WeakMap<ToolsetAgent, Surface>();
+  /** Each tool's definition, made once per tool object: a source's refresh keeps the ones it kept. */
+  private readonly definitionOf = new WeakMap<AnyTool, ToolDefinition>();
+  /** Each agent's tool list, compiled once. */
+  private readonly selectors = new WeakMap<readonly string[], (name: string) => boolean>();
+  private unsubscribes: (() => void)[] = [];
 
-  constructor(tools: AnyTool[]) {
+  constructor(
+    tools: AnyTool[],
+    private readonly sources: readonly ToolSource[] = [],
+    private readonly warn: (message: string) => void = (message) => console.warn(`turnchart: ${message}`),
+  ) {
     for (const tool of tools) {
-      if (CONTROL_TOOLS.some((c) => c.name === tool.name) || isDelegationTool(tool.name)) {
+      if (this.isControlTool(tool.name)) {
         throw new TurnchartError('ToolNameConflict', `'${tool.name}' is a control tool name and cannot be registered`);
       }
-      if (this.byName.has(tool.name)) throw new TurnchartError('ToolNameConflict', `two tools are named '${tool.name}'`);
-      if (tool.timeoutMs !== undefined && !(Number.isSafeInteger(tool.timeoutMs) && tool.timeoutMs > 0 && tool.timeoutMs <= 2_147_483_647)) {
-        throw new TurnchartError('InvalidTool', `the timeoutMs of '${tool.name}' must be a whole number of milliseconds, 1 or more`);
-      }
-      this.byName.set(tool.name, tool);
+      if (this.staticByName.has(tool.name)) throw new TurnchartError('ToolNameConflict', `two tools are named '${tool.name}'`);
+      checkTimeout(tool);
+      this.staticByName.set(tool.name, tool);
     }
-    this.definitions = [
-      ...tools.map((t) => ({
-        name: t.name,
-        description: t.description,
-        inputSchema: z.toJSONSchema(t.input, { io: 'input', unrepresentable: 'any' }),
-      })),
-      ...CONTROL_TOOLS,
-    ];
   }
 
-  /** What an agent's model sees: every tool, plus the delegation tools when the agent may delegate. */
-  surfaceFor(agent: { delegation: { agents: readonly string[] } | null }): ToolDefinition[] {
-    if (!agent.delegation) return this.definitions;
-    let surface = this.surfaces.get(agent.delegation.agents);
-    if (!surface) {
-      surface = [...this.definitions, ...delegationDefinitions(agent.delegation.agents)];
-      this.surfaces.set(agent.delegation.agents, surface);
-    }
-    return surface;
+  /** Hears the sources' changes from now on; `close` stops. */
+  watch(): void {
+    if (this.unsubscribes.length > 0) return;
+    this.unsubscribes = this.sources.map((source) =>
+      source.subscribe(() => {
+        this.version += 1;
+      }),
+    );
   }
 
-  private readonly surfaces = new WeakMap<readonly string[], ToolDefinition[]>();
+  close(): void {
+    for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe();
+  }
 
+  /** Every registry tool's definition and the control tools', as the registry stands now. */
+  get definitions(): ToolDefinition[] {
+    return this.current().definitions;
+  }
+
+  /** What an agent's model sees: its registry tools, the control tools, and the delegation tools when it may delegate. */
+  surfaceFor(agent: ToolsetAgent): ToolDefinition[] {
+    const registry = this.current();
+    const cached = this.surfaces.get(agent);
+    if (cached?.version === registry.version) return cached.definitions;
+    const selected = agent.tools ? this.selectorOf(agent.tools) : null;
+    const tools = selected ? registry.definitions.filter((d) => !registry.byName.has(d.name) || selected(d.name)) : registry.definitions;
+    const definitions = agent.delegation ? [...tools, ...delegationDefinitions(agent.delegation.agents)] : tools;
+    this.surfaces.set(agent, { version: registry.version, definitions });
+    return definitions;
+  }
+
+  /** A registry tool by name, as the registry stands now, whichever agent asks. */
   registryTool(name: string): AnyTool | undefined {
-    return this.byName.get(name);
+    return this.current().byName.get(name);
+  }
+
+  /** The registry tool `name` names, if `agent` gets it: a tool outside its list is no tool for it. */
+  toolFor(agent: ToolsetAgent, name: string): AnyTool | undefined {
+    const tool = this.current().byName.get(name);
+    return tool && (!agent.tools || this.selectorOf(agent.tools)(name)) ? tool : undefined;
   }
 
   isControlTool(name: string): boolean {
     return CONTROL_TOOLS.some((c) => c.name === name) || isDelegationTool(name);
+  }
+
+  private current(): Registry {
+    if (this.registry?.version === this.version) return this.registry;
+    const byName = new Map(this.staticByName);
+    for (const source of this.sources) {
+      for (const tool of this.sourceTools(source)) {
+        if (this.isControlTool(tool.name) || byName.has(tool.name)) {
+          this.warn(`tool source '${source.name}': a tool named '${tool.name}' exists already; this one is left out`);
+          continue;
+        }
+        byName.set(tool.name, tool);
+      }
+    }
+    const definitions = [...[...byName.values()].map((tool) => this.definitionFor(tool)), ...CONTROL_TOOLS];
+    this.registry = { version: this.version, byName, definitions };
+    return this.registry;
+  }
+
+  /** A source's tools; a source that throws, or hands back a tool with a bad time limit, loses only that much. */
+  private sourceTools(source: ToolSource): readonly AnyTool[] {
+    let tools: readonly AnyTool[];
+    try {
+      tools = source.tools();
+    } catch (error) {
+      this.warn(`tool source '${source.name}' could not list its tools: ${error instanceof Error ? error.message : String(error)}`);
+      return [];
+    }
+    return tools.filter((tool) => {
+      try {
+        checkTimeout(tool);
+        return true;
+      } catch (error) {
+        this.warn(`tool source '${source.name}': ${(error as Error).message}; the tool is left out`);
+        return false;
+      }
+    });
+  }
+
+  private definitionFor(tool: AnyTool): ToolDefinition {
+    let definition = this.definitionOf.get(tool);
+    if (!definition) {
+      definition = {
+        name: tool.name,
+        description: tool.description,
+        inputSchema: tool.inputJsonSchema ?? z.toJSONSchema(tool.input, { io: 'input', unrepresentable: 'any' }),
+      };
+      this.definitionOf.set(tool, definition);
+    }
+    return definition;
+  }
+
+  private selectorOf(patterns: readonly string[]): (name: string) => boolean {
+    let selector = this.selectors.get(patterns);
+    if (!selector) {
+      const compiled = patterns.map(compileNamePattern);
+      const exact = new Set(compiled.filter((p) => p.exact).map((p) => p.pattern));
+      const globs = compiled.filter((p) => !p.exact);
+      selector = (name) => exact.has(name) || globs.some((glob) => glob.matches(name));
+      this.selectors.set(patterns, selector);
+    }
+    return selector;
+  }
+}
+
+function checkTimeout(tool: AnyTool): void {
+  if (tool.timeoutMs !== undefined && !(Number.isSafeInteger(tool.timeoutMs) && tool.timeoutMs > 0 && tool.timeoutMs <= 2_147_483_647)) {
+    throw new TurnchartError('InvalidTool', `the timeoutMs of '${tool.name}' must be a whole number of milliseconds, 1 or more`);
   }
 }

@@ -140,7 +140,7 @@ describe('the chat chart', () => {
   it('opens the session, waits for the first snapshot, then prompts', async () => {
     const c = chat({ newSessionMode: 'auto' });
     expect(c.state()).toBe('opening');
-    expect(c.callTo('openSession').input).toEqual({ sessionId: null, permissionMode: 'auto' });
+    expect(c.callTo('openSession').input).toEqual({ sessionId: null, permissionMode: 'auto', agent: null });
     expect(c.screen()).toEqual({ prompt: null, spinner: null });
     await c.answer('openSession', { sessionId: 'ses_1', permissionMode: 'auto', created: true });
     expect(c.state()).toBe('link:following.connecting turn:idle lines:waiting');
@@ -159,7 +159,7 @@ describe('the chat chart', () => {
 
   it('goes on without a session when none can be opened: lines that need one say so', async () => {
     const c = chat({ sessionId: 'ses_gone' });
-    expect(c.callTo('openSession').input).toEqual({ sessionId: 'ses_gone', permissionMode: null });
+    expect(c.callTo('openSession').input).toEqual({ sessionId: 'ses_gone', permissionMode: null, agent: null });
     await c.refuse('openSession', 'UnknownSession', "no session 'ses_gone'");
     expect(c.state()).toBe('link:none turn:idle lines:waiting');
     expect(c.screen()).toEqual({ prompt: INPUT_PROMPT, spinner: null });
@@ -490,7 +490,7 @@ describe('the chat chart', () => {
     expect(c.notices.at(-1)).toEqual({ kind: 'usage', usage: '/open SESSION_ID' });
     c.line('/open ses_2');
     expect(c.state()).toBe('link:following.live turn:idle lines:switching');
-    expect(c.callTo('openSession').input).toEqual({ sessionId: 'ses_2', permissionMode: null });
+    expect(c.callTo('openSession').input).toEqual({ sessionId: 'ses_2', permissionMode: null, agent: null });
     await c.answer('openSession', { sessionId: 'ses_2', permissionMode: 'read_only', created: false });
     expect(c.state()).toBe('link:following.connecting turn:idle lines:waiting');
     expect(c.feeds).toEqual([
@@ -515,5 +515,28 @@ describe('the chat chart', () => {
     expect(c.screen().prompt).toBe(INPUT_PROMPT);
     c.actor.send({ type: 'feed.snapshot_received', snapshot: snapshotOf('ses_1'), resumed: false });
     expect(c.state()).toBe('link:following.live turn:idle lines:waiting');
+  });
+});
+
+describe('choosing agents', () => {
+  it('--agent is the agent of the session the chat creates', async () => {
+    const c = chat({ newSessionAgent: 'reviewer' });
+    expect(c.callTo('openSession').input).toEqual({ sessionId: null, permissionMode: null, agent: 'reviewer' });
+    await c.answer('openSession', { sessionId: 'ses_1', permissionMode: 'ask', created: true, agent: 'reviewer' });
+    expect(c.notices.at(-1)).toEqual({ kind: 'session_opened', sessionId: 'ses_1', created: true, mode: 'ask', agent: 'reviewer' });
+  });
+
+  it('/agents asks the backend for the list; /new AGENT opens a session of that agent, /new one of --agent', async () => {
+    const c = chat({ newSessionAgent: 'builder' });
+    await c.open();
+    c.line('/agents');
+    expect(c.callTo('runCommand').input).toEqual({ kind: 'list_agents' });
+    await c.answer('runCommand', { kind: 'agents_listed', agents: [] });
+    c.line('/new reviewer');
+    expect(c.callTo('openSession').input).toEqual({ sessionId: null, permissionMode: null, agent: 'reviewer' });
+    await c.answer('openSession', { sessionId: 'ses_2', permissionMode: 'ask', created: true, agent: 'reviewer' });
+    c.actor.send({ type: 'feed.snapshot_received', snapshot: snapshotOf('ses_2'), resumed: false });
+    c.line('/new');
+    expect(c.callTo('openSession').input).toEqual({ sessionId: null, permissionMode: null, agent: 'builder' });
   });
 });

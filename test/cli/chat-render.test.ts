@@ -87,6 +87,16 @@ describe('the chat renderer', () => {
     expect(view.toolNames).toEqual({});
   });
 
+  it('shows progress reported in the MCP shape, one dim line each', () => {
+    const { print } = run([
+      update({ type: 'tool_call_started', toolCallId: 'call_1', name: 'files__copy', status: 'running' }),
+      update({ type: 'tool_call_progress', toolCallId: 'call_1', progress: { progress: 1, total: 2, message: 'copying' } }),
+      update({ type: 'tool_call_progress', toolCallId: 'call_1', progress: { progress: 2 } }),
+      update({ type: 'tool_call_finished', toolCallId: 'call_1', status: 'succeeded' }),
+    ]);
+    expect(transcript(print)).toBe(['▸ files__copy', '  ⋯ files__copy 1/2 copying', '  ⋯ files__copy 2', '  ✓ files__copy succeeded', ''].join('\n'));
+  });
+
   it('asks for an approval, says how it was resolved, the plan and the guardrails', () => {
     const { print } = run([
       update({ type: 'permission_requested', toolCallId: 'call_1', name: 'write_file', paths: ['a.md', 'b.md'] }),
@@ -180,5 +190,25 @@ describe('the chat renderer', () => {
     expect(run([{ kind: 'help' }]).print.length).toBeGreaterThan(5);
     const opened = render({ kind: 'session_opened', sessionId: 'ses_2', created: false, mode: 'auto' }, { streaming: 'reasoning', toolNames: { call_1: 'x' } }, PLAIN);
     expect(opened).toEqual({ view: EMPTY_VIEW, print: [{ kind: 'end_line' }, { kind: 'line', text: 'session ses_2 (continued, mode auto)' }] });
+  });
+});
+
+describe('agents in the chat', () => {
+  it('/agents lists each agent with its model, description and tools; a new session says its agent', () => {
+    const listed = render(
+      {
+        kind: 'command_done',
+        result: { kind: 'agents_listed', agents: [{ name: 'reviewer', description: 'Reviews;\nnever writes.', model: 'the demo model', tools: ['read_file', 'grep'] }] },
+        sessionId: 'ses_1',
+      },
+      EMPTY_VIEW,
+      PLAIN,
+    ).print;
+    expect(listed).toEqual([
+      { kind: 'line', text: 'reviewer  the demo model  Reviews; ⏎ never writes.' },
+      { kind: 'line', text: '  tools: read_file, grep' },
+    ]);
+    const opened = render({ kind: 'session_opened', sessionId: 'ses_3', created: true, mode: 'ask', agent: 'reviewer' }, EMPTY_VIEW, PLAIN).print;
+    expect(opened).toEqual([{ kind: 'line', text: 'session ses_3 (new, mode ask, agent reviewer)' }]);
   });
 });

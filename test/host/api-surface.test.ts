@@ -30,6 +30,7 @@ describe('the HTTP surface: validation, errors, OpenAPI, security defaults', () 
     expect(routes.sort()).toEqual(
       [
         'GET /healthz',
+        'GET /agents',
         'POST /sessions',
         'GET /sessions',
         'GET /sessions/{sessionId}',

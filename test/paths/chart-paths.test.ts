@@ -97,6 +97,7 @@ async function driveToolCallPath(path: PathStep<null>[], scenario: ToolCallScena
     guardrails,
     nonInteractive: scenario.nonInteractive === true,
     ...(scenario.delegation === 'allowed' && { delegation: { maxChildren: 1 } }),
+    ...(scenario.rule && { permissions: { [scenario.name]: scenario.rule } }),
   });
   director.stage = stage;
   try {

@@ -15,6 +15,7 @@ import {
   type ModelCallOptions,
   type ModelRequest,
   type PermissionMode,
+  type PermissionRules,
   type Runtime,
   type ScriptedReply,
   type SessionHandle,
@@ -59,6 +60,8 @@ export interface StageOptions {
   nonInteractive?: boolean;
   /** Sub-agents: the agent may start `helper` sessions, this many live per turn; no delegation when not given. */
   delegation?: { maxChildren: number };
+  /** Issue 24: the runtime's permission rules. */
+  permissions?: PermissionRules;
 }
 
 /** The system prompt of the sub-agent a path's agent may start: its model calls go to `helperReply`. */
@@ -123,7 +126,7 @@ export class Stage {
   }
 
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
-    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails, nonInteractive = false, delegation } = options;
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails, nonInteractive = false, delegation, permissions } = options;
     const watched = new WatchedStorage(await migratedMemoryStorage());
     const storage = withFaults(watched.storage);
     const model = scriptedModel(
@@ -160,6 +163,7 @@ export class Stage {
         helper: { systemPrompt: HELPER_PROMPT },
       },
       clock,
+      ...(permissions && { permissions }),
       ...(dispatchHooks && {
         hooks: {
           beforeToolDispatch: ({ toolCallId, signal }) => script.beforeDispatch!(toolCallId, signal),

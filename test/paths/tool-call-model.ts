@@ -3,6 +3,7 @@ import { afterWait, defaultLoopRules, FRESH_TRACKER, observeCall, passWait, type
 import { isDelegationTool } from '../../machines/delegation.js';
 import { toolCallChart, type ToolCallContext } from '../../machines/tool-call.machine.js';
 import type { PermissionMode } from '../../src/index.js';
+import type { MatchedRule, RuleDecision } from '../../src/protocol/permission-rule.js';
 import { modeForbids, modeRequiresApproval } from '../../src/tools/permission-policy.js';
 import type { ToolEffect } from '../../src/tools/define-tool.js';
 import { forgetEffect, pendingEffectOf, recordEffect } from './recorded-effects.js';
@@ -52,6 +53,8 @@ export interface ToolCallScenario {
    * comes first, so the target's timeout is the one that reaches the stop (RT-14).
    */
   child?: boolean;
+  /** Issue 24: a permission rule for the target's tool name (the runtime gets `permissions: { [name]: rule }`). */
+  rule?: RuleDecision;
 }
 
 const PATH = '{"path":"a.txt"}';
@@ -92,6 +95,22 @@ export const TOOL_CALL_SCENARIOS: ToolCallScenario[] = [
   { name: 'wait_agent', argumentsText: JSON.stringify({ agentId: 'ses_nobody', timeoutMs: WAIT_MS }), mode: 'ask', repeated: false, delegation: 'allowed' },
   { name: 'wait_agent', argumentsText: JSON.stringify({ agentId: CHILD_ID, timeoutMs: WAIT_MS }), mode: 'ask', repeated: false, delegation: 'allowed', child: true },
   { name: 'wait_agent', argumentsText: JSON.stringify({ agentId: CHILD_ID, timeoutMs: WAIT_MS }), mode: 'ask', repeated: true, delegation: 'allowed', child: true },
+  // Issue 24: each permission rule at each place the rules and the mode decide — after screening, after
+  // the dispatch hooks, after the tool's `authorize` hook allowed or asked; `allow` in `ask` mode (where
+  // it matters), the others in `auto` (where only the rule can deny or ask).
+  ...(['deny', 'ask', 'allow'] as const).flatMap((rule) => {
+    const mode = rule === 'allow' ? 'ask' : 'auto';
+    return [
+      { name: 'run_cmd', argumentsText: PATH, mode, repeated: false, rule },
+      { name: 'run_cmd', argumentsText: PATH, mode, repeated: false, rule, hooks: true },
+      { name: 'write_file', argumentsText: PATH, mode, repeated: false, rule },
+    ] satisfies ToolCallScenario[];
+  }),
+  // A rule's ask where nobody can answer, at each place; and an allow that does not widen `read_only`.
+  { name: 'read_file', argumentsText: PATH, mode: 'auto', repeated: false, rule: 'ask', nonInteractive: true },
+  { name: 'run_cmd', argumentsText: PATH, mode: 'auto', repeated: false, rule: 'ask', nonInteractive: true, hooks: true },
+  { name: 'write_file', argumentsText: PATH, mode: 'auto', repeated: false, rule: 'ask', nonInteractive: true },
+  { name: 'write_file', argumentsText: PATH, mode: 'read_only', repeated: false, rule: 'allow' },
 ];
 
 /** The run of calls before the target, as the turn carries it to the target's chart. */
@@ -118,9 +137,13 @@ const effectOf = (context: ToolCallContext): ToolEffect => {
 /** In traversal the session id carries the scenario's mode; the runtime reads the session's. */
 const modeOf = (context: ToolCallContext) => context.sessionId as PermissionMode;
 
-const traversalToolCallMachine = toolCallChart((name, args) =>
-  PATH_TOOLS[name] === 'control' || isDelegationTool(name) || typeof args.path === 'string' ? { ok: true, args } : { ok: false, message: 'path: expected string' },
-).provide({
+/** The chart with the scenario's permission rule for the target's tool (issue 24); the runtime matches the session's rules on the name. */
+const traversalToolCallMachine = (rule: RuleDecision | undefined) =>
+  toolCallChart(
+    (name, args) =>
+      PATH_TOOLS[name] === 'control' || isDelegationTool(name) || typeof args.path === 'string' ? { ok: true, args } : { ok: false, message: 'path: expected string' },
+    (): MatchedRule | null => (rule ? { pattern: 'target', decision: rule } : null),
+  ).provide({
   guards: {
     isControlTool: ({ context }: Ctx) => tool(context) === 'control' || isDelegationTool(context.call.name),
     isRegistryTool: ({ context }: Ctx) => typeof tool(context) === 'object',
@@ -140,13 +163,13 @@ const traversalToolCallMachine = toolCallChart((name, args) =>
     finishCall: () => undefined,
     emitGuardrailTriggered: () => undefined,
   },
-});
+  });
 
 const commands: EventObject[] = [{ type: 'tool.cancel' }, { type: 'tool.stop' }];
 
 /** What the runtime reads from the session and the agent, here from the scenario. */
 function scenarioMachine(scenario: ToolCallScenario) {
-  return traversalToolCallMachine.provide({
+  return traversalToolCallMachine(scenario.rule).provide({
     guards: {
       approvalNonInteractive: () => scenario.nonInteractive === true,
       delegationForbidden: () => scenario.delegation !== 'allowed',

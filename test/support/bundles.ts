@@ -22,6 +22,7 @@ const ENTRIES = {
   'chaos-worker': 'test/support/chaos-worker.ts',
   'command-host': 'test/support/command-host.ts',
   'probe-containment': 'test/support/probe-containment.ts',
+  'mcp-fixture-server': 'test/support/mcp-fixture-server.ts',
 } as const;
 
 export type BundleName = keyof typeof ENTRIES;
@@ -43,7 +44,8 @@ export default async function bundleEntries(): Promise<void> {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    external: ['better-sqlite3', 'pg-native'],
+    // tsx loads a `turnchart.config.ts` at run time through its module hooks, which find their own files: never bundled.
+    external: ['better-sqlite3', 'pg-native', 'tsx'],
     // Bundled CommonJS dependencies call `require` (for Node's built-ins); an ES module has none of its own.
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     logLevel: 'warning',

@@ -61,6 +61,7 @@ const context = createRoute({
 export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(create, async (c) => {
     const body = c.req.valid('json');
+    host.agents.check(body.agent);
     const session = await host.limits.sessions.create({ permissionMode: host.defaultPermissionMode, ...body, workspaceDir: host.workspaceDir });
     return c.json({ sessionId: session.id, snapshot: session.snapshot() }, 201);
   });

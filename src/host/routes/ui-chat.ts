@@ -8,7 +8,7 @@ import { ApiError, viaStorage } from '../errors.js';
 import { openSessionOf, sessionOf, unwrap, type HostContext } from '../host-context.js';
 import type { SessionAccess } from '../session-access.js';
 import { LocalSession } from '../local-session.js';
-import { errors, UiApprovalAnswer, UiChatParams, UiChatRequest, UiTextPart } from '../schemas.js';
+import { errors, UiApprovalAnswer, UiChatParams, UiChatQuery, UiChatRequest, UiTextPart } from '../schemas.js';
 import { TurnRecords } from '../turn-records.js';
 import { UiMessageTranslator } from '../ui-message-stream.js';
 import { replayTurn, uiChunkStream, UpdateTap, type PreparedTurn } from '../ui-turn-stream.js';
@@ -23,8 +23,9 @@ const post = createRoute({
     'The chat `id` is the session id; an unknown one creates the session in the host\'s default permission mode. ' +
     'A last message from the user starts a turn, its message id the `clientRequestId` (sent again, it answers with the same turn, replayed). ' +
     'A last message from the assistant with tool parts in `approval-responded` answers the pending approval, and the response continues that message. ' +
-    'A response ends with the turn, or at an approval request while the turn waits. Only the last message is read.',
-  request: { body: { content: { 'application/json': { schema: UiChatRequest } }, required: true } },
+    'A response ends with the turn, or at an approval request while the turn waits. Only the last message is read. ' +
+    'The body\'s `agent` (or `?agent=`) picks the agent of a session this request creates; an unknown name is `400 UnknownAgent`.',
+  request: { query: UiChatQuery, body: { content: { 'application/json': { schema: UiChatRequest } }, required: true } },
   responses: { 200: { description: STREAM }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
 });
 
@@ -47,8 +48,10 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
     if (body.trigger === 'regenerate-message') {
       throw new ApiError('InvalidInput', 'regenerating a response is not supported: a turn, once stored, is never replaced; send a new message instead');
     }
+    const agent = body.agent ?? c.req.valid('query').agent;
+    host.agents.check(agent);
     const last = body.messages.at(-1)!;
-    if (last.role === 'user') return respond(host, await host.limits.streams.open(c.req.method, async () => startTurn(c, host, await sessions.get(body.id), last)));
+    if (last.role === 'user') return respond(host, await host.limits.streams.open(c.req.method, async () => startTurn(c, host, await sessions.get(body.id, agent), last)));
     if (last.role === 'assistant') return respond(host, await host.limits.streams.open(c.req.method, async () => answerApprovals(c, host, await sessionOf(host, body.id), last)));
     throw new ApiError('InvalidInput', 'the last message must be the user\'s new message or the assistant message whose approval was answered');
   });
@@ -160,7 +163,8 @@ class ChatSessions {
 
   constructor(private readonly host: HostContext) {}
 
-  async get(id: string): Promise<SessionAccess> {
+  /** `agent` is the agent of the session if this call creates it; an existing chat keeps its own. */
+  async get(id: string, agent?: string): Promise<SessionAccess> {
     const pending = this.creating.get(id);
     if (pending) return pending;
     try {
@@ -168,14 +172,14 @@ class ChatSessions {
     } catch (error) {
       if (!(error instanceof TurnchartError && error.code === 'UnknownSession')) throw error;
     }
-    return this.create(id);
+    return this.create(id, agent);
   }
 
-  private create(id: string): Promise<SessionAccess> {
+  private create(id: string, agent: string | undefined): Promise<SessionAccess> {
     let creation = this.creating.get(id);
     if (creation) return creation;
     const { runtime, defaultPermissionMode, workspaceDir, limits } = this.host;
-    creation = limits.sessions.create({ id, permissionMode: defaultPermissionMode, workspaceDir }).then(
+    creation = limits.sessions.create({ id, permissionMode: defaultPermissionMode, workspaceDir, ...(agent !== undefined && { agent }) }).then(
       (handle) => new LocalSession(handle, runtime),
       (error: unknown) => {
         // Another host (or a request before this one) created it meanwhile: it is the chat's session all the same.

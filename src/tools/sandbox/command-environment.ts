@@ -21,15 +21,16 @@ import { COMMAND_MARKER_VARIABLE } from './process-table.js';
 const BASELINE = ['PATH', 'HOME', 'LANG', 'LANGUAGE', 'TERM', 'TZ', 'TMPDIR', 'USER', 'LOGNAME'];
 const LOCALE = /^LC_[A-Z_]+$/;
 
-/** The host's own secrets in its environment: their values never reach a command under any name. */
-const HOST_SECRET_VARIABLES = ['TURNCHART_API_KEY', 'TURNCHART_TOKEN', 'TURNCHART_AMQP_URL', 'DATABASE_URL'];
+/** The host's own secrets in its environment: their values never reach a command (nor an MCP server) under any name. */
+export const HOST_SECRET_VARIABLES = ['TURNCHART_API_KEY', 'TURNCHART_TOKEN', 'TURNCHART_AMQP_URL', 'DATABASE_URL'];
 
-const NEVER_NAMED = (name: string) => /^TURNCHART_/i.test(name) || /^DATABASE_URL$/i.test(name) || name === COMMAND_MARKER_VARIABLE;
+/** Names never passed to a command or an MCP server, even when named: the host's settings and credentials, the command marker. */
+export const NEVER_NAMED = (name: string) => /^TURNCHART_/i.test(name) || /^DATABASE_URL$/i.test(name) || name === COMMAND_MARKER_VARIABLE;
 const CREDENTIAL_NAME = /API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE_KEY/i;
 const CREDENTIAL_VALUE = /^amqps?:\/\/|:\/\/[^/@\s:]*:[^/@\s]+@/i;
 
 /** A secret shorter than this is matched whole; a longer one also inside a value (`Bearer <token>`). */
-const MIN_CONTAINED_SECRET = 8;
+export const MIN_CONTAINED_SECRET = 8;
 
 /** Used when the host itself has no PATH: commands would otherwise find nothing. */
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';

@@ -9,6 +9,9 @@ import { writeFileTool } from './write-file.js';
 
 export type { WorkspaceLimits, WorkspaceToolsOptions } from './workspace.js';
 
+/** The names `workspaceTools` gives its tools, in its order: what a configuration file may pick from without building them. */
+export const WORKSPACE_TOOL_NAMES = ['read_file', 'list_dir', 'grep', 'write_file', 'edit_file', 'run_command'] as const;
+
 /**
  * The tools an agent needs to work in one directory: read_file, list_dir, grep (read),
  * write_file, edit_file (write) and run_command (execute). Every path is confined to the real

@@ -5,10 +5,13 @@ import { commandSettings, type CommandOptions, type CommandSettings } from '../s
 
 const positiveInt = z.number().int().positive();
 
+/** The workspace tools' default output bound, which MCP tools' results share (`src/tools/mcp/call-result.ts`). */
+export const DEFAULT_MAX_OUTPUT_CHARS = 50_000;
+
 // Strict, so a misspelt limit is an error rather than a default silently kept.
 const limitsSchema = z.strictObject({
   /** Characters of output a tool returns before it is cut; the note saying what was cut comes on top. */
-  maxOutputChars: positiveInt.default(50_000),
+  maxOutputChars: positiveInt.default(DEFAULT_MAX_OUTPUT_CHARS),
   /** Bytes read from one file: read_file reads no more, edit_file and grep skip larger files. */
   maxFileBytes: positiveInt.default(5 * 1024 * 1024),
   /** Characters of one line shown (read_file, grep) and searched (grep). */

@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import { TurnchartError } from '../../protocol/errors.js';
+import { messageOf } from '../../protocol/error-message.js';
+import type { AnyTool } from '../define-tool.js';
+import type { ToolSource } from '../tool-source.js';
+import { exposedToolName, mcpTool } from './mcp-tool.js';
+import { isStdioServer, mcpServersSchema, type McpServerConfig, type McpServersConfig } from './server-config.js';
+import { checkServerEnvironment } from './server-environment.js';
+import { ServerConnection, type ConnectionOptions } from './server-connection.js';
+
+/**
+ * The host's MCP servers: each started or connected once, at `start`, and shared by every session
+ * (`scope: "session"` is accepted but not implemented yet: such a server is shared too, with a
+ * warning). Each server is a `ToolSource` named `mcp:<server>` whose tools are its `<server>__<tool>`
+ * wrappers, rebuilt when its list changes. A server that cannot start is a warning and offers no
+ * tools; with `required: true`, `start` rejects (after closing the others). `close` ends them all.
+ */
+
+export interface McpServersOptions extends Omit<ConnectionOptions, 'warn'> {
+  warn?: (message: string) => void;
+}
+
+export class McpServers {
+  private constructor(
+    private readonly servers: readonly McpServerSource[],
+    /** Every server configured, those that could not start included (their tools absent). */
+    readonly connections: readonly ServerConnection[],
+  ) {}
+
+  /** Checks the config (a typed `InvalidMcpServers` error), then starts every server at once. */
+  static async start(config: McpServersConfig, options: McpServersOptions = {}): Promise<McpServers> {
+    const warn = options.warn ?? ((message: string) => console.warn(`turnchart: ${message}`));
+    const parsed = mcpServersSchema.safeParse(config);
+    if (!parsed.success) throw new TurnchartError('InvalidMcpServers', `mcpServers: ${z.prettifyError(parsed.error)}`);
+    const entries = Object.entries(parsed.data);
+    // Every server's environment is checked before any starts: a config naming a host secret is refused whole.
+    for (const [name, server] of entries) if (isStdioServer(server)) checkServerEnvironment(name, server.env ?? {}, options.secrets ?? []);
+    for (const [name, server] of entries) {
+      if (server.scope === 'session') warn(`mcpServers.${name}: scope "session" is not implemented yet; the server is shared by every session`);
+    }
+    const connections = entries.map(([name, server]) => new ServerConnection(name, server, { ...options, warn }));
+    const started = await Promise.all(connections.map((connection) => connection.start().then(() => null, (error: unknown) => error)));
+    const required = connections.flatMap((connection, i) => (started[i] !== null && connection.config.required === true ? [[connection, started[i]] as const] : []));
+    if (required.length > 0) {
+      await Promise.all(connections.map((connection) => connection.close()));
+      const [connection, error] = required[0]!;
+      throw new TurnchartError('McpServerUnavailable', `${messageOf(error)} (mcpServers.${connection.name} is required)`, { cause: error });
+    }
+    connections.forEach((connection, i) => {
+      if (started[i] !== null) warn(`${messageOf(started[i])}; its tools are not offered`);
+    });
+    const sources = connections.filter((_, i) => started[i] === null).map((connection) => new McpServerSource(connection, warn));
+    return new McpServers(sources, connections);
+  }
+
+  /** One tool source per server that started. */
+  get sources(): readonly ToolSource[] {
+    return this.servers;
+  }
+
+  /** The source of one server, if it started. */
+  source(server: string): ToolSource | undefined {
+    return this.servers.find((source) => source.server === server);
+  }
+
+  /** Every tool of every server, as they are now. */
+  tools(): AnyTool[] {
+    return this.servers.flatMap((source) => [...source.tools()]);
+  }
+
+  /** Ends every server (and whatever it started); leaves no child process behind. */
+  async close(): Promise<void> {
+    await Promise.all(this.connections.map((connection) => connection.close()));
+  }
+}
+
+/** One server's tools, as the runtime reads them. */
+class McpServerSource implements ToolSource {
+  readonly name: string;
+  private current: AnyTool[] = [];
+  /** The wrapper of each tool as last listed: an unchanged tool keeps its object (and its compiled validator, and the runtime's cached definition). */
+  private built = new Map<string, { listed: string; tool: AnyTool }>();
+
+  constructor(
+    private readonly connection: ServerConnection,
+    private readonly warn: (message: string) => void,
+  ) {
+    this.name = `mcp:${connection.name}`;
+    this.rebuild();
+    // Kept for the connection's life, which is this source's: rebuilt before any listener of the runtime hears of it.
+    connection.subscribe(() => this.rebuild());
+  }
+
+  get server(): string {
+    return this.connection.name;
+  }
+
+  tools(): readonly AnyTool[] {
+    return this.current;
+  }
+
+  subscribe(listener: () => void): () => void {
+    return this.connection.subscribe(listener);
+  }
+
+  private rebuild(): void {
+    const { connection } = this;
+    const config: McpServerConfig = connection.config;
+    const seen = new Set<string>();
+    const tools: AnyTool[] = [];
+    const built = new Map<string, { listed: string; tool: AnyTool }>();
+    for (const info of connection.tools()) {
+      const name = exposedToolName(connection.name, info.name);
+      if (name === null || seen.has(name)) {
+        this.warn(`[mcp:${connection.name}] its tool '${info.name}' is not offered: ${name === null ? 'the name is too long' : `another of its tools is also offered as ${name}`}`);
+        continue;
+      }
+      seen.add(name);
+      const listed = JSON.stringify(info);
+      const kept = this.built.get(name);
+      const effect = config.tools?.[info.name]?.effect;
+      const tool =
+        kept?.listed === listed
+          ? kept.tool
+          : mcpTool(name, connection.name, info, connection, { ...(effect && { effect }), ...(config.timeoutMs !== undefined && { timeoutMs: config.timeoutMs }) }, this.warn);
+      built.set(name, { listed, tool });
+      tools.push(tool);
+    }
+    this.built = built;
+    this.current = tools;
+  }
+}

@@ -1,0 +1,109 @@
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { McpServers } from '../../../src/tools/mcp/index.js';
+import { run, tempDir, toolNamed, WarnLog } from './support.js';
+
+/** The MCP project's reference servers (devDependencies), started as the host starts any server: node and the package's entry. */
+const require = createRequire(import.meta.url);
+const entry = (name: string) => path.join(path.dirname(require.resolve(`@modelcontextprotocol/${name}/package.json`)), 'dist/index.js');
+const everything = entry('server-everything');
+
+describe('server-everything over stdio', () => {
+  let servers: McpServers;
+  beforeAll(async () => {
+    servers = await McpServers.start({ everything: { command: process.execPath, args: [everything, 'stdio'] } }, { warn: new WarnLog().warn });
+  });
+  afterAll(async () => {
+    await servers.close();
+  });
+
+  it('lists its tools, calls echo and get-sum, reads annotations', async () => {
+    const names = servers.tools().map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['everything__echo', 'everything__get-sum', 'everything__get-tiny-image', 'everything__trigger-long-running-operation']));
+    const echo = toolNamed(servers, 'everything__echo');
+    expect(echo.effect).toBe('read');
+    expect(echo.idempotent).toBe(true);
+    expect(await run(echo, { message: 'hi' })).toEqual({ status: 'succeeded', content: 'Echo: hi' });
+    expect((await run(toolNamed(servers, 'everything__get-sum'), { a: 2, b: 3 })).content).toMatch(/\b5\b/);
+    expect((await run(toolNamed(servers, 'everything__get-sum'), { a: 'two', b: 3 })).content).toMatch(/^invalid arguments:.*must be number/s);
+  });
+
+  it('describes an image and reports progress of a long-running operation', async () => {
+    expect((await run(toolNamed(servers, 'everything__get-tiny-image'), {})).content).toMatch(/\[image image\/png, \d+ bytes\]/);
+    const seen: unknown[] = [];
+    const result = await run(toolNamed(servers, 'everything__trigger-long-running-operation'), { duration: 0.02, steps: 2 }, { progress: (p) => seen.push(p) });
+    expect(result.status).toBe('succeeded');
+    expect(seen).toEqual([
+      { progress: 1, total: 2 },
+      { progress: 2, total: 2 },
+    ]);
+  });
+});
+
+describe('server-everything over Streamable HTTP', () => {
+  it('connects to its /mcp endpoint and calls a tool', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [everything, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let said = '';
+        child.stderr.on('data', (chunk: Buffer) => {
+          said += chunk.toString();
+          if (said.includes(`listening on port ${port}`)) resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`server-everything exited (${code}): ${said}`)));
+      });
+      const servers = await McpServers.start({ remote: { url: `http://127.0.0.1:${port}/mcp` } }, { warn: new WarnLog().warn });
+      try {
+        expect(await run(toolNamed(servers, 'remote__echo'), { message: 'over http' })).toEqual({ status: 'succeeded', content: 'Echo: over http' });
+        const seen: unknown[] = [];
+        await run(toolNamed(servers, 'remote__trigger-long-running-operation'), { duration: 0.02, steps: 2 }, { progress: (p) => seen.push(p) });
+        expect(seen).toHaveLength(2);
+      } finally {
+        await servers.close();
+      }
+    } finally {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+});
+
+describe('server-filesystem over stdio', () => {
+  it('reads a file and lists a directory under its root; its writes are executes', async () => {
+    const root = await tempDir('turnchart-mcp-fs-');
+    await writeFile(path.join(root.dir, 'note.txt'), 'hello from the file\n');
+    const servers = await McpServers.start({ files: { command: process.execPath, args: [entry('server-filesystem'), root.dir] } }, { warn: new WarnLog().warn });
+    try {
+      const read = toolNamed(servers, 'files__read_text_file');
+      expect(read.effect).toBe('read');
+      expect(await run(read, { path: path.join(root.dir, 'note.txt') })).toEqual({ status: 'succeeded', content: 'hello from the file\n' });
+      expect((await run(toolNamed(servers, 'files__list_directory'), { path: root.dir })).content).toContain('[FILE] note.txt');
+      const write = toolNamed(servers, 'files__write_file');
+      expect(write.effect).toBe('execute');
+      expect((await run(write, { path: path.join(root.dir, 'new.txt'), content: 'made' })).status).toBe('succeeded');
+      expect(await readFile(path.join(root.dir, 'new.txt'), 'utf8')).toBe('made');
+      const outside = await run(read, { path: '/etc/hostname' });
+      expect(outside.status).toBe('failed');
+    } finally {
+      await servers.close();
+      await root.remove();
+    }
+  });
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
