@@ -97,7 +97,12 @@ async function exported(name: string, path: string, text: string): Promise<unkno
     }
   } catch (error) {
     if (error instanceof ConfigError) throw error;
-    throw new ConfigError(name, '', `cannot load it: ${messageOf(error)}`);
+    const message = messageOf(error).split('\n')[0]!;
+    // The one import a config usually has: `defineConfig` only adds types, so the file works without it.
+    const hint = /Cannot find (module|package) 'turnchart'/.test(message)
+      ? " (install turnchart where the file is, `npm i turnchart`, or drop the import: `export default { … }` needs no defineConfig)"
+      : '';
+    throw new ConfigError(name, '', `cannot load it: ${message}${hint}`);
   }
   // A file outside an ES-module package is compiled as CommonJS: its default export arrives as
   // `default.default`. No configuration has a `default` key, so the nesting is unambiguous.

@@ -81,8 +81,9 @@ export interface HostOptions {
   statelyInspect?: string | null;
   /**
    * MCP servers whose tools (`<server>__<tool>`) the runtime offers: started or connected once, before
-   * the runtime, and shared by every session; one that cannot start is a warning (its tools absent)
-   * unless `required`, which fails the start. Closed after the runtime.
+   * the runtime, and shared by every session (`scope: "session"`: one connection per session, closed
+   * when the session closes); one that cannot start is a warning (its tools absent) unless
+   * `required`, which fails the start. Closed after the runtime.
    */
   mcpServers?: McpServersConfig;
   /** Variables of this process's environment run_command's commands get besides the baseline (`workspaceTools({ commandEnv })`). */
@@ -165,6 +166,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await mcp?.close();
     throw error;
   });
+  // A session-scoped MCP server's own connection for a session ends with the session (the runtime completes this on shutdown).
+  if (mcp) runtime.sessionClosed$.subscribe((sessionId) => void mcp.closeSession(sessionId));
   const defaultPermissionMode = permissionModeSchema.parse(options.permissionMode ?? 'ask');
   const inspector = {
     hub: new InspectHub(),

@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundled } from '../support/bundles.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
 
+const ROOT = path.resolve(import.meta.dirname, '../..');
 let dir: string;
 
 beforeAll(async () => {
@@ -39,6 +40,15 @@ describe('turnchart serve with a configuration file (a real process)', () => {
     expect(output).not.toContain('listening');
   });
 
+  it("a config importing 'turnchart' where it is not installed: the host says how to fix it", async () => {
+    const own = await mkdtemp(path.join(dir, 'no-package-'));
+    await writeFile(path.join(own, 'turnchart.config.ts'), "import { defineConfig } from 'turnchart';\nexport default defineConfig({ port: 0 });\n");
+    const { code, output } = await runCli(['serve', '--db', path.join(own, 't.db')], own);
+    expect(code).toBe(2);
+    expect(output).toMatch(/turnchart: turnchart\.config\.ts: cannot load it: Cannot find (module|package) 'turnchart'.*npm i turnchart.*drop the import/);
+    expect(output).not.toContain('listening');
+  });
+
   it('./turnchart.config.json in the working directory is picked up; a bad value in it names the key', async () => {
     const own = await mkdtemp(path.join(dir, 'cwd-'));
     await writeFile(path.join(own, 'turnchart.config.json'), JSON.stringify({ idleTtl: -5 }));
@@ -64,5 +74,22 @@ describe('turnchart serve with a configuration file (a real process)', () => {
       host?.kill();
       await host?.exited;
     }
+  });
+
+  it("a TypeScript config in a CommonJS project importing the installed package loads (the package's exports serve require too)", async () => {
+    // As `npm i turnchart` leaves it: the package in node_modules, the project's package.json saying CommonJS (npm init's default).
+    const project = await mkdtemp(path.join(dir, 'installed-'));
+    await writeFile(path.join(project, 'package.json'), JSON.stringify({ name: 'my-agents', type: 'commonjs' }));
+    const installed = path.join(project, 'node_modules', 'turnchart');
+    await mkdir(installed, { recursive: true });
+    // Its package.json a file of its own (a link would resolve to the checkout); its code the checkout's build.
+    await copyFile(path.join(ROOT, 'package.json'), path.join(installed, 'package.json'));
+    for (const part of ['dist', 'machines', 'src', 'storage']) await symlink(path.join(ROOT, part), path.join(installed, part), 'dir');
+    // A value out of range: the file must load for the host to get as far as checking it (run from the project, whose lack of a tsconfig makes tsx compile the file as CommonJS).
+    await writeFile(path.join(project, 'turnchart.config.ts'), "import { defineConfig } from 'turnchart';\nexport default defineConfig({ idleTtl: -1 });\n");
+    const { code, output } = await runCli(['serve', '--db', path.join(project, 't.db')], project);
+    expect(output).not.toContain('cannot load it');
+    expect(output).toMatch(/turnchart: turnchart\.config\.ts: idleTtl: Too small/);
+    expect(code).toBe(2);
   });
 });

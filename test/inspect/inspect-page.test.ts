@@ -230,4 +230,82 @@ describe('the inspector page in headless Chromium', () => {
     expect(await page.$('[data-child-session]')).toBeNull();
     await page.close();
   }, 60_000);
+
+  it('creates a session of the agent picked in the select, shows its agent, and shows a running tool call\'s progress until the call ends', async (ctx) => {
+    if ('unavailable' in browser) return ctx.skip();
+    const job = gate();
+    const answer = gate();
+    const slowJob = defineTool({
+      name: 'slow_job',
+      description: 'A job that reports its progress',
+      effect: 'read',
+      input: z.object({}),
+      execute: async (_args, { progress }) => {
+        progress({ progress: 1, total: 5 });
+        progress({ progress: 2, total: 5, message: 'indexing the diff' });
+        await job.wait();
+        return { status: 'succeeded', content: 'done' };
+      },
+    });
+    const steps: ScriptedStep[] = [
+      { text: 'Running the job.', toolCalls: [{ name: 'slow_job', args: {} }] },
+      async () => {
+        await answer.wait();
+        return { text: 'Reviewed.' };
+      },
+    ];
+    dir = await mkdtemp(path.join(os.tmpdir(), 'turnchart-page-'));
+    host = await startHost({
+      host: '127.0.0.1',
+      port: 0,
+      db: path.join(dir, 'db.sqlite'),
+      workspace: dir,
+      model: scriptedModel(steps),
+      idleTtlSeconds: 300,
+      token: 'page-token',
+      inspectorAssets: assets,
+      runtime: { tools: [slowJob], agents: { reviewer: { systemPrompt: 'You review changes. Read; never write.', tools: ['read_file', 'slow_job'] } } },
+      agentNotes: { reviewer: { description: 'Reviews changes: reads, never writes.' } },
+      warn: () => undefined,
+    });
+    const auth = { authorization: 'Bearer page-token' };
+    const page = await (browser as Browser).context.newPage();
+    await page.goto(`${host.url}/inspect?token=page-token`);
+    await page.waitForSelector('.agent-select option[value="reviewer"]', { state: 'attached' });
+    // The host's default agent is picked until someone picks another; each option tells what its agent is for.
+    expect(await page.inputValue('.agent-select')).toBe('default');
+    expect(await page.getAttribute('.agent-select option[value="reviewer"]', 'title')).toContain('Reviews changes: reads, never writes.');
+    await page.selectOption('.agent-select', 'reviewer');
+    expect(await page.textContent('.agent-about')).toContain('Reviews changes: reads, never writes.');
+    expect(await page.textContent('.agent-about')).toContain('slow_job');
+
+    await page.click('[data-action="new-session"]');
+    await until('the page opens the session it created', () => new URL(page.url()).searchParams.get('session') !== null);
+    const sessionId = new URL(page.url()).searchParams.get('session')!;
+    expect((await call(host.url, 'GET', `/sessions/${sessionId}`, undefined, auth)).status).toBe(200);
+    const listed = (await call(host.url, 'GET', '/sessions', undefined, auth)).body.sessions as { sessionId: string; agent: string }[];
+    expect(listed.find((s) => s.sessionId === sessionId)?.agent).toBe('reviewer');
+    await page.waitForSelector('.status-line .pill.agent[data-agent="reviewer"]', { timeout: 15_000 });
+    await page.waitForSelector(`[data-session="${sessionId}"]`, { timeout: 15_000 });
+    expect(await page.textContent(`[data-session="${sessionId}"]`)).toContain('reviewer');
+
+    const submitted = await call(host.url, 'POST', `/sessions/${sessionId}/turns`, { clientRequestId: 'review-1', input: [{ type: 'text', text: 'Review the change' }] }, auth);
+    expect(submitted.status).toBeLessThan(300);
+    await job.reached;
+    const row = await page.waitForSelector('.tool-call-card li[data-status="running"] [data-progress="2/5 — indexing the diff"]', { timeout: 15_000 });
+    expect(await row.textContent()).toContain('2/5 — indexing the diff');
+    expect(await page.textContent('.tool-call-card')).toContain('slow_job');
+    await page.screenshot({ path: path.join(ARTIFACTS, 'inspect-agents.png') });
+    await page.screenshot({ path: '/tmp/inspector-agents.png' });
+    job.open();
+
+    // The call ended: its status is its result's, and its progress is gone.
+    await answer.reached;
+    await page.waitForSelector('.tool-call-card li[data-status="succeeded"]', { timeout: 15_000 });
+    expect(await page.$('.tool-call-card .progress')).toBeNull();
+    answer.open();
+    await page.waitForSelector('.status-line [data-phase="completed"]', { timeout: 15_000 });
+    expect(await page.$('.tool-call-card')).toBeNull();
+    await page.close();
+  }, 120_000);
 });

@@ -19,20 +19,26 @@ export class ControlsView {
   readonly el: HTMLElement;
   private readonly status = h('div', { class: 'status-line' });
   private readonly approvals = h('div', { class: 'approvals' });
+  private readonly toolCalls = h('div', { class: 'tool-calls' });
   private readonly plan = h('div', { class: 'plan' });
   private readonly context = h('div', { class: 'context' });
   private readonly notice = h('div', { class: 'notice', role: 'status' });
   private session: InspectedSession | null = null;
 
   constructor() {
-    this.el = h('section', { class: 'controls' }, this.status, this.notice, this.approvals, this.plan, this.context);
+    this.el = h('section', { class: 'controls' }, this.status, this.notice, this.approvals, this.toolCalls, this.plan, this.context);
   }
 
-  render(session: InspectedSession | null): void {
+  /**
+   * `agent`: the session's agent, as the session list has it (null until known); `progress`: the
+   * latest progress of each running tool call, by tool call id.
+   */
+  render(session: InspectedSession | null, agent: string | null = null, progress: ReadonlyMap<string, string> = new Map()): void {
     this.session = session;
     if (!session) {
       fill(this.status, h('span', { class: 'muted' }, 'Select a session on the left.'));
       fill(this.approvals);
+      fill(this.toolCalls);
       fill(this.plan);
       return;
     }
@@ -42,6 +48,7 @@ export class ControlsView {
     fill(
       this.status,
       h('code', { class: 'session-id' }, session.sessionId),
+      h('span', { class: 'pill agent', 'data-agent': agent ?? '', title: 'the agent this session runs' }, `agent ${agent ?? '…'}`),
       h('span', { class: `pill ${phase}`, 'data-phase': phase }, phase),
       h('span', { class: 'muted' }, `mode ${session.permissionMode} · ${session.busyPolicy} · #${session.lastUpdateSequence}${session.queue.length ? ` · ${session.queue.length} queued` : ''}`),
       rt.kind === 'terminal' && rt.outcome.status === 'failed' ? h('span', { class: 'failure' }, `${rt.outcome.code}: ${rt.outcome.message}`) : null,
@@ -61,6 +68,31 @@ export class ControlsView {
             { class: 'buttons' },
             h('button', { class: 'allow', 'data-action': 'allow-once', onclick: () => void this.resolve(pending.toolCallId, 'allow_once') }, 'Allow once'),
             h('button', { class: 'deny', 'data-action': 'deny', onclick: () => void this.resolve(pending.toolCallId, 'deny') }, 'Deny'),
+          ),
+        ),
+    );
+    const calls = rt.kind === 'running' ? rt.toolCalls : [];
+    fill(
+      this.toolCalls,
+      calls.length > 0 &&
+        h(
+          'div',
+          { class: 'card tool-call-card' },
+          h('strong', {}, 'Tool calls'),
+          h(
+            'ul',
+            {},
+            ...calls.map((call) => {
+              const said = progress.get(call.toolCallId);
+              return h(
+                'li',
+                { 'data-tool-call': call.toolCallId, 'data-status': call.status },
+                h('code', {}, call.name),
+                ' ',
+                h('span', { class: `pill ${call.status}` }, call.status),
+                said !== undefined ? h('span', { class: 'progress', 'data-progress': said }, ` ${said}`) : null,
+              );
+            }),
           ),
         ),
     );

@@ -4,6 +4,7 @@ import { api, ApiError, openStream, setToken, takeTokenFromUrl } from './api.js'
 import { ChartView } from './chart-view.js';
 import { ControlsView } from './controls-view.js';
 import { fill, h } from './dom.js';
+import { NewSessionView } from './new-session-view.js';
 import { SessionListView } from './session-list-view.js';
 import { SessionModel } from './session-model.js';
 import { TimelineView } from './timeline-view.js';
@@ -13,7 +14,13 @@ takeTokenFromUrl();
 
 const app = document.getElementById('app')!;
 const connection = h('span', { class: 'connection', 'data-connected': 'false' }, 'connecting…');
-const list = new SessionListView((id) => select(id), () => schedule());
+/** The agents of sessions this page created, until the session list has them. */
+const createdAgents = new Map<string, string>();
+const newSession = new NewSessionView((id, agent) => {
+  createdAgents.set(id, agent);
+  select(id);
+});
+const list = new SessionListView((id) => select(id), () => schedule(), newSession.el);
 const controls = new ControlsView();
 const tree = h('ul', { class: 'actor-tree' });
 /** Sub-agents: the session that spawned the selected one, and the sessions it spawned. */
@@ -39,7 +46,7 @@ app.append(
 
 let model: SessionModel | null = null;
 let stream: { close(): void } | null = null;
-const drawn = { actors: -1, session: -1, items: -1 };
+const drawn = { actors: -1, session: -1, items: -1, agent: null as string | null };
 let frame = 0;
 
 /** Redraws on the next animation frame at most once, however many messages arrived. */
@@ -58,9 +65,11 @@ function render(): void {
     timeline.render();
     return;
   }
-  if (model.version.session !== drawn.session) {
+  const agent = list.agentOf(model.sessionId) ?? createdAgents.get(model.sessionId) ?? null;
+  if (model.version.session !== drawn.session || agent !== drawn.agent) {
     drawn.session = model.version.session;
-    controls.render(model.session);
+    drawn.agent = agent;
+    controls.render(model.session, agent, model.progress);
   }
   if (model.version.actors !== drawn.actors) {
     drawn.actors = model.version.actors;
@@ -210,7 +219,7 @@ function select(sessionId: string): void {
   stream?.close();
   model = new SessionModel(sessionId);
   const current = model;
-  Object.assign(drawn, { actors: -1, session: -1, items: -1 });
+  Object.assign(drawn, { actors: -1, session: -1, items: -1, agent: null });
   list.select(sessionId);
   timeline.setModel(current);
   fill(linksList);
@@ -281,6 +290,11 @@ async function start(): Promise<void> {
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) return askForToken();
     setConnection(false, `cannot load the charts: ${String(error)}`);
+  }
+  try {
+    await newSession.load();
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return askForToken();
   }
   openStream('/inspect/api/sessions', {
     message: (message) => {

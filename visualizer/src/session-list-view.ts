@@ -14,6 +14,8 @@ export class SessionListView {
     private readonly onSelect: (sessionId: string) => void,
     /** Asks for a redraw (on the next animation frame). */
     private readonly changed: () => void,
+    /** Shown above the filter (the new-session form). */
+    top: HTMLElement | null = null,
   ) {
     const search = h('input', {
       type: 'search',
@@ -25,7 +27,7 @@ export class SessionListView {
         this.changed();
       },
     });
-    this.el = h('nav', { class: 'sessions' }, h('header', {}, h('strong', {}, 'Sessions')), search, this.list);
+    this.el = h('nav', { class: 'sessions' }, h('header', {}, h('strong', {}, 'Sessions')), top, search, this.list);
   }
 
   replace(entries: SessionListEntry[]): void {
@@ -37,6 +39,11 @@ export class SessionListView {
   update(entry: SessionListEntry): void {
     this.entries.set(entry.sessionId, entry);
     this.dirty = true;
+  }
+
+  /** The session's agent, once the list has the session. */
+  agentOf(sessionId: string): string | null {
+    return this.entries.get(sessionId)?.agent ?? null;
   }
 
   select(sessionId: string | null): void {

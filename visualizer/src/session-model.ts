@@ -25,6 +25,8 @@ export class SessionModel {
   readonly gaps = new Map<number, number>();
   readonly actors = new Map<string, ActorView>();
   session: InspectedSession | null = null;
+  /** The latest progress of each running tool call of the running turn (`2/5 — message`), gone when the call ends. */
+  readonly progress = new Map<string, string>();
   private presentFrom = 0;
   private lastSequence: number | null = null;
   private arrivals = 0;
@@ -40,6 +42,7 @@ export class SessionModel {
       this.lastSequence = null;
     }
     this.actors.clear();
+    this.progress.clear();
     for (const state of hello.actors) this.actors.set(state.actor.actorId, { info: state.actor, state, taken: [], order: this.arrivals++ });
     this.session = hello.session;
     this.presentFrom = hello.cursor;
@@ -84,11 +87,30 @@ export class SessionModel {
     const run = session.runtime.kind === 'running' && session.runtime.turnId === envelope.turnId ? session.runtime : null;
     switch (u.type) {
       case 'turn_started':
+        this.progress.clear();
         session.runtime = { kind: 'running', turnId: envelope.turnId, clientRequestId: u.clientRequestId, phase: 'starting', draftText: '', draftReasoning: '', toolCalls: [], pendingApproval: null, plan: null };
         break;
       case 'phase_changed':
         if (run) run.phase = u.phase;
         break;
+      case 'tool_call_started':
+        if (run && !run.toolCalls.some((c) => c.toolCallId === u.toolCallId)) run.toolCalls.push({ toolCallId: u.toolCallId, name: u.name, status: u.status });
+        break;
+      case 'tool_call_progress': {
+        const said = progressText(u.progress);
+        const call = run?.toolCalls.find((c) => c.toolCallId === u.toolCallId);
+        if (!call || said === null || !UNDERWAY.has(call.status)) return;
+        // Only a call's execution reports progress; the change to running has no update of its own.
+        call.status = 'running';
+        this.progress.set(u.toolCallId, said);
+        break;
+      }
+      case 'tool_call_finished': {
+        this.progress.delete(u.toolCallId);
+        const call = run?.toolCalls.find((c) => c.toolCallId === u.toolCallId);
+        if (call) call.status = u.status;
+        break;
+      }
       case 'permission_requested':
         if (run) run.pendingApproval = { toolCallId: u.toolCallId, name: u.name, paths: u.paths };
         break;
@@ -102,6 +124,7 @@ export class SessionModel {
         session.queue = u.queue;
         break;
       case 'turn_finished':
+        this.progress.clear();
         session.runtime = { kind: 'terminal', turnId: envelope.turnId, outcome: u.outcome, plan: run?.plan ?? null };
         break;
       default:
@@ -145,4 +168,15 @@ export class SessionModel {
     }
     return [...seen.values()].reverse();
   }
+}
+
+/** The statuses of a tool call that has not ended (the others are its result's): only these have progress. */
+const UNDERWAY = new Set<string>(['validating', 'waiting_permission', 'running']);
+
+/** Progress in the MCP shape (`{ progress, total?, message? }`) as `2/5 — message`; null for any other shape. */
+function progressText(progress: unknown): string | null {
+  const p = progress as { progress?: unknown; total?: unknown; message?: unknown } | null;
+  if (typeof p !== 'object' || p === null || typeof p.progress !== 'number') return null;
+  const count = typeof p.total === 'number' ? `${p.progress}/${p.total}` : String(p.progress);
+  return typeof p.message === 'string' && p.message !== '' ? `${count} — ${p.message.slice(0, 200)}` : count;
 }

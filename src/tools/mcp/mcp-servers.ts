@@ -3,28 +3,36 @@ import { TurnchartError } from '../../protocol/errors.js';
 import { messageOf } from '../../protocol/error-message.js';
 import type { AnyTool } from '../define-tool.js';
 import type { ToolSource } from '../tool-source.js';
-import { exposedToolName, mcpTool } from './mcp-tool.js';
+import { exposedToolName, mcpTool, type McpCall } from './mcp-tool.js';
 import { isStdioServer, mcpServersSchema, type McpServerConfig, type McpServersConfig } from './server-config.js';
 import { checkServerEnvironment } from './server-environment.js';
 import { ServerConnection, type ConnectionOptions } from './server-connection.js';
+import { SessionConnections, type SessionScopeOptions } from './session-connections.js';
 
 /**
- * The host's MCP servers: each started or connected once, at `start`, and shared by every session
- * (`scope: "session"` is accepted but not implemented yet: such a server is shared too, with a
- * warning). Each server is a `ToolSource` named `mcp:<server>` whose tools are its `<server>__<tool>`
- * wrappers, rebuilt when its list changes. A server that cannot start is a warning and offers no
- * tools; with `required: true`, `start` rejects (after closing the others). `close` ends them all.
+ * The host's MCP servers, each a `ToolSource` named `mcp:<server>` whose tools are its
+ * `<server>__<tool>` wrappers, rebuilt when its list changes. A server that cannot start is a
+ * warning and offers no tools; with `required: true`, `start` rejects (after closing the others).
+ * `close` ends them all.
+ *
+ * - `scope: "host"` (default): started or connected once, at `start`, and shared by every session.
+ * - `scope: "session"`: connected at `start` only to list its tools (the catalog, never called);
+ *   each session's calls go to a connection of its own, started on its first call and closed by
+ *   `closeSession`, after `sessionIdleMs` unused, or past `maxSessionConnections` (the least
+ *   recently used first) — see `SessionConnections`.
  */
 
-export interface McpServersOptions extends Omit<ConnectionOptions, 'warn'> {
+export interface McpServersOptions extends Omit<ConnectionOptions, 'warn'>, SessionScopeOptions {
   warn?: (message: string) => void;
 }
 
 export class McpServers {
   private constructor(
     private readonly servers: readonly McpServerSource[],
-    /** Every server configured, those that could not start included (their tools absent). */
+    /** Every server configured, those that could not start included (their tools absent); a session-scoped server's is its catalog. */
     readonly connections: readonly ServerConnection[],
+    /** The per-session connections of each session-scoped server that started. */
+    private readonly sessionScoped: readonly SessionConnections[],
   ) {}
 
   /** Checks the config (a typed `InvalidMcpServers` error), then starts every server at once. */
@@ -35,10 +43,14 @@ export class McpServers {
     const entries = Object.entries(parsed.data);
     // Every server's environment is checked before any starts: a config naming a host secret is refused whole.
     for (const [name, server] of entries) if (isStdioServer(server)) checkServerEnvironment(name, server.env ?? {}, options.secrets ?? []);
-    for (const [name, server] of entries) {
-      if (server.scope === 'session') warn(`mcpServers.${name}: scope "session" is not implemented yet; the server is shared by every session`);
-    }
-    const connections = entries.map(([name, server]) => new ServerConnection(name, server, { ...options, warn }));
+    const connectionOptions: ConnectionOptions = {
+      warn,
+      ...(options.secrets && { secrets: options.secrets }),
+      ...(options.ledgerDir !== undefined && { ledgerDir: options.ledgerDir }),
+      ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
+      ...(options.killGraceMs !== undefined && { killGraceMs: options.killGraceMs }),
+    };
+    const connections = entries.map(([name, server]) => new ServerConnection(name, server, connectionOptions));
     const started = await Promise.all(connections.map((connection) => connection.start().then(() => null, (error: unknown) => error)));
     const required = connections.flatMap((connection, i) => (started[i] !== null && connection.config.required === true ? [[connection, started[i]] as const] : []));
     if (required.length > 0) {
@@ -49,8 +61,16 @@ export class McpServers {
     connections.forEach((connection, i) => {
       if (started[i] !== null) warn(`${messageOf(started[i])}; its tools are not offered`);
     });
-    const sources = connections.filter((_, i) => started[i] === null).map((connection) => new McpServerSource(connection, warn));
-    return new McpServers(sources, connections);
+    const sessionScoped: SessionConnections[] = [];
+    const sources = connections
+      .filter((_, i) => started[i] === null)
+      .map((connection) => {
+        if (connection.config.scope !== 'session') return new McpServerSource(connection, connection.call.bind(connection), warn);
+        const sessions = new SessionConnections(connection, connectionOptions, options);
+        sessionScoped.push(sessions);
+        return new McpServerSource(connection, sessions.call.bind(sessions), warn);
+      });
+    return new McpServers(sources, connections, sessionScoped);
   }
 
   /** One tool source per server that started. */
@@ -68,9 +88,19 @@ export class McpServers {
     return this.servers.flatMap((source) => [...source.tools()]);
   }
 
-  /** Ends every server (and whatever it started); leaves no child process behind. */
+  /** The per-session connections of a session-scoped server, if it started. */
+  sessionConnections(server: string): SessionConnections | undefined {
+    return this.sessionScoped.find((sessions) => sessions.name === server);
+  }
+
+  /** Closes the session's own connection to every session-scoped server (the host calls it when the session closes). */
+  async closeSession(sessionId: string): Promise<void> {
+    await Promise.all(this.sessionScoped.map((sessions) => sessions.closeSession(sessionId)));
+  }
+
+  /** Ends every server (and whatever it started), every session's own included; leaves no child process behind. */
   async close(): Promise<void> {
-    await Promise.all(this.connections.map((connection) => connection.close()));
+    await Promise.all([...this.sessionScoped.map((sessions) => sessions.close()), ...this.connections.map((connection) => connection.close())]);
   }
 }
 
@@ -82,7 +112,10 @@ class McpServerSource implements ToolSource {
   private built = new Map<string, { listed: string; tool: AnyTool }>();
 
   constructor(
+    /** Whose tool list it offers (a session-scoped server's catalog). */
     private readonly connection: ServerConnection,
+    /** Where its tools' calls go. */
+    private readonly call: McpCall,
     private readonly warn: (message: string) => void,
   ) {
     this.name = `mcp:${connection.name}`;
@@ -122,7 +155,7 @@ class McpServerSource implements ToolSource {
       const tool =
         kept?.listed === listed
           ? kept.tool
-          : mcpTool(name, connection.name, info, connection, { ...(effect && { effect }), ...(config.timeoutMs !== undefined && { timeoutMs: config.timeoutMs }) }, this.warn);
+          : mcpTool(name, connection.name, info, this.call, { ...(effect && { effect }), ...(config.timeoutMs !== undefined && { timeoutMs: config.timeoutMs }) }, this.warn);
       built.set(name, { listed, tool });
       tools.push(tool);
     }

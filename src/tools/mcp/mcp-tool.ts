@@ -1,7 +1,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { z } from 'zod';
-import type { AnyTool, ToolEffect } from '../define-tool.js';
-import type { McpToolInfo, ServerConnection } from './server-connection.js';
+import type { AnyTool, ToolEffect, ToolExecutionResult } from '../define-tool.js';
+import type { CallOptions, McpToolInfo } from './server-connection.js';
 
 /**
  * An MCP server's tool as a turnchart `Tool`:
@@ -25,6 +25,9 @@ interface McpToolOptions {
   timeoutMs?: number;
 }
 
+/** Makes the call on the connection `sessionId`'s calls go to: the server's one (host scope), or that session's own (session scope). */
+export type McpCall = (tool: string, args: Record<string, unknown>, options: CallOptions, sessionId: string) => Promise<ToolExecutionResult>;
+
 /** The longest tool name model APIs take (OpenAI's limit; others are as long or longer). */
 const MAX_TOOL_NAME = 64;
 
@@ -39,7 +42,7 @@ export function exposedToolName(server: string, tool: string): string | null {
 /** One validator compiler for every MCP tool: draft 2020-12 (which the SDK's servers emit) reads draft-07 schemas too, for what tools use. */
 const ajv = new Ajv2020({ strict: false, allErrors: true, validateSchema: false, validateFormats: false, logger: false });
 
-export function mcpTool(name: string, server: string, info: McpToolInfo, connection: ServerConnection, options: McpToolOptions, warn: (message: string) => void): AnyTool {
+export function mcpTool(name: string, server: string, info: McpToolInfo, call: McpCall, options: McpToolOptions, warn: (message: string) => void): AnyTool {
   const schema = info.inputSchema as Record<string, unknown>;
   const check = compile(schema, name, warn);
   const input = z.record(z.string(), z.unknown()).superRefine((args, ctx) => {
@@ -59,11 +62,16 @@ export function mcpTool(name: string, server: string, info: McpToolInfo, connect
     ...(annotations.idempotentHint !== undefined && { idempotent: annotations.idempotentHint }),
     ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
     execute: (args, ctx) =>
-      connection.call(info.name, args as Record<string, unknown>, {
-        signal: ctx.signal,
-        ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
-        onProgress: ({ progress, total, message }) => ctx.progress({ progress, ...(total !== undefined && { total }), ...(message !== undefined && { message }) }),
-      }),
+      call(
+        info.name,
+        args as Record<string, unknown>,
+        {
+          signal: ctx.signal,
+          ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
+          onProgress: ({ progress, total, message }) => ctx.progress({ progress, ...(total !== undefined && { total }), ...(message !== undefined && { message }) }),
+        },
+        ctx.sessionId,
+      ),
   };
 }
 

@@ -22,7 +22,7 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 const common = {
   /** The host refuses to start when this server cannot be started or reached (default: a warning, and its tools are absent). */
   required: z.boolean().optional(),
-  /** `host` (default): one connection shared by every session; `session`: one per session (not implemented yet: treated as `host`, with a warning). */
+  /** `host` (default): one connection shared by every session; `session`: one per session, started on its first call (`SessionConnections`). */
   scope: z.enum(['host', 'session']).optional(),
   /** The time limit of one call of its tools (ms), instead of the agent's `toolTimeoutMs`. */
   timeoutMs: z.number().int().positive().max(MAX_TIMEOUT_MS).optional(),

@@ -43,7 +43,7 @@ export interface ConnectionOptions {
   killGraceMs?: number;
 }
 
-interface CallOptions {
+export interface CallOptions {
   signal?: AbortSignal;
   /** The SDK's own timeout for the request; the runtime's time limit aborts `signal` first or at the same time. */
   timeoutMs?: number;
@@ -98,6 +98,12 @@ export class ServerConnection {
   get pid(): number | null {
     const transport = this.live?.transport.inner;
     return transport instanceof GroupStdioTransport ? transport.pid : null;
+  }
+
+  /** The MCP session id a Streamable HTTP server gave this connection, while it is connected. */
+  get httpSessionId(): string | null {
+    const transport = this.live?.transport.inner;
+    return transport instanceof StreamableHTTPClientTransport ? (transport.sessionId ?? null) : null;
   }
 
   /** Starts or connects it and lists its tools; rejects with the reason when it cannot. */

@@ -4,6 +4,7 @@ import { bundled } from '../../support/bundles.js';
 import { sqliteFile } from '../../support/databases.js';
 import { finished, newSession, postTurn, testHost } from '../../support/host.js';
 import { isRunning } from '../../../src/tools/sandbox/process-table.js';
+import { until } from '../../support/poll.js';
 import { WarnLog } from './support.js';
 
 /** An MCP server's tool through the whole host: `startHost({ mcpServers })`, a turn over HTTP, the model calling `fixture__echo`. */
@@ -60,4 +61,34 @@ it('a required server that cannot start fails startHost', async () => {
   } finally {
     await db.drop();
   }
+});
+
+it('a session-scoped server gives each session its own process, ended when the session closes', async () => {
+  const db = sqliteFile();
+  const pids: number[] = [];
+  const callPid = () => ({ toolCalls: [{ name: 'fixture__pid', args: {} }] });
+  const answer = (request: ModelRequest) => {
+    pids.push(Number(request.messages.filter((m) => m.role === 'tool').at(-1)?.content));
+    return { text: 'ok' };
+  };
+  const host = await testHost(db, [callPid, answer, callPid, answer, callPid, answer], { mcpServers: { fixture: { ...fixture, scope: 'session' } } });
+  try {
+    const sessions = [await newSession(host, { permissionMode: 'ask' }), await newSession(host, { permissionMode: 'ask' })];
+    for (const [i, sessionId] of [sessions[0]!, sessions[1]!, sessions[0]!].entries()) {
+      const turn = await postTurn(host, sessionId, `req-${i}`, 'which process?');
+      expect((await finished(host, sessionId, turn.body.turnId as string)).status).toBe('completed');
+    }
+    const [first, second, firstAgain] = pids;
+    expect(first).not.toBe(second);
+    expect(firstAgain).toBe(first);
+    expect(await isRunning(first!)).toBe(true);
+    // The runtime's sessionClosed$ reaches McpServers.closeSession: the first session's process ends, the second's runs on.
+    await (await host.runtime.openSession(sessions[0]!)).close();
+    await until('the first session’s MCP server to end', async () => !(await isRunning(first!)));
+    expect(await isRunning(second!)).toBe(true);
+  } finally {
+    await host.close();
+    await db.drop();
+  }
+  expect(await isRunning(pids[1]!)).toBe(false);
 });

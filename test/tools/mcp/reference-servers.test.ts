@@ -66,6 +66,20 @@ describe('server-everything over Streamable HTTP', () => {
       } finally {
         await servers.close();
       }
+      // scope: "session": each session its own client and MCP session, none of them the catalog's.
+      const scoped = await McpServers.start({ remote: { url: `http://127.0.0.1:${port}/mcp`, scope: 'session' } }, { warn: new WarnLog().warn });
+      try {
+        const echo = toolNamed(scoped, 'remote__echo');
+        for (const sessionId of ['a', 'b', 'a']) expect(await run(echo, { message: sessionId }, { sessionId })).toEqual({ status: 'succeeded', content: `Echo: ${sessionId}` });
+        const sessions = scoped.sessionConnections('remote')!;
+        const ids = [scoped.connections[0]!.httpSessionId, sessions.connection('a')!.httpSessionId, sessions.connection('b')!.httpSessionId];
+        expect(ids.every((id) => typeof id === 'string')).toBe(true);
+        expect(new Set(ids).size).toBe(3);
+        await scoped.closeSession('a');
+        expect(sessions.sessions()).toEqual(['b']);
+      } finally {
+        await scoped.close();
+      }
     } finally {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGKILL');

@@ -37,12 +37,12 @@ export function toolNamed(servers: McpServers, name: string): AnyTool {
 export async function run(
   tool: AnyTool,
   args: Record<string, unknown>,
-  options: { signal?: AbortSignal; progress?: (p: unknown) => void } = {},
+  options: { signal?: AbortSignal; progress?: (p: unknown) => void; sessionId?: string } = {},
 ): Promise<ToolExecutionResult> {
   const parsed = tool.input.safeParse(args);
   if (!parsed.success) return { status: 'failed', content: `invalid arguments: ${z.prettifyError(parsed.error)}` };
   const ctx: ExecuteContext = {
-    sessionId: 'session',
+    sessionId: options.sessionId ?? 'session',
     turnId: 'turn',
     toolCallId: 'call',
     signal: options.signal ?? new AbortController().signal,
