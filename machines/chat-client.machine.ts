@@ -2,23 +2,8 @@ import { and, assign, enqueueActions, fromCallback, fromPromise, not, or, raise,
 import type { PermissionMode } from '../src/protocol/commands.js';
 import type { PermissionDecision, TurnPhase, UpdateEnvelope } from '../src/protocol/updates.js';
 import { notProvided } from './not-provided.js';
-import {
-  failureOf,
-  outputOf,
-  type AcceptedTurn,
-  type ChatCommand,
-  type ChatFailure,
-  type ChatNotice,
-  type CommandResult,
-  type FeedEvent,
-  type FeedInput,
-  type OpenedSession,
-  type OpenSessionInput,
-  type RequestReply,
-  type ResolvePermissionInput,
-  type StartTurnInput,
-  type TurnRef,
-} from './chat-client.effects.js';
+import { failureOf, outputOf } from './chat-client.effects.js';
+import type { AcceptedTurn, ChatCommand, ChatFailure, ChatNotice, CommandResult, FeedEvent, FeedInput, OpenedSession, OpenSessionInput, RequestReply, ResolvePermissionInput, StartTurnInput, TurnRef } from './chat-client.effects.js';
 
 /**
  * `turnchart chat`: the conversation with one session at a time, whatever the backend (a host over

@@ -1,22 +1,7 @@
 import { assign, fromCallback, fromPromise, sendTo, setup, type EventObject } from 'xstate';
 import { notProvided } from './not-provided.js';
-import {
-  admissionOf,
-  approvalOf,
-  type AdmissionDecision,
-  type Change,
-  type ClockExpired,
-  type ClosedParams,
-  type CreatedParams,
-  type ErrorParams,
-  type RecoveredParams,
-  type RiskLevel,
-  type RunningClockInput,
-  type SessionActorInput,
-  type SessionOrder,
-  type SessionReport,
-  type TurnEnd,
-} from './task.effects.js';
+import { admissionOf, approvalOf } from './task.effects.js';
+import type { AdmissionDecision, Change, ClockExpired, ClosedParams, CreatedParams, ErrorParams, RecoveredParams, RiskLevel, RunningClockInput, SessionActorInput, SessionOrder, SessionReport, TurnEnd } from './task.effects.js';
 import { messageOf } from '../src/protocol/error-message.js';
 
 /**

@@ -8,24 +8,8 @@ import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 import type { ToolCallCommand, ToolCallInput, ToolCallOutput, TurnTermination } from './tool-call.contract.js';
-import {
-  authorizationOf,
-  dispatchOf,
-  errorOf,
-  isWaitTimeout,
-  toolResultOf,
-  waitOf,
-  type AfterDispatchInput,
-  type ArgumentValidator,
-  type DispatchOutcome,
-  type ExecuteInput,
-  type LiveStatusParams,
-  type PermissionResolvedParams,
-  type RuleResolver,
-  type ToolCallEffects,
-  type ToolEffectInput,
-  type ValidationOutput,
-} from './tool-call.effects.js';
+import { authorizationOf, dispatchOf, errorOf, isWaitTimeout, toolResultOf, waitOf } from './tool-call.effects.js';
+import type { AfterDispatchInput, ArgumentValidator, DispatchOutcome, ExecuteInput, LiveStatusParams, PermissionResolvedParams, RuleResolver, ToolCallEffects, ToolEffectInput, ValidationOutput } from './tool-call.effects.js';
 import { messageOf } from '../src/protocol/error-message.js';
 import { ruleLabel, type MatchedRule } from '../src/protocol/permission-rule.js';
 

@@ -6,20 +6,8 @@ import type { PermissionDecision } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
 import { callErrorOf, callOutputOf, type ToolCallCommand, type ToolCallNotice, type TurnTermination } from './tool-call.contract.js';
 import { stallWatchdogMachine, WATCHDOG } from './stall-watchdog.machine.js';
-import {
-  DEFAULT_GUARDRAILS,
-  EMPTY_TALLY,
-  FRESH_TRACKER,
-  loopRulesOf,
-  mistakeLimitReached,
-  mistakesAfter,
-  tallyResult,
-  type GuardrailLimits,
-  type GuardrailTrackers,
-  type GuardrailTriggered,
-  type LoopTracker,
-  type StepTally,
-} from './guardrails.js';
+import { DEFAULT_GUARDRAILS, EMPTY_TALLY, FRESH_TRACKER, loopRulesOf, mistakeLimitReached, mistakesAfter, tallyResult } from './guardrails.js';
+import type { GuardrailLimits, GuardrailTrackers, GuardrailTriggered, LoopTracker, StepTally } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { abortEffectAction, cancelEffectAction, failedError, requestEffectAction, type EffectReply } from './effect-port.js';
