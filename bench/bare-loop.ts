@@ -154,6 +154,7 @@ export class BareLoop {
           errorCode: null,
           permissionWaitMs: null,
           executionMs: parsed.success ? Date.now() - startedAtMs : null,
+          principal: null,
         };
         await storage.appendMessage(stored({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status, content }), undefined, audit);
         conversation.push({ role: 'tool', toolCallId: toolCall.id, toolName: toolCall.name, status: status === 'succeeded' ? 'success' : 'error', content });

@@ -88,6 +88,10 @@ const READS: ReadonlySet<StorageMethod> = new Set<StorageMethod>([
   'listSessions',
   'liveOwnersOn',
   'leaseHolder',
+  'sessionStanding',
+  'heldSessionCount',
+  'turnActivity',
+  'principalTokens',
   'unheldSessionsWithQueuedTurns',
   'listQueuedTurns',
   'getTurn',
@@ -171,6 +175,25 @@ export class NullStorage implements SessionStorage {
   async leaseHolder(): Promise<null> {
     return null;
   }
+  async sessionStanding(): Promise<null> {
+    return null;
+  }
+  async heldSessionCount(): Promise<number> {
+    return 0;
+  }
+  async turnActivity(): Promise<{ active: number; recent: number; oldestRecentMs: null; known: boolean }> {
+    return { active: 0, recent: 0, oldestRecentMs: null, known: false };
+  }
+  async addPrincipalTokens(): Promise<void> {}
+  async principalTokens(): Promise<number> {
+    return 0;
+  }
+  async claimStreamSlot(): Promise<boolean> {
+    return true;
+  }
+  async releaseStreamSlot(): Promise<void> {}
+  async renewStreamSlots(): Promise<void> {}
+  async releaseStreamSlots(): Promise<void> {}
   async expireOwner(): Promise<void> {}
   async unheldSessionsWithQueuedTurns(): Promise<[]> {
     return [];

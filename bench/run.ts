@@ -20,6 +20,9 @@
  *                                   ÷ turns/s of the same workload in process, ratio of the medians   bar ≥ 0.5
  *   sse_delta_p99_ms: X             text delta yielded by the model → its SSE event parsed by the
  *                                   client, p99 under that HTTP load (client in its own process) bar ≤ 50
+ *   auth_overhead_ratio: X          host CPU per HTTP turn with HS256 JWTs (a token per user, cached)
+ *                                   ÷ with the shared token, median of per-batch ratios          bar ≤ 1.1
+ *   auth_overhead_uncached_ratio: X the same with a token never seen before on every request (informational)
  *   cluster_routed_ratio: X         a GET routed by another host of a cluster (RabbitMQ request/reply)
  *                                   ÷ the same GET on the session's owner, median of per-round ratios
  *                                   (informational; skipped without PostgreSQL and RabbitMQ)
@@ -57,6 +60,7 @@ import { measureCancelLatency } from './cancel.js';
 import { measureParallelTools } from './parallel-tools.js';
 import { measureMcpOverhead, reportMcpOverhead } from './mcp-overhead.js';
 import { measureHttpTurns } from './http.js';
+import { measureAuthOverhead, reportAuthOverhead } from './auth-overhead.js';
 import { measureHostMemory } from './host-memory.js';
 import { measureClusterRouting } from './cluster.js';
 import { measurePgRoundTrips } from './pg-round-trips.js';
@@ -228,6 +232,11 @@ async function main(): Promise<void> {
     ` socket write → client callback p50 ${ms(split.fromSocket.p50)} / p99 ${ms(split.fromSocket.p99)} ms`);
   log();
 
+  // 7b. What verifying a JWT on every request costs an HTTP turn, against the shared token.
+  const auth = await measureAuthOverhead();
+  reportAuthOverhead(auth, log);
+  log();
+
   // 8. Host memory over many sessions, in a child process.
   const memoryStarted = performance.now();
   const hostMemory = await measureHostMemory(HOST_MEMORY);
@@ -309,6 +318,8 @@ async function main(): Promise<void> {
   log(`mcp_call_overhead_ratio: ${round(mcp.pairedRatio, 2)}`);
   log(`http_turns_ratio: ${httpRatio}`);
   log(`sse_delta_p99_ms: ${sseP99}`);
+  log(`auth_overhead_ratio: ${round(auth.cpu.ratio, 2)}`);
+  log(`auth_overhead_uncached_ratio: ${round(auth.cpu.uncachedRatio, 2)}`);
   log(`host_rss_growth_mb_per_1000_sessions: ${rssGrowth}`);
   log(`cluster_routed_ratio: ${clusterRatio ?? 'skipped'}`);
   log(`cluster_chat_routed_ratio: ${chatRatio ?? 'skipped'}`);

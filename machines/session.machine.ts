@@ -82,7 +82,8 @@ export interface SessionContext extends SessionInput {
 export type SessionEvent =
   | { type: 'session.start_turn'; commandId: string; turnId: string; clientRequestId: string }
   | { type: 'session.cancel_turn'; commandId: string; turnId: string }
-  | { type: 'session.resolve_permission'; commandId: string; turnId: string; toolCallId: string; decision: PermissionDecision }
+  /** `principal`: who answered (issue 25), for the audit row; absent, the session's owner. */
+  | { type: 'session.resolve_permission'; commandId: string; turnId: string; toolCallId: string; decision: PermissionDecision; principal?: string }
   | { type: 'session.compact'; commandId: string }
   | { type: 'session.rewind'; commandId: string; compactionId: string }
   | { type: 'session.reload'; commandId: string }
@@ -220,7 +221,7 @@ export const sessionMachine = setup({
     /** The user's answer goes to the turn, which passes it to the call that asked. */
     forwardPermissionAnswer: sendTo('turn', ({ event }) => {
       const answer = permissionAnswerOf(event);
-      return { type: 'turn.resolve_permission', toolCallId: answer.toolCallId, decision: answer.decision } satisfies TurnEvent;
+      return { type: 'turn.resolve_permission', toolCallId: answer.toolCallId, decision: answer.decision, principal: answer.principal } satisfies TurnEvent;
     }),
     markReloadRequired: assign({ reloadRequired: true }),
     /** The turn of a `session.start_turn` starts at once: it is the active turn, its request is accepted and answered. */

@@ -40,7 +40,8 @@ export interface ToolCallOutput {
  * watchdog does), or the session stopping.
  */
 export type ToolCallCommand =
-  | { type: 'permission.resolve'; decision: PermissionDecision }
+  /** `principal`: who answered (issue 25); the audit row names it. */
+  | { type: 'permission.resolve'; decision: PermissionDecision; principal?: string }
   | { type: 'tool.cancel'; reason?: 'timeout' | 'stall' }
   | { type: 'tool.stop' };
 

@@ -226,11 +226,11 @@ const toolCallSetup = setup({
       result: ({ event }) => ({ status: 'denied', content: `denied by rule: ${denialReason(authorizationOf(event))}` }),
       decision: DENIED_BY_RULE,
     }),
-    assignUserApproval: assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ALLOWED_BY_USER }),
+    assignUserApproval: assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ({ event }) => answeredBy(ALLOWED_BY_USER, event) }),
     assignUserDenial: assign({
       result: { status: 'denied', content: 'denied by the user' },
       termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
-      decision: DENIED_BY_USER,
+      decision: ({ event }) => answeredBy(DENIED_BY_USER, event),
     }),
     // What ran: a tool, a control tool, a delegation, a wait.
     assignToolResult: assign({ result: ({ event }) => toolResultOf(event) }),
@@ -518,6 +518,12 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
       loop: context.loop,
     }),
   });
+}
+
+/** The user's decision, with the principal that answered when the answer names one (issue 25). */
+function answeredBy(decision: AuditDecision, event: ToolCallEvent): AuditDecision {
+  const principal = event.type === 'permission.resolve' ? event.principal : undefined;
+  return principal === undefined ? decision : { ...decision, principal };
 }
 
 /** The chart as host apps, the visualizer and the generated tests see it: the runtime builds its own with `toolCallChart`. */

@@ -35,6 +35,22 @@ export interface PreparedOutput {
   nextCallTokens: number;
 }
 
+/**
+ * Issue 25: the daily token budget of the session's principal as the turn starts: what it may
+ * spend in a UTC day, what it spent so far today, and when the day ends (epoch ms).
+ */
+export interface PrincipalBudget {
+  principal: string;
+  limit: number;
+  spent: number;
+  resetsAtMs: number;
+}
+
+/** What `beginTurn` reports: the principal's daily budget, or null when none applies (none set, no principal, an admin's session). */
+export interface BeganTurn {
+  principalBudget: PrincipalBudget | null;
+}
+
 export interface MistakeLimitInput extends TurnEffectInput {
   count: number;
   lastErrors: string[];
@@ -60,8 +76,11 @@ export type TurnEffects = {
   prepareRequest: { input: SampleInput; output: PreparedOutput };
   /** Summarizes, stores a checkpoint and installs the compacted conversation (CP-1…CP-4). */
   compact: { input: TurnEffectInput; output: { compactionId: string } };
-  /** Writes the turn row and opening messages, appends them, resolves the system context (RT-10). */
-  beginTurn: { input: TurnEffectInput; output: void };
+  /**
+   * Writes the turn row and opening messages, appends them, resolves the system context (RT-10);
+   * reads the principal's daily token budget alongside (issue 25).
+   */
+  beginTurn: { input: TurnEffectInput; output: BeganTurn };
   /** Writes and appends every agent message waiting in the mailbox (RT-4). */
   drainMailbox: { input: TurnEffectInput; output: void };
   /** Streams the model with the prepared request (deltas go straight to the live stream). */
@@ -87,6 +106,8 @@ export interface PhaseParams {
 
 // The replies, as the chart reads them: one typed reader per reply the turn waits for.
 
+/** What `beginTurn` reported: the principal's daily budget (absent from a runtime that reports none). */
+export const beganOf = (event: EventObject) => doneOutput<Partial<BeganTurn> | undefined>(event);
 /** What `prepareRequest` reported. */
 export const preparedOf = (event: EventObject) => doneOutput<Partial<PreparedOutput>>(event);
 /** The model's response from `callModel`. */

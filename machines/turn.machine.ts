@@ -11,7 +11,7 @@ import type { GuardrailLimits, GuardrailTrackers, GuardrailTriggered, LoopTracke
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { abortEffectAction, cancelEffectAction, failedError, requestEffectAction, type EffectReply } from './effect-port.js';
-import { errorTraitsOf, mistakeDecisionOf, preparedOf, responseOf, type PhaseParams, type TurnEffectInput, type TurnEffects } from './turn.effects.js';
+import { beganOf, errorTraitsOf, mistakeDecisionOf, preparedOf, responseOf, type PhaseParams, type TurnEffectInput, type TurnEffects } from './turn.effects.js';
 import { messageOf } from '../src/protocol/error-message.js';
 
 /**
@@ -21,7 +21,8 @@ import { messageOf } from '../src/protocol/error-message.js';
  * (one actor per call, in order) } → running_model … ; a call that ends the turn, or an interrupt,
  * → skipping_remaining. The guardrails (GR-1…GR-3) are its guards and transitions: the mistake
  * breaker in `checking` → `consulting`, the token budget in `preparing` and `writing_response`,
- * the no-progress watchdog an invoked chart of its own that sends
+ * the principal's daily token budget in `starting` (issue 25: spent, the turn ends
+ * `budget_exhausted` before any model call), the no-progress watchdog an invoked chart of its own that sends
  * `turn.interrupt { reason: 'timeout', limit: 'stall' }`. `holding` is the checkpoint a paused task
  * waits at (LC-1, LC-4).
  *
@@ -93,7 +94,8 @@ export interface TurnContext extends Omit<TurnInput, 'trackers'> {
 
 export type TurnEvent =
   | TurnInterrupt
-  | { type: 'turn.resolve_permission'; toolCallId: string; decision: PermissionDecision }
+  /** `principal`: who answered (issue 25), passed on to the call for its audit row. */
+  | { type: 'turn.resolve_permission'; toolCallId: string; decision: PermissionDecision; principal?: string }
   | ToolCallNotice
   | EffectReply;
 
@@ -180,6 +182,11 @@ export const turnMachine = setup({
       return max !== null && !context.concluding && (prepared?.turnTokens ?? 0) + (prepared?.nextCallTokens ?? 0) > max;
     },
     concluding: ({ context }) => context.concluding,
+    /** Issue 25: the session's principal has spent its daily token budget: a new turn makes no model call. */
+    principalBudgetSpent: ({ event }) => {
+      const budget = beganOf(event)?.principalBudget;
+      return budget !== null && budget !== undefined && budget.spent >= budget.limit;
+    },
     isOverLine: ({ event }) => preparedOf(event)?.overLine === true,
     compactedThisCall: ({ context }) => context.compactedThisCall,
     isRetryableOverflow: ({ context, event }) => {
@@ -271,7 +278,10 @@ export const turnMachine = setup({
       const request = permissionRequestOf(event);
       return { type: 'turn.permission_requested', turnId: context.turnId, toolCallId: request.toolCallId, name: request.name, paths: request.paths };
     }),
-    forwardPermissionAnswer: sendTo('toolCall', ({ event }) => ({ type: 'permission.resolve', decision: permissionAnswerOf(event).decision }) satisfies ToolCallCommand),
+    forwardPermissionAnswer: sendTo('toolCall', ({ event }) => {
+      const answer = permissionAnswerOf(event);
+      return { type: 'permission.resolve', decision: answer.decision, principal: answer.principal } satisfies ToolCallCommand;
+    }),
     clearPermissionRequest: assign({ pendingPermission: null }),
     relayPermissionSettled: sendParent(({ context }) => ({ type: 'turn.permission_settled', turnId: context.turnId })),
     // Waiting for the user is not a stall: the watchdog pauses until the answer.
@@ -317,6 +327,18 @@ export const turnMachine = setup({
         code: 'budget_exhausted',
         message: `the turn's token budget of ${guardrailsOf(context)?.maxTurnTokens ?? 0} is spent and the last call still asked for tools`,
       }),
+    }),
+    /** Issue 25: the principal's tokens for the day are spent; the message says when they come back. */
+    assignPrincipalBudgetExhausted: assign({
+      outcome: ({ event }) => {
+        const budget = beganOf(event)?.principalBudget;
+        const resets = budget ? new Date(budget.resetsAtMs).toISOString() : 'the next UTC day';
+        return {
+          status: 'failed',
+          code: 'budget_exhausted',
+          message: `the daily token budget of principal '${budget?.principal ?? ''}' (${budget?.limit ?? 0} tokens) is spent (${budget?.spent ?? 0} used today); it resets at ${resets}`,
+        };
+      },
     }),
     assignTerminationOutcome: assign({
       outcome: ({ context }) =>
@@ -369,7 +391,11 @@ export const turnMachine = setup({
         { type: 'requestEffect', params: ({ context }) => ({ name: 'beginTurn', input: effectInput(context) }) },
       ],
       on: {
-        'effect.done': { target: 'running_model' },
+        'effect.done': [
+          // Issue 25: the principal's daily token budget is spent: the turn, stored, ends before any model call.
+          { guard: 'principalBudgetSpent', target: 'failed', actions: 'assignPrincipalBudgetExhausted' },
+          { target: 'running_model' },
+        ],
         'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },
         'turn.interrupt': { actions: ['assignInterrupt', 'cancelChildren'] },
       },

@@ -38,7 +38,7 @@ export { defineTool, type Tool, type AnyTool, type ToolEffect, type ExecuteConte
 export { UPDATE_PLAN } from './tools/toolset.js';
 export type { ToolSource } from './tools/tool-source.js';
 export type { PermissionRules, RuleDecision, MatchedRule } from './protocol/permission-rule.js';
-export { workspaceTools, type WorkspaceToolsOptions, type WorkspaceLimits } from './tools/workspace/index.js';
+export { sqliteStatePaths, workspaceTools, type WorkspaceToolsOptions, type WorkspaceLimits } from './tools/workspace/index.js';
 export { McpServers, mcpServersSchema, type McpServersConfig, type McpServersOptions } from './tools/mcp/index.js';
 export { reapLeftoverCommands, type ReapReport } from './tools/sandbox/index.js';
 export { scriptedModel, type ScriptedModel, type ScriptedStep, type ScriptedReply, type ScriptedToolCall } from './model/scripted-model.js';
@@ -74,6 +74,10 @@ export { taskMachine, TASK_TRANSITIONS, isTaskTransition, type TaskState, type T
 export type { AdmissionDecision, RiskLevel } from '../machines/task.effects.js';
 export * from './tasks/index.js';
 export { AmqpLink, type AmqpLinkOptions } from './transport/amqp-link.js';
+export { startHost, type HostOptions, type RunningHost } from './host/host.js';
+export type { Authenticate } from './host/auth.js';
+export type { JwtSettings, JwtKeys } from './host/jwt-verifier.js';
+export { ADMIN_ROLE, type Caller } from './protocol/principal.js';
 
 export { sqliteStorage } from '../storage/sqlite.js';
 export { postgresStorage, postgresTaskStorage } from '../storage/postgres.js';

@@ -18,10 +18,12 @@ export function auditColumns(audit: ToolAudit | null) {
     audit_error_code: audit?.errorCode ?? null,
     audit_permission_wait_ms: audit?.permissionWaitMs ?? null,
     audit_execution_ms: audit?.executionMs ?? null,
+    // Issue 25 (migration 008): a principal is checked storable where it enters (principalSchema).
+    audit_principal: audit?.principal ?? null,
   };
 }
 
-const NO_AUDIT = [null, null, null, null, null, null, null, null, null, null];
+const NO_AUDIT = [null, null, null, null, null, null, null, null, null, null, null];
 
 /** `auditColumns`' values in its column order, without the object: the message insert lists them on every write. */
 export function auditValues(audit: ToolAudit | null): unknown[] {
@@ -37,6 +39,7 @@ export function auditValues(audit: ToolAudit | null): unknown[] {
     audit.errorCode,
     audit.permissionWaitMs,
     audit.executionMs,
+    audit.principal,
   ];
 }
 
@@ -57,5 +60,6 @@ export function rowToAudit(row: Selectable<ToolAuditView>): AuditEntry {
     errorCode: row.error_code,
     permissionWaitMs: toMs(row.permission_wait_ms),
     executionMs: toMs(row.execution_ms),
+    principal: row.principal,
   };
 }

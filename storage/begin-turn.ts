@@ -19,6 +19,7 @@ function turnRow(turn: TurnStart) {
     final_text: null,
     started_at_ms: turn.startedAtMs,
     finished_at_ms: null,
+    principal: turn.principal ?? null,
   };
 }
 
@@ -33,7 +34,7 @@ function notQueued(turn: TurnStart): Error {
 /** The statements of beginning a turn on SQLite, each built once and then run with the values listed (kept-statement.ts). */
 const turnInsert = new KeptStatement<TurnStart>(
   (db, _dialect, turn) => db.insertInto('turns').values(turnRow(turn)).compile(),
-  (turn) => [turn.id, turn.sessionId, turn.clientRequestId, 'running', null, null, null, turn.startedAtMs, null],
+  (turn) => [turn.id, turn.sessionId, turn.clientRequestId, 'running', null, null, null, turn.startedAtMs, null, turn.principal ?? null],
 );
 const runInsert = new KeptStatement<{ turn: TurnStart; run: { id: string; trigger: string } }>(
   (db, _dialect, { turn, run }) => db.insertInto('runs').values(runRow(turn.sessionId, turn.id, run, turn.startedAtMs)).compile(),

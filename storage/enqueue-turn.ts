@@ -19,6 +19,7 @@ function queuedRow<P>(turn: QueuedTurnRow, queuePosition: P) {
     finished_at_ms: null,
     input: JSON.stringify(turn.input),
     queue_position: queuePosition,
+    principal: turn.principal ?? null,
   };
 }
 

@@ -12,6 +12,7 @@ import { assertFence, fenceHolds, insertWhere, throwIfFenced } from './fencing.j
 import { insertMessageFenced } from './message-insert.js';
 import { KeptStatement } from './kept-statement.js';
 import * as leases from './leases.js';
+import * as quotas from './quotas.js';
 import { migrationProvider } from './migrations/index.js';
 import { executeKept } from './prepared-statements.js';
 import { encodeText } from './text-codec.js';
@@ -27,6 +28,7 @@ import {
   type CompactionRow,
   type CorrectionReport,
   type LeaseRequest,
+  type SessionStanding,
   type MessagePage,
   type PlanRow,
   type QueuedTurnRow,
@@ -34,6 +36,8 @@ import {
   type SessionRow,
   type SessionStorage,
   type SpanWrite,
+  type StreamSlot,
+  type TurnActivity,
   type TurnEnd,
   type TurnRow,
   type TurnStart,
@@ -83,6 +87,8 @@ const createSessionStatement = new KeptStatement<{ row: SessionRow; owner: Lease
         update_sequence: row.updateSequence ?? 0,
         fencing_token: owner ? 1 : 0,
         ...(row.nonInteractive && { non_interactive: 1 }),
+        ...(row.principal && { principal: row.principal }),
+        ...(row.quotaExempt && { quota_exempt: 1 }),
         ...(row.parent && { parent_session_id: row.parent.sessionId, parent_turn_id: row.parent.turnId, parent_tool_call_id: row.parent.toolCallId }),
         ...(owner && {
           owner_id: owner.ownerId,
@@ -102,10 +108,12 @@ const createSessionStatement = new KeptStatement<{ row: SessionRow; owner: Lease
     row.updateSequence ?? 0,
     owner ? 1 : 0,
     ...(row.nonInteractive ? [1] : []),
+    ...(row.principal ? [row.principal] : []),
+    ...(row.quotaExempt ? [1] : []),
     ...(row.parent ? [row.parent.sessionId, row.parent.turnId, row.parent.toolCallId] : []),
     ...(owner ? [owner.ownerId, owner.host, owner.pid, owner.ttlMs] : []),
   ],
-  ({ row, owner }) => `${row.nonInteractive ? 'n' : ''}${row.parent ? 'p' : ''}${owner ? 'o' : ''}`,
+  ({ row, owner }) => `${row.nonInteractive ? 'n' : ''}${row.principal ? 'u' : ''}${row.quotaExempt ? 'x' : ''}${row.parent ? 'p' : ''}${owner ? 'o' : ''}`,
 );
 
 /**
@@ -180,6 +188,7 @@ export class KyselySessionStorage implements SessionStorage {
 
   async listSessions(page: SessionPage): Promise<SessionRow[]> {
     let query = this.db.selectFrom('sessions').selectAll().orderBy('created_at_ms', 'desc').orderBy('id', 'desc').limit(page.limit);
+    if (page.principal !== undefined) query = query.where('principal', '=', page.principal);
     const before = page.before;
     if (before) {
       query = query.where((eb) =>
@@ -233,8 +242,44 @@ export class KyselySessionStorage implements SessionStorage {
     return leases.leaseHolder(this.db, this.dialect, sessionId);
   }
 
+  sessionStanding(sessionId: string): Promise<SessionStanding | null> {
+    return leases.sessionStanding(this.db, this.dialect, sessionId);
+  }
+
   expireOwner(ownerId: string): Promise<void> {
     return leases.expireOwner(this.db, ownerId);
+  }
+
+  heldSessionCount(principal: string): Promise<number> {
+    return quotas.heldSessionCount(this.db, this.dialect, principal);
+  }
+
+  turnActivity(principal: string, sinceMs: number, request?: { sessionId: string; clientRequestId: string }): Promise<TurnActivity> {
+    return quotas.turnActivity(this.db, principal, sinceMs, request);
+  }
+
+  addPrincipalTokens(principal: string, day: string, tokens: number): Promise<void> {
+    return quotas.addPrincipalTokens(this.db, principal, day, tokens);
+  }
+
+  principalTokens(principal: string, day: string): Promise<number> {
+    return quotas.principalTokens(this.db, principal, day);
+  }
+
+  claimStreamSlot(slot: StreamSlot, max: number): Promise<boolean> {
+    return quotas.claimStreamSlot(this.db, this.dialect, slot, max);
+  }
+
+  releaseStreamSlot(slotId: string): Promise<void> {
+    return quotas.releaseStreamSlot(this.db, slotId);
+  }
+
+  renewStreamSlots(ownerId: string, ttlMs: number): Promise<void> {
+    return quotas.renewStreamSlots(this.db, this.dialect, ownerId, ttlMs);
+  }
+
+  releaseStreamSlots(ownerId: string): Promise<void> {
+    return quotas.releaseStreamSlots(this.db, ownerId);
   }
 
   unheldSessionsWithQueuedTurns(): Promise<string[]> {

@@ -32,10 +32,10 @@ export class KyselyTaskStorage implements TaskStorage {
     return new KyselySessionStorage(this.db, this.options).migrate();
   }
 
-  async createTask(id: string, spec: TaskSpec, nowMs: number): Promise<{ created: boolean; task: TaskRow }> {
+  async createTask(id: string, spec: TaskSpec, nowMs: number, principal?: string): Promise<{ created: boolean; task: TaskRow }> {
     const inserted = await this.db
       .insertInto('tasks')
-      .values({ id, spec: JSON.stringify(spec), state: 'PENDING', reason: 'submitted', created_at_ms: nowMs, updated_at_ms: nowMs })
+      .values({ id, spec: JSON.stringify(spec), state: 'PENDING', reason: 'submitted', created_at_ms: nowMs, updated_at_ms: nowMs, principal: principal ?? null })
       .onConflict((oc) => oc.column('id').doNothing())
       .executeTakeFirst();
     const task = await this.getTask(id);
@@ -192,6 +192,7 @@ function rowToTask(row: Selectable<TasksTable>): TaskRow {
     updatedAtMs: toMs(row.updated_at_ms),
     startedAtMs: toMs(row.started_at_ms),
     finishedAtMs: toMs(row.finished_at_ms),
+    ...(row.principal !== null && row.principal !== undefined && { principal: row.principal }),
   };
 }
 

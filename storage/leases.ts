@@ -3,7 +3,7 @@ import { databaseNowMs, type DialectName } from './dialect.js';
 import { rowToSession } from './rows.js';
 import { inTransaction } from './transaction.js';
 import { toMs, type Database } from './schema.js';
-import type { AcquireResult, CorrectionReport, LeaseRequest } from './session-storage.js';
+import type { AcquireResult, CorrectionReport, LeaseRequest, SessionStanding } from './session-storage.js';
 import type { LeaseHolder, OwnerIdentity } from '../src/protocol/session-owner.js';
 
 /**
@@ -147,15 +147,24 @@ export async function liveOwnersOn(db: Kysely<Database>, dialect: DialectName, h
 
 /** A plain read (no lock, nothing written): a cluster host routes by it without contending with the owner's writes. */
 export async function leaseHolder(db: Kysely<Database>, dialect: DialectName, sessionId: string): Promise<LeaseHolder | null> {
+  return (await sessionStanding(db, dialect, sessionId))?.holder ?? null;
+}
+
+/** Who owns the session and who holds its live lease, in one read; null when there is no such session. */
+export async function sessionStanding(db: Kysely<Database>, dialect: DialectName, sessionId: string): Promise<SessionStanding | null> {
   const row = await db
     .selectFrom('sessions')
-    .select(['owner_id', 'owner_host', 'owner_pid', 'lease_expires_at_ms'])
+    .select(['principal', 'owner_id', 'owner_host', 'owner_pid', 'lease_expires_at_ms'])
     .select(databaseNowMs(dialect).as('now_ms'))
     .where('id', '=', sessionId)
     .executeTakeFirst();
-  const expiresAtMs = toMs(row?.lease_expires_at_ms ?? null);
-  if (!row?.owner_id || expiresAtMs === null || expiresAtMs <= Number(row.now_ms)) return null;
-  return { ownerId: row.owner_id, host: row.owner_host ?? '', pid: row.owner_pid ?? 0, expiresAtMs, remainingMs: expiresAtMs - Number(row.now_ms) };
+  if (!row) return null;
+  const expiresAtMs = toMs(row.lease_expires_at_ms ?? null);
+  const live = row.owner_id && expiresAtMs !== null && expiresAtMs > Number(row.now_ms);
+  return {
+    principal: row.principal ?? null,
+    holder: live ? { ownerId: row.owner_id!, host: row.owner_host ?? '', pid: row.owner_pid ?? 0, expiresAtMs: expiresAtMs!, remainingMs: expiresAtMs! - Number(row.now_ms) } : null,
+  };
 }
 
 export async function expireOwner(db: Kysely<Database>, ownerId: string): Promise<void> {

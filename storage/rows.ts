@@ -20,6 +20,8 @@ export function rowToSession(row: Selectable<SessionsTable>): SessionRow {
     busyPolicy: row.busy_policy as BusyPolicy,
     updateSequence: Number(row.update_sequence),
     ...(Number(row.non_interactive) === 1 && { nonInteractive: true }),
+    ...(row.principal !== null && row.principal !== undefined && { principal: row.principal }),
+    ...(Number(row.quota_exempt) === 1 && { quotaExempt: true }),
     ...(row.parent_session_id !== null &&
       row.parent_session_id !== undefined && {
         parent: { sessionId: row.parent_session_id, turnId: row.parent_turn_id ?? '', toolCallId: row.parent_tool_call_id ?? '' },

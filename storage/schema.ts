@@ -27,6 +27,10 @@ export interface SessionsTable {
   parent_tool_call_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1: nobody can answer an approval in this session, so what would ask is denied (006). */
   non_interactive: ColumnType<number, number | undefined, number>;
+  /** Issue 25 (008): the principal that owns the session; null for one stored before principals. */
+  principal: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Issue 25 (009): 1 when an admin created it: its turns draw on no principal's daily token budget. */
+  quota_exempt: ColumnType<number, number | undefined, number>;
 }
 
 export interface TurnsTable {
@@ -44,6 +48,8 @@ export interface TurnsTable {
   queue_position: number | null;
   /** GR-2a (007): JSON of the session's guardrail trackers as this turn ended; null for a turn that did not end itself. */
   guardrail_trackers: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Issue 25 (009): the session's principal, copied into the row so the principal's quotas count its turns; null before 009 or for an unowned session. */
+  principal: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 interface RunsTable {
@@ -75,6 +81,8 @@ export interface MessagesTable {
   audit_error_code: AuditColumn<string>;
   audit_permission_wait_ms: AuditColumn<number | string>;
   audit_execution_ms: AuditColumn<number | string>;
+  /** Issue 25 (migration 008): the principal that answered the approval, else the session's owner. */
+  audit_principal: AuditColumn<string>;
 }
 
 export interface TraceSpansTable {
@@ -113,7 +121,7 @@ export interface CompactionsTable {
 /** A column only tool results fill (RL-4): absent on insert for every other message. */
 type AuditColumn<T> = ColumnType<T | null, T | null | undefined, T | null>;
 
-/** The `tool_audit` view over `messages` (migration 004): one row per audited tool result. */
+/** The `tool_audit` view over `messages` (migration 004, recreated by 008): one row per audited tool result. */
 export interface ToolAuditView {
   /** The id of the tool result message. */
   id: string;
@@ -131,6 +139,8 @@ export interface ToolAuditView {
   error_code: string | null;
   permission_wait_ms: number | string | null;
   execution_ms: number | string | null;
+  /** Issue 25 (migration 008); null for a row written before it, or for a session without an owner. */
+  principal: string | null;
 }
 
 export interface TasksTable {
@@ -150,6 +160,8 @@ export interface TasksTable {
   updated_at_ms: EpochMs;
   started_at_ms: NullableEpochMs;
   finished_at_ms: NullableEpochMs;
+  /** Issue 25 (008): the principal that submitted the task; null for one stored before principals. */
+  principal: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface TaskEventsTable {
@@ -170,6 +182,22 @@ interface TaskConsumerPositionsTable {
   updated_at_ms: EpochMs;
 }
 
+/** Issue 25 (009): a principal's input and output tokens of one UTC day. */
+interface PrincipalUsageTable {
+  principal: string;
+  /** `YYYY-MM-DD`, UTC. */
+  day: string;
+  tokens: ColumnType<number | string, number, number>;
+}
+
+/** Issue 25 (009): one open stream of a principal, held by a host until `expires_at_ms` (database clock), which it renews. */
+interface StreamSlotsTable {
+  id: string;
+  principal: string;
+  owner_id: string;
+  expires_at_ms: EpochMs;
+}
+
 export interface Database {
   sessions: SessionsTable;
   turns: TurnsTable;
@@ -182,6 +210,8 @@ export interface Database {
   tasks: TasksTable;
   task_events: TaskEventsTable;
   task_consumer_positions: TaskConsumerPositionsTable;
+  principal_usage: PrincipalUsageTable;
+  stream_slots: StreamSlotsTable;
 }
 
 export function toMs(value: number | string): number;

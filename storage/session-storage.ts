@@ -21,6 +21,10 @@ export interface SessionRow {
   parent?: AgentLink;
   /** Nobody can answer an approval: a call that would ask is a rule denial (every sub-agent's session). */
   nonInteractive?: boolean;
+  /** Issue 25: the principal that owns it; absent (null when read) for a session stored before principals. */
+  principal?: string | null;
+  /** Issue 25: created by an admin (or a sub-agent of such a session): its turns draw on no principal's daily token budget. */
+  quotaExempt?: boolean;
 }
 
 /** Where a child session came from: the parent session, its turn, and the `spawn_agent` call. */
@@ -28,6 +32,14 @@ export interface AgentLink {
   sessionId: string;
   turnId: string;
   toolCallId: string;
+}
+
+/** What a host asks of a session before it routes or opens it for a request (issue 25). */
+export interface SessionStanding {
+  /** Null for a session stored before principals. */
+  principal: string | null;
+  /** Null when nobody holds a live lease. */
+  holder: LeaseHolder | null;
 }
 
 export interface LeaseRequest extends OwnerIdentity {
@@ -49,6 +61,8 @@ export interface QueuedTurnRow {
   /** The messages the turn writes when it starts: skill snapshots, then the user's text. */
   input: ChatMessage[];
   queuedAtMs: number;
+  /** Issue 25: the session's principal, written into the turn's row for the principal's quotas. */
+  principal?: string | null;
 }
 
 export interface TurnStart {
@@ -60,12 +74,36 @@ export interface TurnStart {
   run?: { id: string; trigger: TriggerType };
   /** The turn was stored `queued` by `enqueueTurn`: its row exists and moves to `running`. */
   fromQueue?: boolean;
+  /** Issue 25: the session's principal, written into the turn's row for the principal's quotas (a queued row has it already). */
+  principal?: string | null;
+}
+
+/** Issue 25: what a principal's turns come to, for its quotas (`turnActivity`). */
+export interface TurnActivity {
+  /** Its turns running or queued now. */
+  active: number;
+  /** Its turns started (or queued) at or after the time asked about. */
+  recent: number;
+  /** The earliest `startedAtMs` of those; null when there are none. */
+  oldestRecentMs: number | null;
+  /** Whether the session named already has a turn for the client request named (a request sent again). */
+  known: boolean;
+}
+
+/** Issue 25: a principal's open stream, held by a host (`ownerId`) for `ttlMs` at a time. */
+export interface StreamSlot {
+  id: string;
+  principal: string;
+  ownerId: string;
+  ttlMs: number;
 }
 
 export interface SessionPage {
   limit: number;
   /** The last session of the previous page (sessions come newest first). */
   before?: { createdAtMs: number; id: string };
+  /** Only this principal's sessions (issue 25); all of them when absent. */
+  principal?: string;
 }
 
 export interface AuditQuery {
@@ -190,6 +228,30 @@ export interface SessionStorage {
   liveOwnersOn(host: string): Promise<OwnerIdentity[]>;
   /** Who holds the session's live lease, read without taking anything; null when nobody does (or there is no such session). */
   leaseHolder(sessionId: string): Promise<LeaseHolder | null>;
+  /** Issue 25: the session's owning principal and its live lease's holder, in one read; null when there is no such session. */
+  sessionStanding(sessionId: string): Promise<SessionStanding | null>;
+  /** Issue 25: the principal's sessions some host holds a live lease on (the database's clock). */
+  heldSessionCount(principal: string): Promise<number>;
+  /**
+   * Issue 25, in one read: the principal's running and queued turns, those started at or after
+   * `sinceMs` (and the earliest of them), and whether `request` already has its turn.
+   */
+  turnActivity(principal: string, sinceMs: number, request?: { sessionId: string; clientRequestId: string }): Promise<TurnActivity>;
+  /** Issue 25: adds input plus output tokens to the principal's count for `day` (`YYYY-MM-DD`, UTC). */
+  addPrincipalTokens(principal: string, day: string, tokens: number): Promise<void>;
+  /** Issue 25: the principal's tokens counted for `day`; 0 when none. */
+  principalTokens(principal: string, day: string): Promise<number>;
+  /**
+   * Issue 25: takes a stream slot for `slot.principal` when fewer than `max` of its slots are live
+   * (unexpired on the database's clock); false, and nothing written, when that many are. Expired
+   * slots of the principal are deleted on the way.
+   */
+  claimStreamSlot(slot: StreamSlot, max: number): Promise<boolean>;
+  releaseStreamSlot(slotId: string): Promise<void>;
+  /** Extends every slot `ownerId` holds to `ttlMs` from now. */
+  renewStreamSlots(ownerId: string, ttlMs: number): Promise<void>;
+  /** Deletes every slot `ownerId` holds (a host shutting down). */
+  releaseStreamSlots(ownerId: string): Promise<void>;
   /** Ends every lease of an owner known to be gone (its process no longer exists). */
   expireOwner(ownerId: string): Promise<void>;
   /** Sessions with queued turns that nobody holds: a starting runtime takes them and runs their queues. */

@@ -24,6 +24,8 @@ export interface TaskRow {
   /** When it first became RUNNING: its max duration counts from here. */
   startedAtMs: number | null;
   finishedAtMs: number | null;
+  /** Issue 25: the principal that submitted it (its agent session is theirs too); absent for a task stored before principals. */
+  principal?: string;
 }
 
 export type TaskControl = 'pause' | 'resume' | 'abort';
@@ -85,8 +87,8 @@ export interface EventRange {
  */
 export interface TaskStorage {
   migrate(): Promise<void>;
-  /** Stores a new PENDING task; one with that id already stored is returned as it is (`created: false`). */
-  createTask(id: string, spec: TaskSpec, nowMs: number): Promise<{ created: boolean; task: TaskRow }>;
+  /** Stores a new PENDING task of `principal` (none: stored without one); an id already stored answers that task, `created: false`. */
+  createTask(id: string, spec: TaskSpec, nowMs: number, principal?: string): Promise<{ created: boolean; task: TaskRow }>;
   getTask(id: string): Promise<TaskRow | undefined>;
   /** Tasks newest first, `limit` at most. */
   listTasks(limit: number): Promise<TaskRow[]>;

@@ -8,9 +8,10 @@ import { runtimeOptionsOf } from './serve.js';
 import { modelFromSpec } from '../model/model-spec.js';
 import { createRuntime, type Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
-import { workspaceTools } from '../tools/workspace/index.js';
+import { sqliteStatePaths, workspaceTools } from '../tools/workspace/index.js';
 import { McpServers } from '../tools/mcp/index.js';
 import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
+import type { SandboxChoice } from '../tools/sandbox/command-sandbox.js';
 import { asChatError, ChatError, type ChatClient, type ChatCommandName, type Feed, type SessionSummary } from './chat-client.js';
 import type { CommandInput, CommandOk, SessionCommands } from '../protocol/command-catalog.js';
 import { ToolCallIndex } from './chat-tool-calls.js';
@@ -24,6 +25,8 @@ export interface EmbeddedOptions {
   model?: string;
   /** Variables of this process's environment run_command's commands get besides the baseline (`workspaceTools({ commandEnv })`). */
   commandEnv?: readonly string[];
+  /** run_command's sandbox (`workspaceTools({ sandbox })`): `auto` by default. */
+  sandbox?: SandboxChoice;
   /** The configuration file: its agents, models, tools, rules and MCP servers. */
   config?: LoadedConfig | null;
   /** `model` came from `--model` or `TURNCHART_MODEL`, and overrides the file's default model. */
@@ -43,7 +46,14 @@ export async function embeddedChatClient(options: EmbeddedOptions): Promise<Chat
   const choice = configured?.model ?? (await modelFromSpec(options.model));
   const workspaceDir = resolve(options.workspace);
   const warn = options.warn ?? (() => undefined);
-  const tools = workspaceTools({ root: workspaceDir, ...(options.commandEnv && { commandEnv: options.commandEnv }), warn });
+  const tools = workspaceTools({
+    root: workspaceDir,
+    // The chat's own database (other sessions, a host's on the same file): out of the tools' and the sandbox's reach.
+    hiddenPaths: sqliteStatePaths(options.db, workspaceDir),
+    ...(options.commandEnv && { commandEnv: options.commandEnv }),
+    ...(options.sandbox && { sandbox: options.sandbox }),
+    warn,
+  });
   // Commands (and MCP servers) a dead chat or host left running end before restart correction reports their turns interrupted.
   await reapLeftoverCommands({ warn });
   // The file's MCP servers, as `turnchart serve` starts them: a required one that cannot start stops the chat here.

@@ -10,6 +10,7 @@ import { httpChatClient } from './chat-http.js';
 import { isInteractive, startInput } from './chat-input.js';
 import { Screen } from './chat-screen.js';
 import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
+import { sandboxChoiceSchema } from '../tools/sandbox/command-sandbox.js';
 import type { LoadedConfig } from './config-file.js';
 import { layeredValues, settingsProblem } from './setting-layers.js';
 
@@ -25,11 +26,12 @@ const FLAGS = {
   workspace: { env: 'TURNCHART_WORKSPACE', help: 'embedded: directory the sessions work in (default: the current directory)' },
   model: { env: 'TURNCHART_MODEL', help: 'embedded: scripted:FILE (default: the demo model)' },
   'command-env': { env: 'TURNCHART_COMMAND_ENV', multiple: true, help: 'embedded: variables run_command passes to commands (repeatable or comma-separated)' },
+  sandbox: { env: 'TURNCHART_SANDBOX', help: "embedded: run_command's sandbox, auto, bwrap or off, as for serve (default auto)" },
 } as const;
 
 type Flag = keyof typeof FLAGS;
 
-const EMBEDDED_ONLY: Flag[] = ['config', 'db', 'workspace', 'model', 'command-env'];
+const EMBEDDED_ONLY: Flag[] = ['config', 'db', 'workspace', 'model', 'command-env', 'sandbox'];
 
 const settingsSchema = z.object({
   url: z.url({ protocol: /^https?$/ }).optional(),
@@ -42,6 +44,7 @@ const settingsSchema = z.object({
   workspace: z.string().min(1).default('.'),
   model: z.string().optional(),
   'command-env': commandEnvFlagSchema.default([]),
+  sandbox: sandboxChoiceSchema.default('auto'),
 });
 
 export type ChatSettings = z.infer<typeof settingsSchema>;
@@ -105,6 +108,7 @@ export async function runChat(settings: ChatSettings & { modelFromFlags?: boolea
         workspace: settings.workspace,
         ...(settings.model !== undefined && { model: settings.model }),
         commandEnv: settings['command-env'],
+        sandbox: settings.sandbox,
         config,
         modelFromFlags: settings.modelFromFlags ?? false,
         warn: (message) => screen.line(screen.paint('dim', `turnchart: ${message}`)),

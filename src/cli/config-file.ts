@@ -113,7 +113,7 @@ async function exported(name: string, path: string, text: string): Promise<unkno
 }
 
 /** Keys of the file that hold secrets. */
-const SECRET_KEYS = ['token', 'databaseUrl', 'amqpUrl'] as const;
+const SECRET_KEYS = ['token', 'jwtSecret', 'databaseUrl', 'amqpUrl'] as const;
 
 /**
  * The secret keys whose value is written in the file as it is. A secret in the file is allowed, so
@@ -125,6 +125,6 @@ export function secretsWrittenIn(loaded: LoadedConfig): string[] {
     const value = loaded.config[key];
     if (typeof value !== 'string' || !loaded.text.includes(value)) return false;
     // A URL is secret only for its password.
-    return key === 'token' || /\/\/[^:/@]+:[^@]+@/.test(value);
+    return key === 'token' || key === 'jwtSecret' || /\/\/[^:/@]+:[^@]+@/.test(value);
   });
 }

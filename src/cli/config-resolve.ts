@@ -90,6 +90,7 @@ export async function resolveConfig(loaded: LoadedConfig, options: ResolveOption
       ...(agent.permissions && { permissions: agent.permissions }),
       ...(agent.guardrails !== undefined && { guardrails: agent.guardrails }),
       ...(agent.delegation && { delegation: agent.delegation }),
+      ...(agent.sandbox && { sandbox: agent.sandbox }),
       ...(agent.model !== undefined && { model: (await named(agent.model)).model }),
     };
     notes[name] = { description: agent.description, ...(agent.model !== undefined && { modelDescription: (await named(agent.model)).description }) };

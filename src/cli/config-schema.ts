@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { idSchema, permissionModeSchema } from '../protocol/commands.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { mcpServersSchema } from '../tools/mcp/server-config.js';
+import { sandboxChoiceSchema } from '../tools/sandbox/command-sandbox.js';
+import { agentSandboxSchema } from '../protocol/sandbox.js';
 import { guardrailsSchema } from '../runtime/guardrail-profiles.js';
 import { permissionRulesSchema } from '../tools/permission-rules.js';
 import type { PermissionRules } from '../protocol/permission-rule.js';
@@ -37,11 +39,21 @@ export const SETTING_KEYS = {
   permissionMode: permissionModeSchema,
   token: text,
   tokenFile: text,
+  jwtSecret: text,
+  jwtSecretFile: text,
+  jwksUrl: text,
+  jwtIssuer: text,
+  jwtAudience: text,
   idleTtl: count,
   corsOrigin: text,
   allowedHosts: list,
   maxSessions: count,
   maxStreams: count,
+  maxSessionsPerPrincipal: count,
+  maxRunningTurnsPerPrincipal: count,
+  turnsPerMinutePerPrincipal: count,
+  maxStreamsPerPrincipal: count,
+  dailyTokensPerPrincipal: count,
   leaseTtl: count,
   ownerHost: text,
   statelyInspect: text,
@@ -49,6 +61,7 @@ export const SETTING_KEYS = {
   routeTimeout: count,
   amqpNamespace: text,
   commandEnv: list,
+  sandbox: sandboxChoiceSchema,
   /** `turnchart worker` only. */
   concurrency: count,
 } as const;
@@ -56,7 +69,7 @@ export const SETTING_KEYS = {
 export type SettingKey = keyof typeof SETTING_KEYS;
 
 /** Keys whose value is a path: read relative to the configuration file, not to where the command runs. */
-export const PATH_KEYS: readonly SettingKey[] = ['db', 'databaseUrlFile', 'tokenFile', 'workspace'];
+export const PATH_KEYS: readonly SettingKey[] = ['db', 'databaseUrlFile', 'tokenFile', 'jwtSecretFile', 'workspace'];
 
 /** An AI SDK language model instance, recognised by its shape (a config file may load its own copy of the AI SDK). */
 export function isLanguageModel(value: unknown): value is LanguageModelV3 {
@@ -95,6 +108,8 @@ const agentFileSchema = z.strictObject({
   permissions: permissionsSchema.optional(),
   guardrails: guardrailsSchema.optional(),
   delegation: z.strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional() }).optional(),
+  /** `{ network: true }`: the agent's commands may use the network under the bubblewrap sandbox (default: none). */
+  sandbox: agentSandboxSchema.optional(),
 });
 
 export const configFileSchema = z.strictObject({

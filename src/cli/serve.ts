@@ -2,9 +2,11 @@ import { z } from 'zod';
 import { allowedHostSchema } from '../host/host-check.js';
 import { clusterOf } from '../cluster/cluster.js';
 import { startHost, type RunningHost } from '../host/host.js';
+import type { JwtSettings } from '../host/jwt-verifier.js';
 import { permissionModeSchema } from '../protocol/commands.js';
 import { modelFromSpec, type ProviderSettings } from '../model/model-spec.js';
 import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
+import { sandboxChoiceSchema } from '../tools/sandbox/command-sandbox.js';
 import { readSecretFile } from './secret-file.js';
 import { secretsWrittenIn, type LoadedConfig } from './config-file.js';
 import { resolveConfig, type ResolvedConfig } from './config-resolve.js';
@@ -17,7 +19,7 @@ import { layeredValues, settingsProblem } from './setting-layers.js';
  */
 const FLAGS = {
   config: { env: 'TURNCHART_CONFIG', help: 'configuration file (default: ./turnchart.config.ts, .mts, .mjs, .js or .json when there is one)' },
-  host: { env: 'TURNCHART_HOST', help: 'interface to bind (default 127.0.0.1; anything else needs --token)' },
+  host: { env: 'TURNCHART_HOST', help: 'interface to bind (default 127.0.0.1; anything else needs --token, --jwt-secret or --jwks-url)' },
   port: { env: 'TURNCHART_PORT', help: 'port (default 4477; 0 picks a free one)' },
   db: { env: 'TURNCHART_DB', help: 'SQLite file (default .turnchart/turnchart.db)' },
   'database-url': { env: 'DATABASE_URL', help: 'PostgreSQL URL (instead of SQLite)' },
@@ -33,11 +35,21 @@ const FLAGS = {
   'permission-mode': { env: 'TURNCHART_PERMISSION_MODE', help: 'mode of sessions created without one: ask, auto or read_only (default ask)' },
   token: { env: 'TURNCHART_TOKEN', help: 'bearer token every route but /healthz requires (prefer the variable or --token-file)' },
   'token-file': { env: 'TURNCHART_TOKEN_FILE', help: 'file holding the bearer token' },
+  'jwt-secret': { env: 'TURNCHART_JWT_SECRET', help: "HS256 secret (32 bytes or more) of the bearer JWTs whose `sub` is the caller: each user sees only their own sessions; `roles: [\"admin\"]` sees all" },
+  'jwt-secret-file': { env: 'TURNCHART_JWT_SECRET_FILE', help: 'file holding the HS256 secret' },
+  'jwks-url': { env: 'TURNCHART_JWKS_URL', help: "the issuer's JWKS URL, for RS256/ES256 bearer JWTs (keys cached, fetched again for an unknown key id)" },
+  'jwt-issuer': { env: 'TURNCHART_JWT_ISSUER', help: '`iss` every JWT must carry' },
+  'jwt-audience': { env: 'TURNCHART_JWT_AUDIENCE', help: '`aud` every JWT must name' },
   'idle-ttl': { env: 'TURNCHART_IDLE_TTL', help: 'seconds before an unused session is closed (default 300)' },
   'cors-origin': { env: 'TURNCHART_CORS_ORIGIN', help: 'the one origin CORS allows (default: CORS off)' },
   'allowed-hosts': { env: 'TURNCHART_ALLOWED_HOSTS', help: 'comma-separated names the Host header may give besides the bound address and loopback (a proxy\'s public names)' },
   'max-sessions': { env: 'TURNCHART_MAX_SESSIONS', help: 'sessions open at once before requests that open more are refused (default 1000)' },
   'max-streams': { env: 'TURNCHART_MAX_STREAMS', help: 'concurrent event and chat streams before new ones are refused (default 1000)' },
+  'max-sessions-per-principal': { env: 'TURNCHART_MAX_SESSIONS_PER_PRINCIPAL', help: 'sessions one principal holds open at once, on any host, before more are refused 429 (default 100; admins: only the host limit)' },
+  'max-running-turns-per-principal': { env: 'TURNCHART_MAX_RUNNING_TURNS_PER_PRINCIPAL', help: "turns of one principal's sessions running or queued at once before more are refused 429 (default 10)" },
+  'turns-per-minute-per-principal': { env: 'TURNCHART_TURNS_PER_MINUTE_PER_PRINCIPAL', help: "turns of one principal's sessions started in any 60 s before more are refused 429 (default 60)" },
+  'max-streams-per-principal': { env: 'TURNCHART_MAX_STREAMS_PER_PRINCIPAL', help: 'streams one principal holds open at once, on any host, before more are refused 429 (default 20)' },
+  'daily-tokens-per-principal': { env: 'TURNCHART_DAILY_TOKENS_PER_PRINCIPAL', help: "input + output tokens one principal's sessions may spend per UTC day; then new turns end budget_exhausted (default: no limit)" },
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: 'seconds a session lease lasts unrenewed (default 30)' },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this process holds leases under (default: os.hostname())' },
   'stately-inspect': { env: 'TURNCHART_STATELY_INSPECT', help: "ws:// URL to forward inspection events to in @statelyai/inspect's format (default: off)" },
@@ -45,15 +57,16 @@ const FLAGS = {
   'route-timeout': { env: 'TURNCHART_ROUTE_TIMEOUT', help: 'seconds a command routed to another host may take (default 15)' },
   'amqp-namespace': { env: 'TURNCHART_AMQP_NAMESPACE', help: 'prefix of the task queue and exchanges (default turnchart)' },
   'command-env': { env: 'TURNCHART_COMMAND_ENV', multiple: true, help: "variables run_command's commands get besides PATH, HOME, LANG, TERM, LC_* (repeatable or comma-separated; never TURNCHART_*, DATABASE_URL)" },
+  sandbox: { env: 'TURNCHART_SANDBOX', help: "run_command's sandbox: auto (bubblewrap when it works, else none with a warning), bwrap (or refuse to start) or off (default auto)" },
 } as const;
 
 type Flag = keyof typeof FLAGS;
 
 /** Flags whose values are secrets: kept out of the process's command line once read (`hideSecretArguments`). */
-export const SECRET_FLAGS: readonly Flag[] = ['token', 'database-url', 'amqp-url'];
+export const SECRET_FLAGS: readonly Flag[] = ['token', 'jwt-secret', 'database-url', 'amqp-url'];
 
 /** Secrets that may come from a file instead, and the flag of that file. */
-const SECRET_FILES = { token: 'token-file', 'database-url': 'database-url-file' } as const satisfies Partial<Record<Flag, Flag>>;
+const SECRET_FILES = { token: 'token-file', 'jwt-secret': 'jwt-secret-file', 'database-url': 'database-url-file' } as const satisfies Partial<Record<Flag, Flag>>;
 
 const settingsSchema = z.object({
   config: z.string().optional(),
@@ -73,6 +86,10 @@ const settingsSchema = z.object({
   apiKey: z.string().min(1).optional(),
   'permission-mode': permissionModeSchema.default('ask'),
   token: z.string().min(1).optional(),
+  'jwt-secret': z.string().min(32, 'an HS256 secret of at least 32 bytes').optional(),
+  'jwks-url': z.url({ protocol: /^https?$/ }).optional(),
+  'jwt-issuer': z.string().min(1).max(2_000).optional(),
+  'jwt-audience': z.string().min(1).max(2_000).optional(),
   'idle-ttl': z.coerce.number().int().min(0).max(2_000_000).default(300),
   'cors-origin': z.string().min(1).optional(),
   'allowed-hosts': z
@@ -82,6 +99,11 @@ const settingsSchema = z.object({
     .default([]),
   'max-sessions': z.coerce.number().int().min(1).max(10_000_000).optional(),
   'max-streams': z.coerce.number().int().min(1).max(10_000_000).optional(),
+  'max-sessions-per-principal': z.coerce.number().int().min(1).max(10_000_000).optional(),
+  'max-running-turns-per-principal': z.coerce.number().int().min(1).max(10_000_000).optional(),
+  'turns-per-minute-per-principal': z.coerce.number().int().min(1).max(10_000_000).optional(),
+  'max-streams-per-principal': z.coerce.number().int().min(1).max(10_000_000).optional(),
+  'daily-tokens-per-principal': z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   'lease-ttl': z.coerce.number().min(0.1).max(86_400).default(30),
   'owner-host': z.string().min(1).max(255).optional(),
   'stately-inspect': z
@@ -92,6 +114,7 @@ const settingsSchema = z.object({
   'route-timeout': z.coerce.number().min(0.1).max(3_600).optional(),
   'amqp-namespace': z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/).optional(),
   'command-env': commandEnvFlagSchema.default([]),
+  sandbox: sandboxChoiceSchema.default('auto'),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema> & {
@@ -100,7 +123,7 @@ export type ServeSettings = z.infer<typeof settingsSchema> & {
 };
 
 export function serveUsage(): string {
-  const lines = Object.entries(FLAGS).map(([name, { env, help }]) => `  --${name.padEnd(21)} ${help} [${env}]`);
+  const lines = Object.entries(FLAGS).map(([name, { env, help }]) => `  --${name.padEnd(31)} ${help} [${env}]`);
   return ['Usage: turnchart serve [options]', '', ...lines].join('\n');
 }
 
@@ -118,6 +141,7 @@ export function serveSettings(args: string[], env: NodeJS.ProcessEnv, file: Load
   }
   const parsed = settingsSchema.safeParse(merged);
   if (!parsed.success) throw new Error(settingsProblem(parsed.error, source));
+  if (parsed.data['jwt-secret'] !== undefined && parsed.data['jwks-url'] !== undefined) throw new Error(`${source('jwt-secret')} and ${source('jwks-url')} are both set; give one`);
   return { ...parsed.data, modelFromFlags: layers.origin('model') !== 'file' && parsed.data.model !== undefined };
 }
 
@@ -137,6 +161,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
   }
   log(`turnchart: model: ${choice.description}`);
   log(`turnchart: storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
+  log(`turnchart: auth: ${authDescription(settings)}`);
   if (settings['amqp-url']) log(`turnchart: cluster: RabbitMQ ${settings['amqp-url'].replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
   return startHost({
     host: settings.host,
@@ -150,11 +175,17 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     ...(configured?.mcpServers && { mcpServers: configured.mcpServers }),
     permissionMode: settings['permission-mode'],
     token: settings.token ?? null,
+    jwt: jwtSettingsOf(settings),
     idleTtlSeconds: settings['idle-ttl'],
     corsOrigin: settings['cors-origin'] ?? null,
     allowedHosts: settings['allowed-hosts'],
     ...(settings['max-sessions'] !== undefined && { maxSessions: settings['max-sessions'] }),
     ...(settings['max-streams'] !== undefined && { maxStreams: settings['max-streams'] }),
+    ...(settings['max-sessions-per-principal'] !== undefined && { maxSessionsPerPrincipal: settings['max-sessions-per-principal'] }),
+    ...(settings['max-running-turns-per-principal'] !== undefined && { maxRunningTurnsPerPrincipal: settings['max-running-turns-per-principal'] }),
+    ...(settings['turns-per-minute-per-principal'] !== undefined && { turnsPerMinutePerPrincipal: settings['turns-per-minute-per-principal'] }),
+    ...(settings['max-streams-per-principal'] !== undefined && { maxStreamsPerPrincipal: settings['max-streams-per-principal'] }),
+    ...(settings['daily-tokens-per-principal'] !== undefined && { dailyTokensPerPrincipal: settings['daily-tokens-per-principal'] }),
     cluster: settings['amqp-url']
       ? clusterOf({ amqpUrl: settings['amqp-url'], ...(settings['route-timeout'] !== undefined && { routeTimeoutMs: Math.round(settings['route-timeout'] * 1000) }) })
       : null,
@@ -167,7 +198,23 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     warn: (message) => log(`turnchart: ${message}`),
     ...(settings['stately-inspect'] && { statelyInspect: settings['stately-inspect'] }),
     ...(settings['command-env'].length > 0 && { commandEnv: settings['command-env'] }),
+    sandbox: settings.sandbox,
   });
+}
+
+/** Who may call the host, as the start says it (never a secret). */
+function authDescription(settings: ServeSettings): string {
+  const jwt = settings['jwt-secret'] !== undefined ? 'HS256 JWTs' : settings['jwks-url'] !== undefined ? `JWTs signed by the keys at ${settings['jwks-url']}` : null;
+  const shared = settings.token !== undefined ? 'the shared token (an operator who sees every session)' : null;
+  if (jwt) return `${jwt}, each user sees their own sessions${shared ? `; and ${shared}` : ''}`;
+  return shared ?? 'none (loopback only: whoever reaches the port is the operator)';
+}
+
+/** Signed identities, when a key is set: `--jwt-secret` or `--jwks-url`, with the claims every token must carry. */
+function jwtSettingsOf(settings: ServeSettings): JwtSettings | null {
+  const keys = settings['jwt-secret'] !== undefined ? { secret: settings['jwt-secret'] } : settings['jwks-url'] !== undefined ? { jwksUrl: settings['jwks-url'] } : null;
+  if (!keys) return null;
+  return { keys, ...(settings['jwt-issuer'] && { issuer: settings['jwt-issuer'] }), ...(settings['jwt-audience'] && { audience: settings['jwt-audience'] }) };
 }
 
 /** What the configuration file gives the runtime: its agents, their `defineTool` tools, the host-wide rules and skills. */

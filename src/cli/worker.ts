@@ -4,8 +4,9 @@ import { postgresStorage, postgresTaskStorage } from '../../storage/postgres.js'
 import { sqliteStorage, sqliteTaskStorage } from '../../storage/sqlite.js';
 import { modelFromSpec } from '../model/model-spec.js';
 import { startWorker, type TaskWorker } from '../tasks/worker.js';
-import { workspaceTools } from '../tools/workspace/index.js';
+import { sqliteStatePaths, workspaceTools } from '../tools/workspace/index.js';
 import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
+import { sandboxChoiceSchema } from '../tools/sandbox/command-sandbox.js';
 import { McpServers } from '../tools/mcp/index.js';
 import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
 import type { LoadedConfig } from './config-file.js';
@@ -30,6 +31,7 @@ const FLAGS = {
   'lease-ttl': { env: 'TURNCHART_LEASE_TTL', help: "seconds before a dead worker's tasks may be resumed elsewhere (default 10)" },
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this worker holds leases under (default: os.hostname())' },
   'command-env': { env: 'TURNCHART_COMMAND_ENV', help: 'as for serve: variables run_command passes to commands (repeatable or comma-separated)', multiple: true },
+  sandbox: { env: 'TURNCHART_SANDBOX', help: "as for serve: run_command's sandbox, auto, bwrap or off (default auto)" },
 } as const;
 
 const connectionSchema = {
@@ -49,6 +51,7 @@ const settingsSchema = z.object({
   'lease-ttl': z.coerce.number().min(0.1).max(86_400).default(10),
   'owner-host': z.string().min(1).max(255).optional(),
   'command-env': commandEnvFlagSchema.default([]),
+  sandbox: sandboxChoiceSchema.default('auto'),
 });
 
 export type WorkerSettings = z.infer<typeof settingsSchema>;
@@ -81,8 +84,12 @@ export function mergeFlags(args: string[], env: NodeJS.ProcessEnv, flags: Record
 export function storagesOf(settings: { 'database-url'?: string | undefined; db?: string | undefined }) {
   const url = settings['database-url'];
   if (url) return { sessions: postgresStorage({ connectionString: url }), tasks: postgresTaskStorage({ connectionString: url }), description: 'PostgreSQL' };
-  const filename = settings.db ?? resolve('.turnchart', 'turnchart.db');
+  const filename = sqliteFileName(settings);
   return { sessions: sqliteStorage({ filename }), tasks: sqliteTaskStorage({ filename }), description: `SQLite ${filename}` };
+}
+
+function sqliteFileName(settings: { db?: string | undefined }): string {
+  return settings.db ?? resolve('.turnchart', 'turnchart.db');
 }
 
 /** Starts a worker from settings and the configuration file, and reports on the terminal. */
@@ -94,7 +101,10 @@ export async function runWorker(settings: WorkerSettings & { modelFromFlags?: bo
   // Built before storage is opened: a variable that may not reach commands is a startup error.
   const tools = workspaceTools({
     root: resolve(settings.workspace),
+    // A SQLite database holds every task's sessions: out of the tools' and the sandbox's reach.
+    hiddenPaths: settings['database-url'] ? [] : sqliteStatePaths(sqliteFileName(settings), resolve(settings.workspace)),
     commandEnv: settings['command-env'],
+    sandbox: settings.sandbox,
     hostSecrets: [settings['database-url'], settings['amqp-url'], settings.apiKey],
     warn,
   });

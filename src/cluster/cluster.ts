@@ -53,7 +53,7 @@ async function joinCluster(host: HostContext, options: ClusterOptions, leaseTtlM
   const routing = { rpc, follower, timeoutMs: options.routeTimeoutMs ?? DEFAULT_ROUTE_TIMEOUT_MS };
   const stopSweeping = sweepExpiredLeases(host.runtime, host.storage, leaseTtlMs, host.warn);
   return {
-    router: { remote: (sessionId, holder) => new RemoteSession(sessionId, holder, routing) },
+    router: { remote: (sessionId, holder, caller) => new RemoteSession(sessionId, holder, routing, caller) },
     quiesce: stopSweeping,
     close: async () => {
       stopSweeping();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { callerSchema } from '../protocol/principal.js';
 import { isRoutedCommand, type RoutedCommandName } from '../protocol/command-catalog.js';
 
 /**
@@ -8,15 +9,17 @@ import { isRoutedCommand, type RoutedCommandName } from '../protocol/command-cat
  */
 const sessionId = z.string().min(1).max(200);
 const ref = z.string().max(10_000);
+/** Issue 25: who the request came from; the owning host checks it again before it runs anything. */
+const caller = callerSchema;
 
 export const commandRequestSchema = z.discriminatedUnion('op', [
   /** A command of the catalog (`src/protocol/command-catalog.ts`) that hosts route; a command without input has none in JSON. */
-  z.object({ op: z.literal('command'), sessionId, name: z.custom<RoutedCommandName>((name) => typeof name === 'string' && isRoutedCommand(name)), input: z.unknown().optional() }),
-  z.object({ op: z.literal('snapshot'), sessionId }),
-  z.object({ op: z.literal('turnState'), sessionId, turnId: ref, waitMs: z.number().int().min(0).max(120_000) }),
-  z.object({ op: z.literal('context'), sessionId }),
+  z.object({ op: z.literal('command'), sessionId, caller, name: z.custom<RoutedCommandName>((name) => typeof name === 'string' && isRoutedCommand(name)), input: z.unknown().optional() }),
+  z.object({ op: z.literal('snapshot'), sessionId, caller }),
+  z.object({ op: z.literal('turnState'), sessionId, caller, turnId: ref, waitMs: z.number().int().min(0).max(120_000) }),
+  z.object({ op: z.literal('context'), sessionId, caller }),
   /** Where an event stream starts (snapshot or replay); its live part comes through the updates exchange. */
-  z.object({ op: z.literal('feed'), sessionId, after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable() }),
+  z.object({ op: z.literal('feed'), sessionId, caller, after: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).nullable() }),
   /** Which of these sessions the host has open (a follower checks the owner it follows still holds them). */
   z.object({ op: z.literal('holds'), sessionIds: z.array(sessionId).max(10_000) }),
 ]);

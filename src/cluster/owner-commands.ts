@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { typedError } from '../host/errors.js';
-import { localHandle, type HostContext } from '../host/host-context.js';
+import { localHandle, visibleTo, type HostContext } from '../host/host-context.js';
 import { feedStart, LocalSession } from '../host/local-session.js';
 import { SessionOwnedElsewhereError } from '../protocol/errors.js';
 import type { SessionCommands } from '../protocol/command-catalog.js';
@@ -27,7 +27,8 @@ export async function answerCommand(host: HostContext, body: unknown): Promise<C
 
 async function run(host: HostContext, request: CommandRequest): Promise<unknown> {
   if (request.op === 'holds') return { open: request.sessionIds.filter((id) => host.runtime.isOpen(id)) };
-  const handle = await localHandle(host, request.sessionId);
+  // The routing host checked the caller; the owner checks again, against the session it holds.
+  const handle = visibleTo(request.caller, await localHandle(host, request.sessionId));
   // The input goes as the client sent it: the handle validates it, as for a request made here.
   const commands: SessionCommands = handle;
   if (request.op === 'command') return commands[request.name](request.input);

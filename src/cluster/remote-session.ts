@@ -9,6 +9,7 @@ import { commandResultOf, type CommandInput, type CommandResult, type RoutedComm
 import type { TurnStatusResult } from '../protocol/command-results.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 import type { LeaseHolder } from '../protocol/session-owner.js';
+import type { Caller } from '../protocol/principal.js';
 
 export interface RemoteRouting {
   rpc: RpcClient;
@@ -17,7 +18,7 @@ export interface RemoteRouting {
   timeoutMs: number;
 }
 
-type Routed = CommandRequest extends infer R ? (R extends { sessionId: string } ? Omit<R, 'sessionId'> : never) : never;
+type Routed = CommandRequest extends infer R ? (R extends { sessionId: string } ? Omit<R, 'sessionId' | 'caller'> : never) : never;
 
 /**
  * A session another live host holds, with the same command surface as a local one: each command
@@ -29,6 +30,8 @@ export class RemoteSession implements SessionAccess {
     readonly id: string,
     private readonly holder: LeaseHolder,
     private readonly routing: RemoteRouting,
+    /** Issue 25: every routed command carries who asked, and the owner checks it again. */
+    private readonly caller: Caller,
   ) {}
 
   /**
@@ -69,7 +72,7 @@ export class RemoteSession implements SessionAccess {
   }
 
   private async route(request: Routed, waitMs = 0): Promise<unknown> {
-    const reply = await this.routing.rpc.call(this.holder.ownerId, { ...request, sessionId: this.id }, {
+    const reply = await this.routing.rpc.call(this.holder.ownerId, { ...request, sessionId: this.id, caller: this.caller }, {
       timeoutMs: this.routing.timeoutMs + waitMs,
       retryAfterMs: this.holder.remainingMs,
     });

@@ -4,7 +4,7 @@ import { cors } from 'hono/cors';
 import { HTTPException } from 'hono/http-exception';
 import type { Context, MiddlewareHandler } from 'hono';
 import { z } from 'zod';
-import { bearerAuth, tokenCheck } from './auth.js';
+import { requireCaller, type Authentication } from './auth.js';
 import { commandError, errorResponse } from './errors.js';
 import { hostCheck, type HostNames } from './host-check.js';
 import type { HostContext } from './host-context.js';
@@ -25,8 +25,8 @@ import { uiChatRoutes } from './routes/ui-chat.js';
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 export interface AppSecurity {
-  /** Required as `Authorization: Bearer …` on every route but `/healthz`; null for none. */
-  token: string | null;
+  /** Who a request comes from, asked of every route but `/healthz` and the inspector's page (issue 25). */
+  auth: Authentication;
   /** The one origin CORS allows, and the one besides the host's own that may send commands; null leaves CORS off. */
   corsOrigin: string | null;
   /** What a request's Host header may name (DNS rebinding). */
@@ -44,14 +44,13 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
       if (!result.success) return commandError(c, { code: 'InvalidInput', message: z.prettifyError(result.error) });
     },
   });
-  const token = tokenCheck(security.token);
   app.use('*', closeAfterUnreadBody);
   app.use('*', hostCheck(security.hosts));
   if (security.corsOrigin) app.use('*', cors({ origin: security.corsOrigin, allowHeaders: ['Authorization', 'Content-Type', 'Last-Event-ID'] }));
-  app.use('*', bearerAuth(token, (path) => path === '/healthz' || isInspectorPagePath(path)));
+  app.use('*', requireCaller(security.auth, (path) => path === '/healthz' || isInspectorPagePath(path)));
   app.use('*', originCheck(security.corsOrigin));
   app.use('*', limitBody());
-  healthRoutes(app, host, (c) => token.accepts(c.req.header('authorization')));
+  healthRoutes(app, host, (c) => security.auth.holdsSharedToken(c.req.header('authorization')));
   agentRoutes(app, host);
   sessionRoutes(app, host);
   turnRoutes(app, host);
@@ -65,7 +64,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
     info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE; tasks run by workers over RabbitMQ.' },
-    ...(security.token && { security: [{ bearer: [] }] }),
+    ...(security.auth.required && { security: [{ bearer: [] }] }),
   });
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearer', { type: 'http', scheme: 'bearer' });
   app.notFound((c) => commandError(c, { code: 'NotFound', message: `no route ${c.req.method} ${c.req.path}` }));

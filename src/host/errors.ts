@@ -44,6 +44,7 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   SessionOwnedElsewhere: 409,
   SessionActive: 409,
   SessionExists: 409,
+  TaskExists: 409,
   ReloadRequired: 409,
   NothingToCompact: 409,
   CompactionFailed: 409,
@@ -51,6 +52,8 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   PayloadTooLarge: 413,
   UnsupportedMediaType: 415,
   MisdirectedRequest: 421,
+  /** Issue 25: one of the caller's per-principal quotas (`quota`: sessions, running_turns, turns_per_minute, streams), with Retry-After. */
+  QuotaExceeded: 429,
   InternalError: 500,
   PersistenceError: 503,
   StorageUnavailable: 503,

@@ -17,24 +17,28 @@ import { permissionModeSchema, type PermissionMode } from '../protocol/commands.
 import { TurnchartError } from '../protocol/errors.js';
 import { DEFAULT_LEASE_TTL_MS } from '../runtime/ownership.js';
 import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
-import { workspaceTools } from '../tools/workspace/index.js';
+import { sqliteStatePaths, workspaceTools } from '../tools/workspace/index.js';
 import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
+import type { SandboxChoice } from '../tools/sandbox/command-sandbox.js';
 import { McpServers, type McpServersConfig } from '../tools/mcp/index.js';
 import { InspectHub } from '../inspect/inspect-hub.js';
 import { SessionListFeed } from '../inspect/session-list.js';
 import { statelyForward, type StatelyForward } from '../inspect/stately-forward.js';
 import { AgentDirectory, type AgentNote } from './agent-directory.js';
 import { createApp } from './app.js';
+import { authentication, type Authenticate } from './auth.js';
+import { JwtVerifier, type JwtSettings } from './jwt-verifier.js';
 import { allowedHostSchema } from './host-check.js';
 import { defaultInspectorAssets } from './inspector-assets.js';
 import type { HostCluster, HostContext } from './host-context.js';
 import { DEFAULT_MAX_SESSIONS, SessionLimit } from './session-limit.js';
 import { DEFAULT_SSE_OPTIONS, type SseOptions } from './sse-stream.js';
 import { DEFAULT_MAX_STREAMS, StreamLimit } from './stream-limit.js';
+import { DEFAULT_PRINCIPAL_QUOTAS, PrincipalQuotas } from './principal-quotas.js';
 import { messageOf } from '../protocol/error-message.js';
 
 export interface HostOptions {
-  /** Interface to bind; anything but loopback needs a token. */
+  /** Interface to bind; anything but loopback needs a token, JWT keys or `authenticate`. */
   host: string;
   /** 0 picks a free port. */
   port: number;
@@ -53,7 +57,16 @@ export interface HostOptions {
   agentNotes?: Record<string, AgentNote>;
   /** The permission mode of sessions created without one (the AI SDK endpoint's, `POST /sessions` without `permissionMode`); `ask` by default. */
   permissionMode?: PermissionMode;
+  /** A shared secret: its holder is the operator, an admin who sees every principal's sessions. */
   token?: string | null;
+  /**
+   * Signed identities (issue 25): a bearer JWT's `sub` is the principal, who sees only what it
+   * created; `roles` holding `admin` sees everything. HS256 with a shared secret, or RS256/ES256 with
+   * the issuer's JWKS (fetched, cached, refreshed on an unknown key).
+   */
+  jwt?: JwtSettings | null;
+  /** The embedder's own scheme (cookies, a gateway's header), asked before JWTs: the request's caller, or null. */
+  authenticate?: Authenticate | null;
   /** Sessions idle this long (seconds) are closed and reopened from storage on their next request. */
   idleTtlSeconds: number;
   corsOrigin?: string | null;
@@ -63,6 +76,25 @@ export interface HostOptions {
   maxSessions?: number;
   /** Concurrent streams (SSE, the AI SDK's responses), past which a new one is refused (503 `TooManyStreams`); 1 000 by default. */
   maxStreams?: number;
+  /*
+   * Issue 25: each principal's quotas, counted in the database across every host on it and checked
+   * on the host a request reaches; past one a request is refused `429 QuotaExceeded` with `quota`,
+   * `limit` and `Retry-After`. Admins (the operator of a shared token or of no auth among them) are
+   * held only to the host's limits above.
+   */
+  /** Sessions a principal holds open at once, on any host: 100 by default. */
+  maxSessionsPerPrincipal?: number;
+  /** Turns of a principal's sessions running or queued at once: 10 by default. */
+  maxRunningTurnsPerPrincipal?: number;
+  /** Turns of a principal's sessions started in any 60 s: 60 by default. */
+  turnsPerMinutePerPrincipal?: number;
+  /** Streams a principal holds open at once, on any host: 20 by default. */
+  maxStreamsPerPrincipal?: number;
+  /**
+   * Input plus output tokens a principal's sessions may spend per UTC day; past it a new turn ends
+   * `budget_exhausted` (the runtime's `dailyTokensPerPrincipal`). Off by default.
+   */
+  dailyTokensPerPrincipal?: number | null;
   sse?: Partial<SseOptions>;
   /** Joins a cluster of hosts on one database and one RabbitMQ: sessions held by other hosts are routed to them. */
   cluster?: HostCluster | null;
@@ -91,6 +123,11 @@ export interface HostOptions {
   /** `process-group` forces run_command's fallback containment (`workspaceTools({ commandContainment })`). */
   commandContainment?: 'auto' | 'process-group';
   /**
+   * run_command's sandbox (`workspaceTools({ sandbox })`): `auto` (default) bubblewrap when it works,
+   * else none with one `warn` line; `bwrap` or a `SandboxUnavailable` error; `off`.
+   */
+  sandbox?: SandboxChoice;
+  /**
    * How long a request's headers, and the whole request, may take to arrive before it is answered
    * 408 and its connection closed (a slowloris client), and how often that is checked: Node's
    * `headersTimeout` (60 s), `requestTimeout` (300 s) and `connectionsCheckingInterval` (30 s) by default.
@@ -111,26 +148,49 @@ const limitsSchema = z.object({
   allowedHosts: z.array(allowedHostSchema).default([]),
   maxSessions: z.number().int().min(1).default(DEFAULT_MAX_SESSIONS),
   maxStreams: z.number().int().min(1).default(DEFAULT_MAX_STREAMS),
+  maxSessionsPerPrincipal: z.number().int().min(1).default(DEFAULT_PRINCIPAL_QUOTAS.sessions),
+  maxRunningTurnsPerPrincipal: z.number().int().min(1).default(DEFAULT_PRINCIPAL_QUOTAS.runningTurns),
+  turnsPerMinutePerPrincipal: z.number().int().min(1).default(DEFAULT_PRINCIPAL_QUOTAS.turnsPerMinute),
+  maxStreamsPerPrincipal: z.number().int().min(1).default(DEFAULT_PRINCIPAL_QUOTAS.streams),
+  dailyTokensPerPrincipal: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).nullable().default(null),
 });
 
 /** Starts the service: storage, runtime, the HTTP API; resolves once it accepts connections. */
 export async function startHost(options: HostOptions): Promise<RunningHost> {
   const token = options.token ?? null;
-  if (!LOOPBACK.test(options.host) && token === null) {
-    throw new TurnchartError('InsecureBinding', `refusing to listen on ${options.host} without a token: set --token or TURNCHART_TOKEN, or bind to 127.0.0.1`);
+  // Built first: bad JWT settings are a startup error.
+  const auth = authentication({ token, jwt: options.jwt ? new JwtVerifier(options.jwt) : null, authenticate: options.authenticate ?? null });
+  if (!LOOPBACK.test(options.host) && !auth.required) {
+    throw new TurnchartError(
+      'InsecureBinding',
+      `refusing to listen on ${options.host} without authentication: set --token (TURNCHART_TOKEN), --jwt-secret or --jwks-url, or bind to 127.0.0.1`,
+    );
   }
-  const checked = limitsSchema.safeParse({ allowedHosts: options.allowedHosts, maxSessions: options.maxSessions, maxStreams: options.maxStreams });
+  const checked = limitsSchema.safeParse({
+    allowedHosts: options.allowedHosts,
+    maxSessions: options.maxSessions,
+    maxStreams: options.maxStreams,
+    maxSessionsPerPrincipal: options.maxSessionsPerPrincipal,
+    maxRunningTurnsPerPrincipal: options.maxRunningTurnsPerPrincipal,
+    turnsPerMinutePerPrincipal: options.turnsPerMinutePerPrincipal,
+    maxStreamsPerPrincipal: options.maxStreamsPerPrincipal,
+    dailyTokensPerPrincipal: options.dailyTokensPerPrincipal,
+  });
   if (!checked.success) throw new TurnchartError('InvalidOptions', z.prettifyError(checked.error));
-  const { allowedHosts, maxSessions, maxStreams } = checked.data;
+  const { allowedHosts, maxSessions, maxStreams, dailyTokensPerPrincipal } = checked.data;
   const warn = options.warn ?? ((message: string) => console.warn(`turnchart: ${message}`));
   const workspaceDir = resolve(options.workspace);
   // What must never reach a command or an MCP server's environment.
-  const hostSecrets = [token, options.databaseUrl, options.amqpUrl, ...(options.cluster?.secrets ?? [])];
+  const hostSecrets = [token, options.jwt && 'secret' in options.jwt.keys ? options.jwt.keys.secret : null, options.databaseUrl, options.amqpUrl, ...(options.cluster?.secrets ?? [])];
+  // The SQLite database holds every user's sessions: no tool, and no sandboxed command, reaches it through the workspace.
+  const stateFile = sqliteFileOf(options);
   // Built before anything is opened: a variable that may not reach commands is a startup error.
   const workspace = workspaceTools({
     root: workspaceDir,
+    hiddenPaths: stateFile === null ? [] : sqliteStatePaths(stateFile, workspaceDir),
     ...(options.commandEnv && { commandEnv: options.commandEnv }),
     ...(options.commandContainment && { commandContainment: options.commandContainment }),
+    ...(options.sandbox && { sandbox: options.sandbox }),
     hostSecrets,
     warn,
   });
@@ -159,6 +219,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     tools: [...workspace, ...(options.runtime?.tools ?? [])],
     toolSources: [...(mcp?.sources ?? []), ...(options.runtime?.toolSources ?? [])],
     idleTtlMs: options.idleTtlSeconds * 1000,
+    ...(dailyTokensPerPrincipal !== null && { dailyTokensPerPrincipal }),
     warn,
   }).catch(async (error: unknown) => {
     await storage.close().catch(() => undefined);
@@ -180,7 +241,22 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await mcp?.close();
     throw error;
   }) : null;
-  const limits = { sessions: new SessionLimit(runtime, maxSessions), streams: new StreamLimit(maxStreams) };
+  const principals = new PrincipalQuotas(
+    storage,
+    {
+      sessions: checked.data.maxSessionsPerPrincipal,
+      runningTurns: checked.data.maxRunningTurnsPerPrincipal,
+      turnsPerMinute: checked.data.turnsPerMinutePerPrincipal,
+      streams: checked.data.maxStreamsPerPrincipal,
+    },
+    {
+      ownerId: runtime.ownership.identity.ownerId,
+      slotTtlMs: options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS,
+      now: options.runtime?.now ?? Date.now,
+      warn,
+    },
+  );
+  const limits = { sessions: new SessionLimit(runtime, maxSessions, principals), streams: new StreamLimit(maxStreams, principals), principals };
   const agents = new AgentDirectory(runtime, options.agentNotes ?? {}, options.modelDescription ?? "the host's model");
   Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, agents, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector, tasks, limits });
   const cluster = options.cluster
@@ -194,7 +270,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       })
     : null;
   context.router = cluster?.router ?? null;
-  const app = createApp(context, { token, corsOrigin: options.corsOrigin ?? null, hosts: { bound: options.host, allowed: allowedHosts } });
+  const app = createApp(context, { auth, corsOrigin: options.corsOrigin ?? null, hosts: { bound: options.host, allowed: allowedHosts } });
   const server = await listen(app.fetch, options.host, options.port, options.requestTimeouts ?? {}).catch(async (error: unknown) => {
     cluster?.quiesce();
     await runtime.shutdown();
@@ -215,6 +291,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       (closing ??= (async () => {
         const stopped = new Promise<void>((done) => server.close(() => done()));
         cluster?.quiesce();
+        // Before storage closes with the runtime: this host's stream slots stop counting against their principals.
+        await principals.close();
         await runtime.shutdown();
         // After the runtime: no turn calls their tools any more.
         await mcp?.close();
@@ -236,7 +314,7 @@ async function openTasks(options: HostOptions, amqpUrl: string, warn: (message: 
     options.taskStorage ??
     (options.databaseUrl
       ? postgresTaskStorage({ connectionString: options.databaseUrl })
-      : sqliteTaskStorage({ filename: options.db ?? resolve('.turnchart', 'turnchart.db') }));
+      : sqliteTaskStorage({ filename: sqliteFile(options) }));
   try {
     await tasks.migrate();
     const link = await AmqpLink.open({ url: amqpUrl, name: `turnchart-host-${process.pid}`, warn });
@@ -250,7 +328,19 @@ async function openTasks(options: HostOptions, amqpUrl: string, warn: (message: 
 function openStorage(options: HostOptions, onConnectionError: (error: Error) => void): SessionStorage {
   if (options.storage) return options.storage;
   if (options.databaseUrl) return postgresStorage({ connectionString: options.databaseUrl, onConnectionError });
-  return sqliteStorage({ filename: options.db ?? resolve('.turnchart', 'turnchart.db') });
+  return sqliteStorage({ filename: sqliteFile(options) });
+}
+
+function sqliteFile(options: HostOptions): string {
+  return options.db ?? resolve('.turnchart', 'turnchart.db');
+}
+
+/** The SQLite file the host opens (for sessions, or for tasks as `openTasks` does), or null when it opens none. */
+function sqliteFileOf(options: HostOptions): string | null {
+  if (options.databaseUrl) return null;
+  const forSessions = !options.storage;
+  const forTasks = Boolean(options.amqpUrl) && !options.taskStorage;
+  return forSessions || forTasks ? sqliteFile(options) : null;
 }
 
 function listen(fetch: (request: Request) => Response | Promise<Response>, hostname: string, port: number, timeouts: NonNullable<HostOptions['requestTimeouts']>): Promise<Server> {

@@ -59,6 +59,7 @@ const SessionSummary = z
   .object({
     sessionId: z.string(),
     agent: z.string(),
+    principal: z.string().nullable().openapi({ description: 'who owns the session (issue 25); null for one stored before principals' }),
     permissionMode: permissionModeSchema,
     busyPolicy: busyPolicySchema,
     createdAtMs: z.number().int(),
@@ -141,6 +142,10 @@ const AuditEntrySchema = z
     errorCode: z.string().nullable(),
     permissionWaitMs: z.number().int().nullable(),
     executionMs: z.number().int().nullable(),
+    principal: z
+      .string()
+      .nullable()
+      .openapi({ description: "who the call answers to: the principal that answered its approval when the user decided, else the session's owner; null for a session without one" }),
   })
   .openapi('AuditEntry');
 
@@ -155,7 +160,7 @@ export const EventsQuery = z.object({ after: z.coerce.number().int().min(0).max(
 export const Health = z.object({ ok: z.boolean() }).catchall(z.unknown()).openapi('Health');
 
 /** The error responses a route may give besides its own; every route may answer 421. */
-export function errors(...statuses: (400 | 401 | 403 | 404 | 409 | 413 | 415 | 503)[]) {
+export function errors(...statuses: (400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 503)[]) {
   const described: Record<number, string> = {
     400: 'invalid input',
     401: 'missing or wrong bearer token',
@@ -165,6 +170,7 @@ export function errors(...statuses: (400 | 401 | 403 | 404 | 409 | 413 | 415 | 5
     413: 'body over 1 MiB',
     415: 'UnsupportedMediaType: a body that is not application/json, or any body on a route that takes none',
     421: "MisdirectedRequest: the Host header names no address or name of this host (DNS rebinding)",
+    429: "QuotaExceeded: the caller's principal is at one of its quotas (`quota`: sessions, running_turns, turns_per_minute or streams; `limit`), with Retry-After",
     503: 'storage unavailable; or the host is at its limit of open sessions (HostAtCapacity) or streams (TooManyStreams), with Retry-After',
   };
   return Object.fromEntries([...statuses, 421].map((s) => [s, { description: described[s]!, content: { 'application/json': { schema: ErrorSchema } } }]));

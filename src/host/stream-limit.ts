@@ -1,4 +1,6 @@
+import type { Caller } from '../protocol/principal.js';
 import { ApiError } from './errors.js';
+import type { PrincipalQuotas } from './principal-quotas.js';
 import { CAPACITY_RETRY_AFTER_MS } from './session-limit.js';
 
 /** The default of `--max-streams`. */
@@ -9,11 +11,16 @@ export const DEFAULT_MAX_STREAMS = 1_000;
  * inspector's streams and the AI SDK's response streams each hold a connection, a subscription
  * and up to a client's buffer of memory for as long as the client stays. Past the cap a new one
  * is refused with `503 TooManyStreams` and `Retry-After`, before anything is opened for it.
+ * Issue 25: then the caller's own quota of streams, counted across hosts (`PrincipalQuotas`): past
+ * it, `429 QuotaExceeded`. Admins are held only to the host's cap.
  */
 export class StreamLimit {
   private held = 0;
 
-  constructor(readonly max: number) {}
+  constructor(
+    readonly max: number,
+    private readonly quotas: PrincipalQuotas,
+  ) {}
 
   /**
    * Opens a stream in a slot of its own. The slot is given back when the stream ends, fails or is
@@ -21,17 +28,25 @@ export class StreamLimit {
    * answer a `GET` would, without the body: its stream is opened (so errors are the same) and
    * cancelled at once, since nobody would ever read it.
    */
-  async open<T>(method: string, open: () => Promise<ReadableStream<T>>): Promise<ReadableStream<T>> {
+  async open<T>(method: string, caller: Caller, open: () => Promise<ReadableStream<T>>): Promise<ReadableStream<T>> {
     if (this.held >= this.max) {
       throw new ApiError('TooManyStreams', `this host serves its limit of ${this.max} concurrent streams; try again later`, { retryAfterMs: CAPACITY_RETRY_AFTER_MS });
     }
     this.held += 1;
     let released = false;
+    let releaseSlot: () => void = () => undefined;
     const release = () => {
       if (released) return;
       released = true;
       this.held -= 1;
+      releaseSlot();
     };
+    try {
+      releaseSlot = await this.quotas.claimStream(caller);
+    } catch (error) {
+      release();
+      throw error;
+    }
     let body: ReadableStream<T>;
     try {
       body = await open();

@@ -3,8 +3,11 @@ import type { SessionRow, SessionStorage } from '../../storage/session-storage.j
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionListEntry } from './stream-protocol.js';
+import { isAdmin, mayAccess, type Caller } from '../protocol/principal.js';
 
 export interface ListListener {
+  /** Issue 25: whose sessions the page may see; an admin sees every principal's. */
+  caller: Caller;
   entry(entry: SessionListEntry): void;
 }
 
@@ -45,7 +48,11 @@ export class SessionListFeed {
       this.unlisten(listener);
       throw error;
     }
-    return [...this.rows.values()].sort((a, b) => b.createdAtMs - a.createdAtMs).map((row) => this.entryOf(row));
+    return [...this.rows.values()]
+      .filter((row) => mayAccess(listener.caller, row.principal))
+      .sort((a, b) => b.createdAtMs - a.createdAtMs)
+      .slice(0, LIST_LIMIT)
+      .map((row) => this.entryOf(row));
   }
 
   unlisten(listener: ListListener): void {
@@ -67,10 +74,17 @@ export class SessionListFeed {
     this.poll.unref();
   }
 
-  /** Reads the newest sessions; with `announce`, sends the ones the pages do not have yet. */
+  /**
+   * Reads the newest sessions, and each listening principal's own newest (others' could push them
+   * out of the first read); with `announce`, sends the ones the pages do not have yet.
+   */
   private async refresh(announce: boolean): Promise<void> {
-    const rows = await this.storage.listSessions({ limit: LIST_LIMIT });
-    for (const row of rows) {
+    const principals = new Set([...this.listeners].filter((l) => !isAdmin(l.caller)).map((l) => l.caller.principal));
+    const pages = await Promise.all([
+      this.storage.listSessions({ limit: LIST_LIMIT }),
+      ...[...principals].map((principal) => this.storage.listSessions({ limit: LIST_LIMIT, principal })),
+    ]);
+    for (const row of pages.flat()) {
       const known = this.rows.has(row.id);
       this.rows.set(row.id, row);
       if (!known && announce) this.mark(row.id);
@@ -100,7 +114,7 @@ export class SessionListFeed {
       const json = JSON.stringify(entry);
       if (this.lastSent.get(id) === json) continue;
       this.lastSent.set(id, json);
-      for (const listener of this.listeners) listener.entry(entry);
+      for (const listener of this.listeners) if (mayAccess(listener.caller, row.principal)) listener.entry(entry);
     }
   }
 
@@ -109,6 +123,7 @@ export class SessionListFeed {
     return {
       sessionId: row.id,
       agent: row.agent,
+      principal: row.principal ?? null,
       permissionMode: row.permissionMode,
       createdAtMs: row.createdAtMs,
       status: view?.kind === 'running' ? view.phase : 'idle',

@@ -88,6 +88,7 @@ export class SessionWatch {
       reset: !resumable,
       actors: this.ended ? [] : currentActors(this.handle.actor),
       session: this.handle.snapshot(),
+      principal: this.handle.principal,
     };
     if (this.ended) queueMicrotask(() => listener.end());
     return { hello, replay };

@@ -61,6 +61,8 @@ export interface StreamHello {
   reset: boolean;
   actors: ActorState[];
   session: InspectedSession;
+  /** Issue 25: who owns the session; null for one stored before principals. */
+  principal: string | null;
 }
 
 /** The part of the session snapshot (`GET /sessions/:id`) the page reads. */
@@ -79,6 +81,8 @@ type SessionStatus = string;
 export interface SessionListEntry {
   sessionId: string;
   agent: string;
+  /** Issue 25: who owns the session; null for one stored before principals. */
+  principal: string | null;
   permissionMode: string;
   createdAtMs: number;
   /** `idle`, or the running turn's phase. */

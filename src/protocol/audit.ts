@@ -15,6 +15,8 @@ export type AuditDecider = 'mode' | 'rule' | 'hook' | 'user';
 export interface AuditDecision {
   verdict: Exclude<AuditVerdict, 'none'>;
   by: AuditDecider;
+  /** Issue 25: the principal that answered the approval, when the user decided and the answer named one. */
+  principal?: string;
 }
 
 /** What a tool result's audit row adds to the result message it is written with. */
@@ -34,6 +36,12 @@ export interface ToolAudit {
   permissionWaitMs: number | null;
   /** How long the tool ran; null when it never ran. */
   executionMs: number | null;
+  /**
+   * Issue 25: who the call answers to — the principal that answered its approval when the user
+   * decided, else the session's owner (the principal the dispatch acted for); null for a session
+   * stored before principals.
+   */
+  principal: string | null;
 }
 
 /** One audit row as read back: the audit plus where its result message sits. */

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { principalSchema } from './principal.js';
+import { storable, STORABLE } from './storable.js';
 
 /** Validation of everything a host hands a session: one schema per command. */
 
@@ -22,15 +24,6 @@ function readSafely<S extends z.ZodType>(schema: S): S {
     },
   });
 }
-
-/**
- * Text that storage gives back as it was given: PostgreSQL refuses NUL in text, and a lone UTF-16
- * surrogate has no UTF-8 form — PostgreSQL stores U+FFFD (so two different ids become one, and the
- * second turn fails on the unique request id), SQLite reads it back as three U+FFFD (so a request
- * id no longer matches itself after a restart).
- */
-const storable = (value: string) => !value.includes('\0') && !/\p{Cs}/u.test(value);
-const STORABLE = 'must not contain NUL or a lone UTF-16 surrogate';
 
 export const idSchema = z.string().min(1).max(200).refine(storable, STORABLE);
 
@@ -80,6 +73,8 @@ export const resolvePermissionSchema = readSafely(
     turnId: idSchema,
     toolCallId: idSchema,
     decision: z.enum(['allow_once', 'deny']),
+    /** Issue 25: who answers (the host sets the caller's principal); the audit row names it. Absent: the session's owner. */
+    principal: principalSchema.optional(),
   }),
 );
 
@@ -112,6 +107,10 @@ export const createSessionSchema = readSafely(
     /** The session's id when the host names it (the AI SDK endpoint's chat id); a fresh one otherwise. */
     id: idSchema.optional(),
     ...createSessionShape,
+    /** Issue 25: who owns the session (the caller that created it); a sub-agent's is its parent's. */
+    principal: principalSchema.optional(),
+    /** Issue 25: an admin creates it: its model calls draw on no principal's daily token budget (a sub-agent's follows its parent's). */
+    quotaExempt: z.boolean().optional(),
   }),
 );
 

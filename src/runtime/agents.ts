@@ -16,6 +16,7 @@ import {
 } from './guardrail-profiles.js';
 import { SYSTEM_PART_TOKEN_LIMIT } from '../protocol/item-limits.js';
 import { estimateTokens } from '../protocol/token-estimate.js';
+import { agentSandboxSchema, DEFAULT_AGENT_SANDBOX, type AgentSandbox } from '../protocol/sandbox.js';
 
 /** An agent's static definition (000 §1): its prompt and its limits (RT-11). */
 export interface AgentDefinition {
@@ -44,6 +45,8 @@ export interface AgentDefinition {
   tools: readonly string[] | null;
   /** Issue 24: this agent's permission rules by tool-name pattern, merged over the runtime's `permissions`; null: none of its own. */
   permissions: PermissionRules | null;
+  /** Issue 25: what run_command's sandbox allows this agent's commands: `network` (default false). */
+  sandbox: AgentSandbox;
 }
 
 /** A tool-name pattern from configuration: bounded, and one the matcher can compile within its bounds. */
@@ -82,6 +85,8 @@ const agentConfigSchema = z.object({
   tools: z.array(toolPatternSchema).max(200).optional(),
   /** Issue 24: `{ "run_command": "ask", "github__*": "allow", "*__delete*": "deny" }`, over the runtime's `permissions`. */
   permissions: permissionRulesSchema.optional(),
+  /** Issue 25: `{ network: true }` lets the agent's commands use the network under the bubblewrap sandbox. */
+  sandbox: agentSandboxSchema.optional(),
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */
@@ -107,6 +112,7 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     model: null,
     tools: null,
     permissions: null,
+    sandbox: DEFAULT_AGENT_SANDBOX,
   },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
@@ -121,6 +127,7 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     model: null,
     tools: null,
     permissions: null,
+    sandbox: DEFAULT_AGENT_SANDBOX,
   },
 };
 
@@ -152,6 +159,7 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       model: given.model ?? base.model,
       tools: parsed.tools ?? base.tools,
       permissions: parsed.permissions ?? base.permissions,
+      sandbox: parsed.sandbox ? { network: parsed.sandbox.network ?? base.sandbox.network } : base.sandbox,
     };
   }
   checkAgentNames(agents);

@@ -7,6 +7,7 @@ import { loadConversation } from './load-conversation.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
 import type { EffectCancellation } from './effect-port.js';
 import { recordUsage } from './turn-meter.js';
+import { chargePrincipal } from './principal-budget.js';
 import { messageOf } from '../protocol/error-message.js';
 
 const SILENT = { text: () => undefined, reasoning: () => undefined };
@@ -67,6 +68,8 @@ export function compactionEffects(deps: RuntimeDeps) {
     try {
       const { response, usage } = await consumeModelStream(env.config.model, request, cancellation, SILENT);
       if (usage && turnId) recordUsage(env, turnId, usage);
+      // Issue 25: a summary's tokens are the principal's too, inside a turn or not.
+      if (usage) await chargePrincipal(deps, env, usage);
       const text = response.text.trim();
       if (text === '') throw new Error('the model returned an empty summary');
       return text;

@@ -49,6 +49,14 @@ export interface RuntimeOptions {
   toolSources?: readonly ToolSource[];
   /** Issue 24: permission rules by tool-name pattern for every agent; an agent's own `permissions` win for the same pattern. */
   permissions?: PermissionRules;
+  /**
+   * Issue 25: input plus output tokens the sessions of one principal may spend per UTC day (by
+   * `now`), counted in storage as model calls finish. Once spent, a new turn of that principal's
+   * sessions ends `budget_exhausted` before any model call; a running turn goes on. Sessions created
+   * with `quotaExempt` (an admin's) and sessions without a principal draw on none. Default: no limit,
+   * and nothing counted.
+   */
+  dailyTokensPerPrincipal?: number;
 }
 
 const optionsSchema = z.object({
@@ -82,6 +90,7 @@ const optionsSchema = z.object({
     .max(64)
     .optional(),
   permissions: permissionRulesSchema.optional(),
+  dailyTokensPerPrincipal: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
 /**

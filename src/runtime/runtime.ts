@@ -137,6 +137,7 @@ export class Runtime {
       skills: this.skills,
       warn: this.warn,
       clock: options.clock ?? REAL_CLOCK,
+      dailyTokensPerPrincipal: options.dailyTokensPerPrincipal ?? null,
     });
     this.sessionLogic = new Embedding(
       {
@@ -240,6 +241,9 @@ export class Runtime {
       permissionMode: parent.config.permissionMode,
       nonInteractive: true,
       ...(parent.config.workspaceDir !== null && { workspaceDir: parent.config.workspaceDir }),
+      // A sub-agent's session belongs to whoever owns the session that started it, and is exempt from quotas when that one is.
+      ...(parent.config.principal !== null && { principal: parent.config.principal }),
+      ...(parent.config.quotaExempt && { quotaExempt: true }),
     });
     return this.createParsed(parsed, link);
   }
@@ -258,6 +262,8 @@ export class Runtime {
       updateSequence: this.sequenceBlock,
       ...(parentLink && { parent: parentLink }),
       ...(parsed.data.nonInteractive && { nonInteractive: true }),
+      principal: parsed.data.principal ?? null,
+      ...(parsed.data.quotaExempt && { quotaExempt: true }),
     };
     const fence = await this.options.storage.createSession(row, this.ownership.lease).catch(async (error: unknown) => {
       // Named by the caller, the id may have been taken since the check: the insert's key violation says so.

@@ -35,6 +35,10 @@ export interface SessionConfig extends SessionAgent {
   readonly parent: AgentLink | null;
   /** Nobody can answer an approval here (every sub-agent's session): a call that would ask is a rule denial. */
   readonly nonInteractive: boolean;
+  /** Issue 25: the principal that owns the session; null for one stored before principals. */
+  readonly principal: string | null;
+  /** Issue 25: an admin made it: its model calls draw on no principal's daily token budget. */
+  readonly quotaExempt: boolean;
   permissionMode: PermissionMode;
   readonly workspaceDir: string | null;
   readonly busyPolicy: BusyPolicy;
@@ -53,6 +57,8 @@ export function createSessionConfig(row: SessionRow, fence: number, agent: Sessi
     permissions: agent.permissions,
     parent: row.parent ?? null,
     nonInteractive: row.nonInteractive === true,
+    principal: row.principal ?? null,
+    quotaExempt: row.quotaExempt === true,
     permissionMode: row.permissionMode,
     workspaceDir: row.workspaceDir,
     busyPolicy: row.busyPolicy ?? 'reject',

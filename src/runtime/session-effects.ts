@@ -55,6 +55,7 @@ export function sessionEffects(deps: SessionEffectDeps) {
         trigger: prepared.trigger,
         input: prepared.messages,
         queuedAtMs: now(),
+        principal: env.config.principal,
       },
       env.config.fence,
     );

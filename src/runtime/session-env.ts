@@ -61,6 +61,8 @@ export interface RuntimeDeps extends RuntimeServices {
   warn: (message: string) => void;
   /** The charts' clock: hooks' time limits run on it (RL-4). */
   clock: ChartClock;
+  /** Issue 25: input plus output tokens each principal may spend per UTC day; null for no limit (nothing is counted then). */
+  dailyTokensPerPrincipal: number | null;
 }
 
 /** The single write path of RT-10/RT-12: check with chat state, write, then append. */

@@ -67,6 +67,11 @@ export class SessionHandle implements SessionCommands {
     this.updates$ = env.output.updates.updates$;
   }
 
+  /** Issue 25: the principal that owns the session (null: stored before principals, an admin's to see). */
+  get principal(): string | null {
+    return this.env.config.principal;
+  }
+
   get agent(): string {
     return this.env.config.agentName;
   }

@@ -23,11 +23,14 @@ function sentArgumentsHash(call: ToolCallPart): string {
  * The audit row of a call whose chart wrote its result (RL-4). A call nobody had to decide about
  * and whose tool ran was allowed by the session's mode; a control tool needs no decision; a call
  * refused before any decision (unknown tool, invalid arguments, doom loop, a cancel) has none.
+ * It names the principal that answered the approval when the user decided, else `owner`: the
+ * session's, for whom the dispatch acted (issue 25).
  */
 export function toolCallAudit(
   input: WriteResultInput,
   times: { permissionWaitMs: number | null; executionMs: number | null },
   controlTool: boolean,
+  owner: string | null,
 ): ToolAudit {
   const decision = input.decision ?? (times.executionMs !== null ? { verdict: 'allowed' as const, by: 'mode' as const } : null);
   return {
@@ -41,11 +44,12 @@ export function toolCallAudit(
     errorCode: input.hookError,
     permissionWaitMs: times.permissionWaitMs,
     executionMs: times.executionMs,
+    principal: (decision?.by === 'user' ? decision.principal : undefined) ?? owner,
   };
 }
 
-/** The audit row of a call the turn skipped (RT-13): never dispatched, answered `cancelled`. */
-export function skippedCallAudit(call: ToolCallPart): ToolAudit {
+/** The audit row of a call the turn skipped (RT-13): never dispatched, answered `cancelled`; it names the session's `owner`. */
+export function skippedCallAudit(call: ToolCallPart, owner: string | null): ToolAudit {
   return {
     toolCallId: call.id,
     toolName: call.name,
@@ -57,5 +61,6 @@ export function skippedCallAudit(call: ToolCallPart): ToolAudit {
     errorCode: null,
     permissionWaitMs: null,
     executionMs: null,
+    principal: owner,
   };
 }

@@ -97,6 +97,8 @@ export function toolCallEffects(deps: TurnEffectDeps) {
         return cancellation.signal;
       },
       approvedPaths: input.approvedPaths,
+      // The turn's agent (a switch waits for the turn to end): what run_command's sandbox allows its commands.
+      agentSandbox: env.config.agent.sandbox,
       progress: (progress) => {
         if (announce && !cancellation.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
       },
@@ -120,7 +122,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     const env = envOf(input.sessionId);
     const { call, result } = input;
     env.turns.callTools.delete(call.id);
-    const audit = toolCallAudit(input, env.turns.audits.take(call.id, now()), toolset.isControlTool(call.name));
+    const audit = toolCallAudit(input, env.turns.audits.take(call.id, now()), toolset.isControlTool(call.name), env.config.principal);
     const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content } as const;
     await persistAndAppend(env, deps, input.turnId, message, undefined, audit);
   };

@@ -1,5 +1,6 @@
 import type { TurnContext } from '../../machines/turn.machine.js';
 import type {
+  BeganTurn,
   CallModelInput,
   PhaseParams,
   PreparedOutput,
@@ -27,6 +28,7 @@ import { emit, persistAndAppend, type RuntimeDeps, type SessionEnv } from './ses
 import type { TraceRecorder } from './trace-recorder.js';
 import { assignToolCallIds } from './tool-call-ids.js';
 import { recordFinishReason, recordUsage, turnTokens } from './turn-meter.js';
+import { budgetAtStart, chargePrincipal } from './principal-budget.js';
 import { contextHooks } from './context-hooks.js';
 import { skippedCallAudit } from './tool-audit.js';
 import type { SystemPart } from '../protocol/model.js';
@@ -70,10 +72,12 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       watermark: env.conversation.chat.watermark,
     });
 
-  const beginTurn = async (input: TurnEffectInput): Promise<void> => {
+  const beginTurn = async (input: TurnEffectInput): Promise<BeganTurn> => {
     const env = envOf(input.sessionId);
     const prepared = env.turns.preparedInputs.get(input.turnId);
     if (!prepared) throw new TurnFailure('chat_state_error', 'the accepted input of this turn is missing');
+    // Issue 25: the principal's daily budget is read beside the first write, not after it; the chart judges it.
+    const budget = budgetAtStart(deps, env);
     try {
       // A queued turn's row must exist before it can move to running: its write may still be under way.
       if (prepared.fromQueue) await env.turns.stored.wait(input.turnId);
@@ -94,6 +98,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
           startedAtMs: now(),
           run: { id: prepared.runId, trigger: prepared.trigger },
           fromQueue: prepared.fromQueue,
+          principal: env.config.principal,
         },
         messages,
         env.config.fence,
@@ -103,6 +108,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       env.turns.stored.settle(input.turnId, error);
       throw error;
     }
+    return { principalBudget: await budget };
   };
 
   const openTurn = (env: SessionEnv, input: TurnEffectInput, messages: StoredMessage[]): void => {
@@ -166,7 +172,10 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
         reasoning: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'reasoning_delta', text }),
       });
       trace.end(spanId, { status: 'succeeded', errorCode: null, endedAtMs: now() });
-      if (usage) recordUsage(env, input.turnId, usage);
+      if (usage) {
+        recordUsage(env, input.turnId, usage);
+        await chargePrincipal(deps, env, usage);
+      }
       recordFinishReason(env, input.turnId, response.finishReason);
       // RT-15: ids are the runtime's from here on; the provider's stay beside them for its requests.
       return assignToolCallIds(response, (id) => env.conversation.chat.usesCallId(id), () => deps.newId('call'));
@@ -191,7 +200,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     for (const call of input.calls.filter((c) => !answered.has(c.id))) {
       const content = NOT_EXECUTED_RESULT_TEXT;
       const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content } as const;
-      await persistAndAppend(env, deps, input.turnId, message, undefined, skippedCallAudit(call));
+      await persistAndAppend(env, deps, input.turnId, message, undefined, skippedCallAudit(call, env.config.principal));
       const spanId = toolSpanId(input.turnId, call.id);
       trace.start(span(input, spanId, 'tool_call', call.name, 'system', now()));
       trace.end(spanId, { status: 'cancelled', errorCode: 'turn_terminated', endedAtMs: now() });

@@ -34,12 +34,14 @@ async function ready(client: TaskClient): Promise<TaskTopology> {
  * Idempotent by task id: a task already stored is returned as it is, and queued again only while
  * no worker has claimed it (its first queueing may have been lost).
  */
-export async function submitTask(client: TaskClient, submission: unknown): Promise<{ created: boolean; task: TaskRow }> {
+export async function submitTask(client: TaskClient, submission: unknown, principal?: string): Promise<{ created: boolean; task: TaskRow }> {
   const parsed = taskSpecSchema.safeParse(submission);
   if (!parsed.success) throw new TurnchartError('InvalidInput', z.prettifyError(parsed.error));
   const spec = parsed.data;
-  const stored = await client.tasks.createTask(spec.taskId, spec, (client.now ?? Date.now)());
-  if (stored.created || (stored.task.state === 'PENDING' && stored.task.agentSessionId === null)) {
+  const stored = await client.tasks.createTask(spec.taskId, spec, (client.now ?? Date.now)(), principal);
+  // A submission of someone else's task id never queues their task again (issue 25); the route refuses it.
+  const theirs = !stored.created && principal !== undefined && stored.task.principal !== principal;
+  if (!theirs && (stored.created || (stored.task.state === 'PENDING' && stored.task.agentSessionId === null))) {
     const topology = await ready(client);
     await client.link.publish('', topology.queue, { taskId: spec.taskId } satisfies TaskMessage);
   }

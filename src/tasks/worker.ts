@@ -277,7 +277,8 @@ class Worker implements TaskWorker {
   private async claim(task: TaskRow): Promise<SessionHandle | null> {
     let handle: SessionHandle;
     try {
-      handle = await this.runtime.createSession({ agent: task.spec.agent, permissionMode: task.spec.permissionMode });
+      // The task's session is its submitter's: they see it, and it counts as theirs.
+      handle = await this.runtime.createSession({ agent: task.spec.agent, permissionMode: task.spec.permissionMode, ...(task.principal !== undefined && { principal: task.principal }) });
     } catch (error) {
       if (!(error instanceof TurnchartError && error.code === 'UnknownAgent')) throw error;
       await this.rejectUnrunnable(task, error.message);

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { AuthorizationDecision } from '../protocol/tool-result.js';
 import type { PermissionMode } from '../protocol/commands.js';
+import type { AgentSandbox, CommandSandbox } from '../protocol/sandbox.js';
 
 export type ToolEffect = 'read' | 'write' | 'execute';
 
@@ -21,6 +22,8 @@ export interface ExecuteContext {
   progress: (progress: unknown) => void;
   /** Paths the user approved for this call only (RT-16). */
   approvedPaths: string[];
+  /** The session's agent's sandbox settings (whether its commands may use the network); absent: the defaults, no network. */
+  agentSandbox?: AgentSandbox;
 }
 
 export interface ToolExecutionResult {
@@ -50,6 +53,11 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
    * crash instead of reporting it `interrupted`; nothing reads it yet.
    */
   idempotent?: boolean;
+  /**
+   * The sandbox the tool's work runs in, for a tool that runs it outside the host process
+   * (run_command's commands): the world state's sandbox policy tells the model of it.
+   */
+  sandbox?: CommandSandbox;
   execute: (args: z.output<Schema>, ctx: ExecuteContext) => Promise<ToolExecutionResult> | ToolExecutionResult;
 }
 

@@ -6,6 +6,8 @@ import { audit } from './004_audit.js';
 import { tasks } from './005_tasks.js';
 import { subagents } from './006_subagents.js';
 import { guardrailTrackers } from './007_guardrail_trackers.js';
+import { principals } from './008_principals.js';
+import { quotas } from './009_quotas.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -20,6 +22,8 @@ const migrations: Record<string, Migration> = {
   '005_tasks': tasks,
   '006_subagents': subagents,
   '007_guardrail_trackers': guardrailTrackers,
+  '008_principals': principals,
+  '009_quotas': quotas,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -4,6 +4,7 @@ import { defineTool, type AuditEntry } from '../../src/index.js';
 import { argumentsHash } from '../../src/runtime/tool-audit.js';
 import { durableTargets, type DurableDatabase } from '../support/databases.js';
 import { finished, newSession, postTurn, testHost, type TestHost } from '../support/host.js';
+import { answerApproval, fold, toolParts, UiChatClient, userMessage } from '../support/ui-chat-client.js';
 
 const tools = [
   defineTool({
@@ -88,6 +89,8 @@ describe.each(durableTargets)('the tool dispatch audit over HTTP on $name (RL-4)
       ['c2', 'lookup', 'denied', 'hook', 'denied', null],
       ['c1', 'lookup', 'allowed', 'mode', 'succeeded', null],
     ]);
+    // A host without principals is its operator's: every dispatch acted for it, and it answered c4 (issue 25).
+    expect(new Set(entries.map((e) => e.principal))).toEqual(new Set(['operator']));
     const byId = Object.fromEntries(entries.map((e) => [e.toolCallId, e]));
     expect(byId.c1).toMatchObject({ sessionId, turnId, argumentsHash: argumentsHash({ key: 'a' }), dispatchedArgumentsHash: null, permissionWaitMs: null });
     expect(byId.c1!.executionMs).toEqual(expect.any(Number));
@@ -111,6 +114,81 @@ describe.each(durableTargets)('the tool dispatch audit over HTTP on $name (RL-4)
     expect(pages.map((p) => p.length)).toEqual([2, 2, 1]);
     expect(pages.flat()).toEqual(entries);
     expect((await host.runtime.auditLog(sessionId, { limit: 2 })).entries).toEqual(entries.slice(0, 2));
+  });
+
+  it.skipIf(skip)('names the principal of each dispatch: the admin who answered an approval, else the session\'s owner (issue 25)', async () => {
+    db = create();
+    const callsOfAlice = [
+      { id: 'a1', name: 'lookup', args: { key: 'a' } },
+      { id: 'a2', name: 'save', args: { path: 'notes.md' } },
+      { id: 'a3', name: 'save', args: { path: 'draft.md' } },
+    ];
+    host = await testHost(db, [{ text: 'working', toolCalls: callsOfAlice }, { text: 'done' }], {
+      runtime: { tools },
+      // Who asks is the `x-user` header (alice when none); `x-admin` makes them an admin.
+      authenticate: (request) => ({ principal: request.headers.get('x-user') ?? 'alice', roles: request.headers.get('x-admin') ? ['admin'] : [] }),
+    });
+    const admin = { 'x-user': 'root', 'x-admin': '1' };
+    const bob = { 'x-user': 'bob' };
+    const sessionId = await newSession(host, { permissionMode: 'ask' });
+    expect((await host.storage.getSession(sessionId))?.principal).toBe('alice');
+    const turnId = (await postTurn(host, sessionId, 'r1')).body.turnId as string;
+
+    // a2 asks: bob may not answer alice's approval (her session is unknown to him); an admin may.
+    expect(await pendingApproval(host, sessionId)).toBe('a2');
+    const decide = (toolCallId: string, decision: string, headers: Record<string, string> = {}) =>
+      host!.call('POST', `/sessions/${sessionId}/turns/${turnId}/permissions/${toolCallId}`, { decision }, headers);
+    expect((await decide('a2', 'allow_once', bob)).status).toBe(404);
+    // The body names no principal: who answers is who the request comes from.
+    expect((await host.call('POST', `/sessions/${sessionId}/turns/${turnId}/permissions/a2`, { decision: 'allow_once', principal: 'mallory' }, admin)).status).toBe(400);
+    expect((await decide('a2', 'allow_once', admin)).status).toBe(200);
+    // a3 asks: alice denies it herself.
+    expect(await pendingApproval(host, sessionId)).toBe('a3');
+    expect((await decide('a3', 'deny')).status).toBe(200);
+    expect(await finished(host, sessionId, turnId)).toMatchObject({ status: 'failed' });
+
+    const log = await host.call('GET', `/sessions/${sessionId}/audit`, undefined, admin);
+    expect(log.status).toBe(200);
+    expect((log.body.entries as AuditEntry[]).map((e) => [e.toolCallId, e.verdict, e.decidedBy, e.principal])).toEqual([
+      ['a3', 'denied', 'user', 'alice'],
+      ['a2', 'allowed', 'user', 'root'],
+      ['a1', 'allowed', 'mode', 'alice'],
+    ]);
+    // Alice reads the same log; bob has no such session.
+    expect((await host.call('GET', `/sessions/${sessionId}/audit`)).body).toEqual(log.body);
+    expect((await host.call('GET', `/sessions/${sessionId}/audit`, undefined, bob)).status).toBe(404);
+    // The OpenAPI document describes the column.
+    const doc = await host.call('GET', '/openapi.json');
+    const schemas = (doc.body.components as { schemas: Record<string, { properties: Record<string, unknown>; required?: string[] }> }).schemas;
+    expect(schemas.AuditEntry?.properties.principal).toBeDefined();
+    expect(schemas.AuditEntry?.required).toContain('principal');
+  });
+
+  it.skipIf(skip)('names the admin who answered an approval through the AI SDK endpoint (issue 25)', async () => {
+    db = create();
+    host = await testHost(db, [{ text: 'saving', toolCalls: [{ id: 'u1', name: 'lookup', args: { key: 'k' } }, { id: 'u2', name: 'save', args: { path: 'notes.md' } }] }, { text: 'saved' }], {
+      runtime: { tools },
+      // The bearer token is the principal; `admin:` before it makes an admin.
+      authenticate: (request) => {
+        const token = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1];
+        if (!token) return null;
+        return token.startsWith('admin:') ? { principal: token.slice('admin:'.length), roles: ['admin'] } : { principal: token, roles: [] };
+      },
+    });
+    const user = userMessage('m1', 'save my notes');
+    const asked = await fold(await new UiChatClient(host.url, 'chat-audit', 'alice').send([user]));
+    expect(toolParts(asked.message)).toEqual([expect.objectContaining({ state: 'output-available' }), expect.objectContaining({ state: 'approval-requested' })]);
+    const answered = answerApproval(asked.message, true);
+    const continued = await fold(await new UiChatClient(host.url, 'chat-audit', 'admin:root').send([user, answered]), answered);
+    expect(continued.errors).toEqual([]);
+    const state = await host.call('GET', `/sessions/chat-audit/turns/${asked.message.id}?wait=30`, undefined, { authorization: 'Bearer alice' });
+    expect(state.body).toMatchObject({ status: 'completed' });
+
+    const log = await host.call('GET', '/sessions/chat-audit/audit', undefined, { authorization: 'Bearer alice' });
+    expect((log.body.entries as AuditEntry[]).map((e) => [e.toolCallId, e.decidedBy, e.principal])).toEqual([
+      ['u2', 'user', 'root'],
+      ['u1', 'mode', 'alice'],
+    ]);
   });
 
   it.skipIf(skip)('answers 404 for an unknown session, 400 for a bad page, and is in the OpenAPI document', async () => {

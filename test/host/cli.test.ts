@@ -84,7 +84,7 @@ describe('turnchart serve, as an operator runs it', { timeout: 60_000 }, () => {
     expect(model.stderr).toContain("unknown --model 'magic:thing'");
     const open = runCli(['serve', '--port', '0', '--db', ':memory:', '--host', '0.0.0.0']);
     expect(open.status).toBe(1);
-    expect(open.stderr).toContain('without a token');
+    expect(open.stderr).toContain('without authentication');
     expect(open.stdout).not.toContain('listening');
   });
 

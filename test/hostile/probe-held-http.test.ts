@@ -164,7 +164,7 @@ describe('auth on a host with a token (what the probe tried, refused)', () => {
       for (const trick of tricks) {
         const answer = await wire(h.url, trick.request(method, route) + (method === 'GET' ? '' : '\r\nContent-Length: 0'));
         expect({ route: `${method} ${route}`, trick: trick.name, status: answer.status, code: answer.code }).toEqual({ route: `${method} ${route}`, trick: trick.name, status: 401, code: 'Unauthorized' });
-        expect(answer.headers['www-authenticate']).toBe('Bearer');
+        expect(answer.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
       }
     }
     // The one right way still opens them.

@@ -231,6 +231,79 @@ describe('the inspector page in headless Chromium', () => {
     await page.close();
   }, 60_000);
 
+  it('shows each session\'s owner in the list and the header; an admin sees every principal\'s sessions, alice only hers (issue 25)', async (ctx) => {
+    if ('unavailable' in browser) return ctx.skip();
+    dir = await mkdtemp(path.join(os.tmpdir(), 'turnchart-page-'));
+    host = await startHost({
+      host: '127.0.0.1',
+      port: 0,
+      db: path.join(dir, 'db.sqlite'),
+      workspace: dir,
+      model: scriptedModel([{ text: 'hi' }]),
+      idleTtlSeconds: 300,
+      inspectorAssets: assets,
+      // The page's token is the principal; `admin:` before it makes an admin.
+      authenticate: (request) => {
+        const token = /^Bearer (.+)$/.exec(request.headers.get('authorization') ?? '')?.[1];
+        if (!token) return null;
+        return token.startsWith('admin:') ? { principal: token.slice('admin:'.length), roles: ['admin'] } : { principal: token, roles: [] };
+      },
+      warn: () => undefined,
+    });
+    const url = host.url;
+    const create = async (token: string) => (await call(url, 'POST', '/sessions', { permissionMode: 'ask' }, { authorization: `Bearer ${token}` })).body.sessionId as string;
+    const alices = await create('alice');
+    const bobs = await create('bob');
+    // A session stored without an owner (as before principals): only an admin sees it, with no owner shown.
+    const ownerless = (await host.runtime.createSession({})).id;
+    /** Each listed session with its owner label, as the page shows them. */
+    const ownersIn = async (page: Page): Promise<[string, string | null][]> =>
+      page.$$eval('[data-session]', (els) => els.map((e): [string, string | null] => [e.getAttribute('data-session')!, e.querySelector('.pill.owner')?.textContent ?? null]));
+
+    // As an admin: every session, each with its owner.
+    const admin = await (browser as Browser).context.newPage();
+    await admin.goto(`${url}/inspect?token=admin:root`);
+    await until('the admin\'s list has every session', async () => (await admin.locator('[data-session]').count()) === 3);
+    expect(new Map(await ownersIn(admin))).toEqual(
+      new Map([
+        [alices, 'owner: alice'],
+        [bobs, 'owner: bob'],
+        [ownerless, null],
+      ]),
+    );
+    await admin.click(`[data-session="${alices}"]`);
+    await admin.waitForSelector('.status-line .pill.owner[data-owner="alice"]', { timeout: 15_000 });
+    expect(await admin.textContent('.status-line .pill.owner')).toBe('owner: alice');
+    await admin.screenshot({ path: path.join(ARTIFACTS, 'inspect-owner.png') });
+    await admin.screenshot({ path: '/tmp/inspector-owner.png' });
+    // The ownerless session's header names no owner.
+    await admin.click(`[data-session="${ownerless}"]`);
+    await admin.waitForSelector(`.status-line .session-id:text("${ownerless}")`, { timeout: 15_000 });
+    await admin.waitForSelector('.status-line [data-phase="idle"]', { timeout: 15_000 });
+    expect(await admin.$('.status-line .pill.owner')).toBeNull();
+    await admin.close();
+
+    // As alice: only her session, in the list as it starts and as sessions come.
+    const alice = await (browser as Browser).context.newPage();
+    await alice.goto(`${url}/inspect?token=alice`);
+    await alice.waitForSelector(`[data-session="${alices}"]`, { timeout: 15_000 });
+    expect(await ownersIn(alice)).toEqual([[alices, 'owner: alice']]);
+    const bobsNext = await create('bob');
+    const alicesNext = await create('alice');
+    await alice.waitForSelector(`[data-session="${alicesNext}"]`, { timeout: 15_000 });
+    expect(new Set((await ownersIn(alice)).map(([id]) => id))).toEqual(new Set([alices, alicesNext]));
+    expect(await alice.$(`[data-session="${bobsNext}"]`)).toBeNull();
+    await alice.click(`[data-session="${alices}"]`);
+    await alice.waitForSelector('.status-line .pill.owner[data-owner="alice"]', { timeout: 15_000 });
+    await alice.screenshot({ path: path.join(ARTIFACTS, 'inspect-owner-alice.png') });
+    await alice.screenshot({ path: '/tmp/inspector-owner-alice.png' });
+    // Bob's session, asked for by its id, is no session of hers: its stream answers UnknownSession.
+    await alice.goto(`${url}/inspect?session=${bobs}`);
+    await until('the page says the session is unknown', async () => ((await alice.textContent('.connection')) ?? '').includes('UnknownSession'));
+    expect(await alice.$('.status-line .pill.owner')).toBeNull();
+    await alice.close();
+  }, 120_000);
+
   it('creates a session of the agent picked in the select, shows its agent, and shows a running tool call\'s progress until the call ends', async (ctx) => {
     if ('unavailable' in browser) return ctx.skip();
     const job = gate();

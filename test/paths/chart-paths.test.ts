@@ -11,7 +11,7 @@ import { Stage } from './stage.js';
 import { edgeTour, type PathStep } from './tour.js';
 import { TransitionLedger } from './transitions.js';
 import { TurnDirector } from './turn-director.js';
-import { GUARDED_CONFIG, TURN_SCENARIOS, turnLimitsOf, turnModel, type TurnEnv, type TurnScenario } from './turn-model.js';
+import { GUARDED_CONFIG, PATH_DAILY_TOKENS, PATH_PRINCIPAL, startsWithBudgetSpent, TURN_SCENARIOS, turnLimitsOf, turnModel, type TurnEnv, type TurnScenario } from './turn-model.js';
 import type { TurnContext } from '../../machines/turn.machine.js';
 import type { TurnOutcome } from '../../src/index.js';
 
@@ -31,10 +31,14 @@ async function driveTurnPath(path: PathStep<TurnEnv>[], scenario: TurnScenario) 
   const stage = await Stage.open(director, [ledger.observe], {
     limits: { maxModelCalls, doomLoopThreshold, runTimeoutMs },
     ...(scenario.parallelToolCalls !== null && { parallelToolCalls: scenario.parallelToolCalls }),
-    ...(scenario.name === 'guarded' && { guardrails: GUARDED_CONFIG }),
+    ...(scenario.name === 'guarded' && { guardrails: GUARDED_CONFIG, principal: { name: PATH_PRINCIPAL, dailyTokens: PATH_DAILY_TOKENS } }),
   });
   director.stage = stage;
   try {
+    // Issue 25: the principal's budget spent before the turn starts (today's and, should the turn start past midnight, tomorrow's).
+    if (startsWithBudgetSpent(path)) {
+      for (const day of [Date.now(), Date.now() + 86_400_000]) await stage.storage.addPrincipalTokens(PATH_PRINCIPAL, new Date(day).toISOString().slice(0, 10), PATH_DAILY_TOKENS);
+    }
     const started = await stage.session.startTurn({ clientRequestId: 'path', input: [{ type: 'text', text: director.userText() }] });
     if (!started.ok) return [`turn refused: ${JSON.stringify(started.error)}`];
     const outcome = await stage.outcomeOf(started.turnId);

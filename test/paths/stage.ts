@@ -62,6 +62,8 @@ export interface StageOptions {
   delegation?: { maxChildren: number };
   /** Issue 24: the runtime's permission rules. */
   permissions?: PermissionRules;
+  /** Issue 25: the session's principal, and the tokens it may spend a day (the runtime's `dailyTokensPerPrincipal`). */
+  principal?: { name: string; dailyTokens: number };
 }
 
 /** The system prompt of the sub-agent a path's agent may start: its model calls go to `helperReply`. */
@@ -126,7 +128,7 @@ export class Stage {
   }
 
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
-    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails, nonInteractive = false, delegation, permissions } = options;
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails, nonInteractive = false, delegation, permissions, principal } = options;
     const watched = new WatchedStorage(await migratedMemoryStorage());
     const storage = withFaults(watched.storage);
     const model = scriptedModel(
@@ -164,6 +166,7 @@ export class Stage {
       },
       clock,
       ...(permissions && { permissions }),
+      ...(principal && { dailyTokensPerPrincipal: principal.dailyTokens }),
       ...(dispatchHooks && {
         hooks: {
           beforeToolDispatch: ({ toolCallId, signal }) => script.beforeDispatch!(toolCallId, signal),
@@ -177,7 +180,7 @@ export class Stage {
       warn: () => undefined,
     });
     const workspace = mkdtempSync(path.join(os.tmpdir(), 'turnchart-paths-'));
-    const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace, busyPolicy, nonInteractive });
+    const session = await runtime.createSession({ agent: 'default', permissionMode, workspaceDir: workspace, busyPolicy, nonInteractive, ...(principal && { principal: principal.name }) });
     opened.stage = new Stage(runtime, session, storage, watched, workspace, clock, runs);
     return opened.stage;
   }

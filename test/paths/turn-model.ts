@@ -35,6 +35,20 @@ const GUARDED_LIMITS = {
   guardrails: { ...DEFAULT_GUARDRAILS, ...GUARDED_CONFIG },
 };
 
+/**
+ * Issue 25: the guarded course's session belongs to `PATH_PRINCIPAL`, who may spend
+ * `PATH_DAILY_TOKENS` a day: more than any path's calls report, so only a path that starts with the
+ * budget spent (`beginTurn` reports it, and the director spends it first) ends `budget_exhausted`.
+ */
+export const PATH_PRINCIPAL = 'path-user';
+export const PATH_DAILY_TOKENS = 1_000_000_000_000;
+const SPENT_BUDGET = { principal: PATH_PRINCIPAL, limit: PATH_DAILY_TOKENS, spent: PATH_DAILY_TOKENS, resetsAtMs: 0 };
+
+/** Whether the path's turn starts with its principal's daily budget spent. */
+export function startsWithBudgetSpent(path: readonly { event: EventObject }[]): boolean {
+  return (path[0]?.event as { output?: { principalBudget?: unknown } } | undefined)?.output?.principalBudget !== undefined;
+}
+
 /** The no-progress watchdog's time-out, as the turn gets it. */
 export const STALL = { type: 'turn.interrupt', reason: 'timeout', limit: 'stall' };
 
@@ -207,7 +221,9 @@ function guardedReplies(state: ModelState<TurnEnv>): EventObject[] {
   const id = pendingEffectOf(state.machine);
   const done = (extra: object = {}) => ({ type: 'effect.done', id, output: undefined, ...extra });
   switch (id) {
+    // The principal's daily budget may be spent as the turn starts (issue 25).
     case 'beginTurn':
+      return [done(), done({ output: { principalBudget: SPENT_BUDGET } })];
     case 'writeAssistant':
     case 'skipToolCalls':
       return [done()];

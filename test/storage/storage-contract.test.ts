@@ -450,6 +450,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         permissionWaitMs: null,
         // Past 2^31 too: a bigint column.
         executionMs: 3_000_000_000,
+        principal: 'alice',
         ...overrides,
       });
       const entry = (message: StoredMessage, a: ToolAudit) => ({ ...a, id: message.id, sessionId: message.sessionId, turnId: message.turnId, sequence: message.sequence, createdAtMs: message.createdAtMs });
@@ -459,8 +460,9 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await sessionWithTurns('s2', 't2');
         const rows = [
           [stored('t1', 's1', 1, result('c1')), audit('c1')],
-          [stored('t1', 's1', 2, result('c2', 'denied')), audit('c2', { verdict: 'denied', decidedBy: 'hook', status: 'denied', executionMs: null })],
-          [stored('t1', 's1', 3, result('c\u0000odd')), audit('c\u0000odd', { toolName: 'x\u0000y', dispatchedArgumentsHash: 'b'.repeat(64), decidedBy: 'user', permissionWaitMs: 12 })],
+          // Issue 25: a session without an owner; an approval another principal (an admin) answered.
+          [stored('t1', 's1', 2, result('c2', 'denied')), audit('c2', { verdict: 'denied', decidedBy: 'hook', status: 'denied', executionMs: null, principal: null })],
+          [stored('t1', 's1', 3, result('c\u0000odd')), audit('c\u0000odd', { toolName: 'x\u0000y', dispatchedArgumentsHash: 'b'.repeat(64), decidedBy: 'user', permissionWaitMs: 12, principal: 'root-admin' })],
         ] as const;
         for (const [message, a] of rows) await storage.appendMessage(message, undefined, a);
         await storage.appendMessage(stored('t2', 's2', 1, result('other')), undefined, audit('other'));
@@ -485,6 +487,35 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await expect(storage.appendMessage(stored('t1', 's1', 2, result('c3')), 99, audit('c3'))).rejects.toBeInstanceOf(FencedWriteError);
         expect((await storage.listAudit('s1', { limit: 10 })).map((e) => e.toolCallId)).toEqual(['c1']);
         expect((await storage.listMessages('s1')).map((m) => m.id)).toEqual(['t1-1']);
+      });
+
+      it('reads an audit row written before migration 008 with no principal (issue 25)', async () => {
+        const old = await target.create();
+        const oldConn = old.connect();
+        const s = oldConn.storage;
+        try {
+          await migrateOnlyTo(oldConn, '007_guardrail_trackers');
+          await sql`insert into sessions (id, agent, permission_mode, workspace_dir, created_at_ms) values ('s1', 'coder', 'ask', null, ${T0})`.execute(oldConn.db);
+          await sql`insert into turns (id, session_id, client_request_id, status, error_code, error_message, final_text, started_at_ms, finished_at_ms)
+                    values ('t1', 's1', 'req-t1', 'completed', null, null, 'done', ${T0}, ${T0 + 1})`.execute(oldConn.db);
+          // As the old release wrote a tool result: its audit columns, but no audit_principal.
+          const before = stored('t1', 's1', 1, result('c1'));
+          await sql`insert into messages (id, session_id, turn_id, sequence, role, kind, content, created_at_ms,
+                      audit_tool_call_id, audit_tool_name, audit_status, audit_arguments_hash, audit_verdict, audit_decided_by, audit_execution_ms)
+                    values (${before.id}, 's1', 't1', 1, 'tool', 'normal', ${JSON.stringify(before.message)}, ${before.createdAtMs},
+                      'c1', 'read_file', 'succeeded', ${'a'.repeat(64)}, 'allowed', 'mode', 7)`.execute(oldConn.db);
+
+          await s.migrate();
+          const after = stored('t1', 's1', 2, result('c2'));
+          await s.appendMessage(after, undefined, audit('c2', { decidedBy: 'user', principal: 'root-admin' }));
+          expect(await s.listAudit('s1', { limit: 10 })).toEqual([
+            entry(after, audit('c2', { decidedBy: 'user', principal: 'root-admin' })),
+            entry(before, audit('c1', { executionMs: 7, principal: null })),
+          ]);
+        } finally {
+          await s.close();
+          await old.drop();
+        }
       });
     });
 
@@ -636,7 +667,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await storage.migrate();
       expect(await storage.getSession('s1')).toEqual(session('s1'));
       expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
-      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers']);
+      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers', '008_principals', '009_quotas']);
     });
 
     it('migrate() upgrades a database made by 001_initial alone, keeping its data', async () => {
@@ -657,7 +688,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await expect(s.listCompactions('s1')).rejects.toThrow();
 
         await s.migrate();
-        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers']);
+        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers', '008_principals', '009_quotas']);
         expect(await s.getSession('s1')).toEqual(session('s1'));
         expect(await s.getTurn('t1')).toMatchObject({ status: 'completed', finalText: 'done' });
         expect((await s.getTurn('t1'))?.trackers).toBeUndefined();

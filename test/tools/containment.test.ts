@@ -55,8 +55,8 @@ describe.skipIf(contained.kind !== 'pid-namespace')('a command in its PID namesp
     expect(result).toEqual({ status: 'failed', content: 'exit code 137\nbefore\n' });
   });
 
-  it('says so in the tool description', () => {
-    const tool = toolNamed('run_command', { root: '/tmp' });
+  it('says so in the tool description (without a sandbox)', () => {
+    const tool = toolNamed('run_command', { root: '/tmp', sandbox: 'off' });
     expect(tool.description).toContain('own PID namespace');
     expect(tool.description).toContain('not confined to the workspace');
   });

@@ -31,9 +31,10 @@ export class ControlsView {
 
   /**
    * `agent`: the session's agent, as the session list has it (null until known); `progress`: the
-   * latest progress of each running tool call, by tool call id.
+   * latest progress of each running tool call, by tool call id; `owner`: the principal that owns
+   * the session (issue 25), shown when it has one.
    */
-  render(session: InspectedSession | null, agent: string | null = null, progress: ReadonlyMap<string, string> = new Map()): void {
+  render(session: InspectedSession | null, agent: string | null = null, progress: ReadonlyMap<string, string> = new Map(), owner: string | null = null): void {
     this.session = session;
     if (!session) {
       fill(this.status, h('span', { class: 'muted' }, 'Select a session on the left.'));
@@ -49,6 +50,7 @@ export class ControlsView {
       this.status,
       h('code', { class: 'session-id' }, session.sessionId),
       h('span', { class: 'pill agent', 'data-agent': agent ?? '', title: 'the agent this session runs' }, `agent ${agent ?? '…'}`),
+      owner !== null ? h('span', { class: 'pill owner', 'data-owner': owner, title: 'the principal that owns this session' }, `owner: ${owner}`) : null,
       h('span', { class: `pill ${phase}`, 'data-phase': phase }, phase),
       h('span', { class: 'muted' }, `mode ${session.permissionMode} · ${session.busyPolicy} · #${session.lastUpdateSequence}${session.queue.length ? ` · ${session.queue.length} queued` : ''}`),
       rt.kind === 'terminal' && rt.outcome.status === 'failed' ? h('span', { class: 'failure' }, `${rt.outcome.code}: ${rt.outcome.message}`) : null,

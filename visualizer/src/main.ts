@@ -69,7 +69,7 @@ function render(): void {
   if (model.version.session !== drawn.session || agent !== drawn.agent) {
     drawn.session = model.version.session;
     drawn.agent = agent;
-    controls.render(model.session, agent, model.progress);
+    controls.render(model.session, agent, model.progress, model.principal);
   }
   if (model.version.actors !== drawn.actors) {
     drawn.actors = model.version.actors;

@@ -1,7 +1,7 @@
 import type { SessionListEntry } from '../../src/inspect/stream-protocol.js';
 import { h } from './dom.js';
 
-/** The session list: newest first, filterable by id, status or agent, changing as sessions do. */
+/** The session list: newest first, filterable by id, status, agent or owner, changing as sessions do. */
 export class SessionListView {
   readonly el: HTMLElement;
   private readonly list = h('ul', { class: 'session-list' });
@@ -55,7 +55,7 @@ export class SessionListView {
     if (!this.dirty) return;
     this.dirty = false;
     const shown = [...this.entries.values()]
-      .filter((e) => this.filter === '' || `${e.sessionId} ${e.status} ${e.lastOutcome ?? ''} ${e.agent}`.toLowerCase().includes(this.filter))
+      .filter((e) => this.filter === '' || `${e.sessionId} ${e.status} ${e.lastOutcome ?? ''} ${e.agent} ${e.principal ?? ''}`.toLowerCase().includes(this.filter))
       .sort((a, b) => b.createdAtMs - a.createdAtMs);
     this.list.replaceChildren(
       ...shown.map((e) =>
@@ -66,6 +66,8 @@ export class SessionListView {
           h('code', {}, e.sessionId.slice(-12)),
           h('span', { class: `pill ${e.status}` }, e.status),
           e.lastOutcome && e.status === 'idle' ? h('span', { class: `pill outcome ${e.lastOutcome}` }, e.lastOutcome) : null,
+          // Issue 25: whose session it is; a session stored before principals shows none.
+          e.principal !== null ? h('span', { class: 'pill owner', 'data-owner': e.principal, title: 'the principal that owns this session' }, `owner: ${e.principal}`) : null,
           h('span', { class: 'muted small' }, `${e.agent} · ${new Date(e.createdAtMs).toLocaleTimeString()}${e.open ? '' : ' · closed'}`),
         ),
       ),

@@ -25,6 +25,8 @@ export class SessionModel {
   readonly gaps = new Map<number, number>();
   readonly actors = new Map<string, ActorView>();
   session: InspectedSession | null = null;
+  /** Issue 25: who owns the session, from the hello; null for a session without an owner. */
+  principal: string | null = null;
   /** The latest progress of each running tool call of the running turn (`2/5 — message`), gone when the call ends. */
   readonly progress = new Map<string, string>();
   private presentFrom = 0;
@@ -45,6 +47,7 @@ export class SessionModel {
     this.progress.clear();
     for (const state of hello.actors) this.actors.set(state.actor.actorId, { info: state.actor, state, taken: [], order: this.arrivals++ });
     this.session = hello.session;
+    this.principal = hello.principal;
     this.presentFrom = hello.cursor;
     this.version.actors += 1;
     this.version.session += 1;

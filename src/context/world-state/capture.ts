@@ -10,12 +10,12 @@ import { captureUserProjectContext } from './user-project.js';
  */
 export async function captureWorldState(sources: WorldStateSources): Promise<{ capture: WorldStateCapture; warnings: string[] }> {
   const { workspaceDir } = sources;
-  if (workspaceDir === null && sources.skills === null) return { capture: capturePolicyOnly(sources.permissionMode), warnings: [] };
+  if (workspaceDir === null && sources.skills === null) return { capture: capturePolicyOnly(sources.permissionMode, sources.sandbox), warnings: [] };
   const reads: Record<WorldStateSection, Promise<{ body: string | null; warnings: string[] }>> = {
     'runtime/user-project-context': bodyOnly(workspaceDir === null ? null : captureUserProjectContext(workspaceDir)),
     'project/AGENTS.md': bodyOnly(workspaceDir === null ? null : captureProjectInstructions(workspaceDir)),
     'skills/catalog': captureSkillCatalog(sources.skills),
-    'runtime/sandbox-policy': bodyOnly(renderSandboxPolicy(sources.permissionMode)),
+    'runtime/sandbox-policy': bodyOnly(renderSandboxPolicy(sources.permissionMode, sources.sandbox ?? null)),
   };
   const settled = await Promise.allSettled(SECTION_ORDER.map((section) => reads[section]));
 
@@ -30,18 +30,19 @@ export async function captureWorldState(sources: WorldStateSources): Promise<{ c
   return { capture, warnings };
 }
 
-const policyCaptures = new Map<WorldStateSources['permissionMode'], WorldStateCapture>();
+/** By policy text: a few modes times a few sandboxes. */
+const policyCaptures = new Map<string, WorldStateCapture>();
 
 /**
  * The capture of a session with no workspace and no skills: only the sandbox policy, which needs no
- * I/O. Synchronous and built once per mode, since it is sampled before every model call.
+ * I/O. Synchronous and built once per policy, since it is sampled before every model call.
  */
-export function capturePolicyOnly(mode: WorldStateSources['permissionMode']): WorldStateCapture {
-  let capture = policyCaptures.get(mode);
+export function capturePolicyOnly(mode: WorldStateSources['permissionMode'], sandbox: WorldStateSources['sandbox'] = null): WorldStateCapture {
+  const policy = renderSandboxPolicy(mode, sandbox ?? null);
+  let capture = policyCaptures.get(policy);
   if (!capture) {
-    const policy = renderSandboxPolicy(mode);
     capture = new Map<WorldStateSection, string | null>(SECTION_ORDER.map((section) => [section, section === 'runtime/sandbox-policy' ? policy : null]));
-    policyCaptures.set(mode, capture);
+    policyCaptures.set(policy, capture);
   }
   return capture;
 }

@@ -1,6 +1,7 @@
 import type { WorldStateSection } from '../../protocol/messages.js';
 import type { SkillsConfig } from '../../skills/types.js';
 import type { PermissionMode } from '../../protocol/commands.js';
+import type { SessionSandbox } from './sandbox-policy.js';
 
 export type { WorldStateSection };
 
@@ -19,6 +20,8 @@ export interface WorldStateSources {
   /** The runtime's skills directory; null → no catalog section. */
   skills: SkillsConfig | null;
   permissionMode: PermissionMode;
+  /** The sandbox the session's commands run in; absent or null: no tool of the session reports one. */
+  sandbox?: SessionSandbox | null;
 }
 
 /** The rendered body of every section right now; `null` = the section is absent. */

@@ -1,5 +1,6 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import type { HostContext } from '../host-context.js';
+import { callerOf } from '../auth.js';
+import { storedSessionOf, type HostContext } from '../host-context.js';
 import { AuditLogSchema, AuditQuery, errors, SessionParams } from '../schemas.js';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
@@ -17,6 +18,7 @@ export function auditRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(audit, async (c) => {
     const { sessionId } = c.req.valid('param');
     const { limit, before } = c.req.valid('query');
+    await storedSessionOf(host, sessionId, callerOf(c));
     const log = await host.runtime.auditLog(sessionId, { limit, ...(before !== undefined && { before }) });
     return c.json(log, 200);
   });

@@ -1,7 +1,9 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ApiError } from '../errors.js';
+import { callerOf } from '../auth.js';
 import { sessionOf, type HostContext } from '../host-context.js';
+import type { Caller } from '../../protocol/principal.js';
 import type { UpdateFeed } from '../session-access.js';
 import { errors, EventsQuery, SessionParams } from '../schemas.js';
 import { resumePoint } from '../resume-point.js';
@@ -17,7 +19,7 @@ const route = createRoute({
     'replay ring, or from before the host opened the session). A comment heartbeat every 15 s. Disconnecting never cancels the run; ' +
     'a client that falls too far behind is disconnected and resumes with its last id.',
   request: { params: SessionParams, query: EventsQuery },
-  responses: { 200: { description: 'text/event-stream' }, ...errors(400, 401, 404, 409, 503) },
+  responses: { 200: { description: 'text/event-stream' }, ...errors(400, 401, 404, 409, 429, 503) },
 });
 
 export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
@@ -25,8 +27,9 @@ export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
     const after = resumePoint(c.req.header('last-event-id'), c.req.valid('query').after);
     // Node's response, so a client that falls behind can be cut off at once (the Node adapter passes it as env).
     const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
-    const stream = await host.limits.streams.open(c.req.method, async () => {
-      const feed = await feedOf(host, c.req.valid('param').sessionId, after, c.req.raw.signal);
+    const caller = callerOf(c);
+    const stream = await host.limits.streams.open(c.req.method, caller, async () => {
+      const feed = await feedOf(host, c.req.valid('param').sessionId, caller, after, c.req.raw.signal);
       return sessionEventStream(feed, host.sse, outgoing && (() => outgoing.destroy()));
     });
     return new Response(stream, {
@@ -51,11 +54,11 @@ const TAKEOVER_MARGIN_MS = 10_000;
  * the request waits for the lease to end and then takes the session, or follows whoever took it:
  * the client then resumes through `snapshot_required` instead of being told 503.
  */
-async function feedOf(host: HostContext, sessionId: string, after: number | null, gone: AbortSignal): Promise<UpdateFeed> {
+async function feedOf(host: HostContext, sessionId: string, caller: Caller, after: number | null, gone: AbortSignal): Promise<UpdateFeed> {
   let deadline: number | null = null;
   for (;;) {
     try {
-      return await (await sessionOf(host, sessionId)).updateFeed(after);
+      return await (await sessionOf(host, sessionId, caller)).updateFeed(after);
     } catch (error) {
       const waitMs = ownerUnavailableFor(error);
       deadline ??= waitMs === null ? null : Date.now() + waitMs + TAKEOVER_MARGIN_MS;

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { chartLayouts } from '../../inspect/chart-layout.js';
 import type { WatchListener } from '../../inspect/session-watch.js';
 import { commandError, viaStorage } from '../errors.js';
-import { localHandle, type HostContext } from '../host-context.js';
+import { callerOf } from '../auth.js';
+import { localHandleFor, storedSessionOf, type HostContext } from '../host-context.js';
 import { SessionParams } from '../schemas.js';
 import { resumePoint } from '../resume-point.js';
 import { SSE_HEADERS, sseBody, sseFrame } from '../sse-writer.js';
@@ -23,8 +24,8 @@ export function inspectDataRoutes(app: OpenAPIHono, host: HostContext): void {
     // Changes that arrive before the stream starts are held and sent after the list.
     const early: string[] = [];
     let write = (text: string): void => void early.push(text);
-    const listener = { entry: (entry: unknown) => write(sseFrame(JSON.stringify(entry))) };
-    const body = await host.limits.streams.open(c.req.method, async () => {
+    const listener = { caller: callerOf(c), entry: (entry: unknown) => write(sseFrame(JSON.stringify(entry))) };
+    const body = await host.limits.streams.open(c.req.method, listener.caller, async () => {
       const entries = await viaStorage(() => host.inspector.list.listen(listener));
       return sseBody(host.sse, disconnectOf(c), (sink) => {
         sink.write(sseFrame(JSON.stringify({ sessions: entries }), 'list'));
@@ -40,9 +41,11 @@ export function inspectDataRoutes(app: OpenAPIHono, host: HostContext): void {
   app.get('/inspect/api/sessions/:sessionId/links', async (c) => {
     const params = SessionParams.safeParse(c.req.param());
     if (!params.success) return commandError(c, { code: 'InvalidInput', message: 'expected a session id' });
+    await storedSessionOf(host, params.data.sessionId, callerOf(c));
     const links = await viaStorage(() => host.runtime.agentLinks(params.data.sessionId));
     return c.json(
       {
+        // Sub-agents belong to their parent's owner, so what a caller may see of one it may see of the others.
         parent: links.parent ? { sessionId: links.parent.sessionId } : null,
         children: links.children.map((child) => ({ sessionId: child.sessionId, agent: child.agent })),
       },
@@ -56,8 +59,9 @@ export function inspectDataRoutes(app: OpenAPIHono, host: HostContext): void {
     const query = AfterQuery.safeParse(c.req.query());
     if (!params.success || !query.success) return commandError(c, { code: 'InvalidInput', message: 'expected a session id and an optional ?after=N' });
     const after = resumePoint(c.req.header('last-event-id'), query.data.after);
-    const body = await host.limits.streams.open(c.req.method, async () => {
-      const watch = host.inspector.hub.watch(await localHandle(host, params.data.sessionId));
+    const caller = callerOf(c);
+    const body = await host.limits.streams.open(c.req.method, caller, async () => {
+      const watch = host.inspector.hub.watch(await localHandleFor(host, params.data.sessionId, caller));
       return sseBody(host.sse, disconnectOf(c), (sink) => {
         const listener: WatchListener = { item: (sent) => sink.write(sseFrame(sent.json, undefined, sent.cursor)), end: () => sink.close() };
         const { hello, replay } = watch.listen(listener, after);

@@ -1,4 +1,5 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { callerOf } from '../auth.js';
 import { sessionOf, unwrap, type HostContext } from '../host-context.js';
 import { takesNoBody } from '../media-type.js';
 import { AgentBody, AgentMessageBody, AgentSwitched, Compacted, errors, ModeBody, Ok, RewindBody, SessionParams } from '../schemas.js';
@@ -48,31 +49,31 @@ const rewind = createRoute({
 
 export function sessionCommandRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(mode, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const session = await sessionOf(host, c.req.valid('param').sessionId, callerOf(c));
     unwrap(await session.call('setPermissionMode', c.req.valid('json').mode));
     return c.json({ ok: true as const }, 200);
   });
 
   app.openapi(agent, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const session = await sessionOf(host, c.req.valid('param').sessionId, callerOf(c));
     const switched = unwrap(await session.call('switchAgent', c.req.valid('json').agent));
     return c.json({ ok: true as const, agent: switched.agent }, 200);
   });
 
   app.openapi(agentMessage, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const session = await sessionOf(host, c.req.valid('param').sessionId, callerOf(c));
     unwrap(await session.call('deliverAgentMessage', c.req.valid('json')));
     return c.json({ ok: true as const }, 200);
   });
 
   app.openapi(compact, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const session = await sessionOf(host, c.req.valid('param').sessionId, callerOf(c));
     const { compactionId } = unwrap(await session.call('compactConversation', undefined));
     return c.json({ ok: true as const, compactionId }, 200);
   });
 
   app.openapi(rewind, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const session = await sessionOf(host, c.req.valid('param').sessionId, callerOf(c));
     unwrap(await session.call('rewindConversation', c.req.valid('json').compactionId));
     return c.json({ ok: true as const }, 200);
   });

@@ -1,7 +1,9 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { SessionRow } from '../../../storage/session-storage.js';
 import { ApiError, viaStorage } from '../errors.js';
-import { sessionOf, type HostContext } from '../host-context.js';
+import { callerOf } from '../auth.js';
+import { sessionOf, storedSessionOf, type HostContext } from '../host-context.js';
+import { isAdmin } from '../../protocol/principal.js';
 import {
   ContextWindow,
   CreatedSession,
@@ -23,7 +25,7 @@ const create = createRoute({
   path: '/sessions',
   summary: 'Create a session in the host workspace',
   request: { body: { content: json(CreateSessionBody), required: false } },
-  responses: { 201: { description: 'created', content: json(CreatedSession) }, ...errors(400, 401, 403, 413, 415, 503) },
+  responses: { 201: { description: 'created', content: json(CreatedSession) }, ...errors(400, 401, 403, 413, 415, 429, 503) },
 });
 
 const list = createRoute({
@@ -39,7 +41,7 @@ const get = createRoute({
   path: '/sessions/{sessionId}',
   summary: 'The session snapshot (reopened from storage if it was closed)',
   request: { params: SessionParams },
-  responses: { 200: { description: 'the snapshot', content: json(SnapshotSchema) }, ...errors(400, 401, 404, 409, 503) },
+  responses: { 200: { description: 'the snapshot', content: json(SnapshotSchema) }, ...errors(400, 401, 404, 409, 429, 503) },
 });
 
 const messages = createRoute({
@@ -55,14 +57,14 @@ const context = createRoute({
   path: '/sessions/{sessionId}/context',
   summary: 'The context window as the next model call would see it (inspectContextWindow)',
   request: { params: SessionParams },
-  responses: { 200: { description: 'the preview', content: json(ContextWindow) }, ...errors(400, 401, 404, 409, 503) },
+  responses: { 200: { description: 'the preview', content: json(ContextWindow) }, ...errors(400, 401, 404, 409, 429, 503) },
 });
 
 export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(create, async (c) => {
     const body = c.req.valid('json');
     host.agents.check(body.agent);
-    const session = await host.limits.sessions.create({ permissionMode: host.defaultPermissionMode, ...body, workspaceDir: host.workspaceDir });
+    const session = await host.limits.sessions.create(callerOf(c), { permissionMode: host.defaultPermissionMode, ...body, workspaceDir: host.workspaceDir });
     return c.json({ sessionId: session.id, snapshot: session.snapshot() }, 201);
   });
 
@@ -70,28 +72,29 @@ export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
     const { limit, cursor } = c.req.valid('query');
     const before = cursor === undefined ? undefined : decodeCursor(cursor);
     if (before === null) throw new ApiError('InvalidCursor', 'the cursor is not one this host gave out');
-    const rows = await viaStorage(() => host.storage.listSessions({ limit, ...(before && { before }) }));
+    const caller = callerOf(c);
+    // An admin lists every principal's sessions; anyone else only their own.
+    const rows = await viaStorage(() => host.storage.listSessions({ limit, ...(before && { before }), ...(!isAdmin(caller) && { principal: caller.principal }) }));
     const last = rows.at(-1);
     return c.json({ sessions: rows.map((row) => summary(host, row)), nextCursor: rows.length === limit && last ? encodeCursor(last) : null }, 200);
   });
 
   app.openapi(get, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const session = await sessionOf(host, c.req.valid('param').sessionId, callerOf(c));
     return c.json(await session.snapshot(), 200);
   });
 
   app.openapi(messages, async (c) => {
     const { sessionId } = c.req.valid('param');
     const { after, limit } = c.req.valid('query');
-    const row = await viaStorage(() => host.storage.getSession(sessionId));
-    if (!row) throw new ApiError('UnknownSession', `no session '${sessionId}'`);
+    await storedSessionOf(host, sessionId, callerOf(c));
     const page = await viaStorage(() => host.storage.listMessages(sessionId, { afterSequence: after ?? -1, limit }));
     const nextAfter = page.length === limit ? page.at(-1)!.sequence : null;
     return c.json({ messages: page.map(({ id, turnId, sequence, createdAtMs, message }) => ({ id, turnId, sequence, createdAtMs, message })), nextAfter }, 200);
   });
 
   app.openapi(context, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
+    const session = await sessionOf(host, c.req.valid('param').sessionId, callerOf(c));
     const preview = await session.contextWindow();
     return c.json(preview as unknown as { budget: Record<string, unknown> }, 200);
   });
@@ -104,6 +107,7 @@ function summary(host: HostContext, row: SessionRow) {
   return {
     sessionId: row.id,
     agent: row.agent,
+    principal: row.principal ?? null,
     permissionMode: row.permissionMode,
     busyPolicy: row.busyPolicy ?? 'reject',
     createdAtMs: row.createdAtMs,

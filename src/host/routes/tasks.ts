@@ -1,5 +1,7 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import type { TaskControl } from '../../../storage/task-storage.js';
+import type { TaskControl, TaskRow } from '../../../storage/task-storage.js';
+import { mayAccess, type Caller } from '../../protocol/principal.js';
+import { callerOf } from '../auth.js';
 import { requestTaskControl, submitTask, type TaskClient } from '../../tasks/task-client.js';
 import { toEnvelope } from '../../tasks/task-envelope.js';
 import { ApiError, viaStorage } from '../errors.js';
@@ -15,7 +17,7 @@ const submit = createRoute({
   summary: 'Submit a task: stored PENDING, then queued for a worker',
   description: 'Idempotent by `taskId`: 201 when it is new, 200 with the stored task when that id was submitted before.',
   request: { body: { content: json(SubmitTaskBody), required: true } },
-  responses: { 201: { description: 'submitted', content: json(TaskView) }, 200: { description: 'already submitted', content: json(TaskView) }, ...errors(400, 401, 403, 413, 415, 503) },
+  responses: { 201: { description: 'submitted', content: json(TaskView) }, 200: { description: 'already submitted', content: json(TaskView) }, ...errors(400, 401, 403, 409, 413, 415, 503) },
 });
 
 const get = createRoute({
@@ -53,14 +55,15 @@ export function taskRoutes(app: OpenAPIHono, tasks: TaskClient): void {
   const client = (): TaskClient => tasks;
 
   app.openapi(submit, async (c) => {
-    const { created, task } = await viaStorage(() => submitTask(client(), c.req.valid('json')));
+    const caller = callerOf(c);
+    const { created, task } = await viaStorage(() => submitTask(client(), c.req.valid('json'), caller.principal));
+    // Task ids are the client's: one another principal already used is refused, never answered with their task.
+    if (!mayAccess(caller, task.principal)) throw new ApiError('TaskExists', `task id '${task.id}' is taken; submit under another id`);
     return c.json(taskView(task), created ? 201 : 200);
   });
 
   app.openapi(get, async (c) => {
-    const { taskId } = c.req.valid('param');
-    const task = await viaStorage(() => client().tasks.getTask(taskId));
-    if (!task) throw new ApiError('UnknownTask', `no task '${taskId}'`);
+    const task = await taskOf(client(), c.req.valid('param').taskId, callerOf(c));
     return c.json(taskView(task), 200);
   });
 
@@ -68,15 +71,16 @@ export function taskRoutes(app: OpenAPIHono, tasks: TaskClient): void {
     const { taskId } = c.req.valid('param');
     const { after, limit } = c.req.valid('query');
     const tasks = client().tasks;
-    const task = await viaStorage(() => tasks.getTask(taskId));
-    if (!task) throw new ApiError('UnknownTask', `no task '${taskId}'`);
+    await taskOf(client(), taskId, callerOf(c));
     const rows = await viaStorage(() => tasks.listTaskEvents(taskId, { ...(after !== undefined && { afterSequence: after }), limit }));
     return c.json({ events: rows.map(toEnvelope), nextAfter: rows.length === limit ? rows.at(-1)!.sequence : null }, 200);
   });
 
   for (const control of ['pause', 'resume', 'abort'] as const) {
     app.openapi(controlRoute(control), async (c) => {
-      const result = await viaStorage(() => requestTaskControl(client(), c.req.valid('param').taskId, control));
+      const { taskId } = c.req.valid('param');
+      await taskOf(client(), taskId, callerOf(c));
+      const result = await viaStorage(() => requestTaskControl(client(), taskId, control));
       if (!result.ok) {
         const { code, ...details } = result.error;
         throw new ApiError(code, 'message' in details ? String(details.message) : `${control} is not allowed while the task is ${'from' in details ? details.from : ''}`, details);
@@ -84,4 +88,11 @@ export function taskRoutes(app: OpenAPIHono, tasks: TaskClient): void {
       return c.json(taskView(result.task), 202);
     });
   }
+}
+
+/** The task if the caller may see it (issue 25); another principal's answers `UnknownTask`, as a missing one does. */
+async function taskOf(client: TaskClient, taskId: string, caller: Caller): Promise<TaskRow> {
+  const task = await viaStorage(() => client.tasks.getTask(taskId));
+  if (!task || !mayAccess(caller, task.principal)) throw new ApiError('UnknownTask', `no task '${taskId}'`);
+  return task;
 }

@@ -1,4 +1,5 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
+import { callerOf } from '../auth.js';
 import { sessionOf, unwrap, type HostContext } from '../host-context.js';
 import { takesNoBody } from '../media-type.js';
 import { AcceptedTurn, DecisionBody, errors, Ok, PermissionParams, SessionParams, StartTurnBody, TurnParams, TurnState, WaitQuery } from '../schemas.js';
@@ -15,7 +16,7 @@ const start = createRoute({
     'The same `clientRequestId` answers with the same turn. Under the `reject` policy a busy session answers 409 Busy; ' +
     'under `enqueue` and `interrupt` the turn is queued (`status: "queued"`).',
   request: { params: SessionParams, body: { content: json(StartTurnBody), required: true } },
-  responses: { 202: { description: 'accepted', content: json(AcceptedTurn) }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
+  responses: { 202: { description: 'accepted', content: json(AcceptedTurn) }, ...errors(400, 401, 403, 404, 409, 413, 415, 429, 503) },
 });
 
 const get = createRoute({
@@ -45,14 +46,22 @@ const decide = createRoute({
 
 export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(start, async (c) => {
-    const session = await sessionOf(host, c.req.valid('param').sessionId);
-    const accepted = unwrap(await session.call('submitTurn', { ...c.req.valid('json'), trigger: 'message' }));
-    return c.json({ turnId: accepted.turnId, runId: accepted.runId, status: accepted.status }, 202);
+    const caller = callerOf(c);
+    const body = c.req.valid('json');
+    const session = await sessionOf(host, c.req.valid('param').sessionId, caller);
+    // Issue 25: the caller's quotas of running turns and turns per minute (one read; none for an admin).
+    const admitted = await host.limits.principals.admitTurn(caller, session.id, body.clientRequestId);
+    try {
+      const accepted = unwrap(await session.call('submitTurn', { ...body, trigger: 'message' }));
+      return c.json({ turnId: accepted.turnId, runId: accepted.runId, status: accepted.status }, 202);
+    } finally {
+      admitted();
+    }
   });
 
   app.openapi(get, async (c) => {
     const { sessionId, turnId } = c.req.valid('param');
-    const session = await sessionOf(host, sessionId);
+    const session = await sessionOf(host, sessionId, callerOf(c));
     const waitS = c.req.valid('query').wait ?? 0;
     const state = unwrap(await session.turnState(turnId, waitS * 1000, c.req.raw.signal));
     return c.json(stateBody(state), 200);
@@ -60,15 +69,17 @@ export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
 
   app.openapi(cancel, async (c) => {
     const { sessionId, turnId } = c.req.valid('param');
-    const session = await sessionOf(host, sessionId);
+    const session = await sessionOf(host, sessionId, callerOf(c));
     unwrap(await session.call('cancelTurn', turnId));
     return c.json({ ok: true as const }, 200);
   });
 
   app.openapi(decide, async (c) => {
     const { sessionId, turnId, toolCallId } = c.req.valid('param');
-    const session = await sessionOf(host, sessionId);
-    unwrap(await session.call('resolvePermission', { turnId, toolCallId, decision: c.req.valid('json').decision }));
+    const caller = callerOf(c);
+    const session = await sessionOf(host, sessionId, caller);
+    // The answer names who gave it (issue 25): the audit row records it.
+    unwrap(await session.call('resolvePermission', { turnId, toolCallId, decision: c.req.valid('json').decision, principal: caller.principal }));
     return c.json({ ok: true as const }, 200);
   });
 }

@@ -5,7 +5,9 @@ import { z } from 'zod';
 import { TurnchartError } from '../../protocol/errors.js';
 import { parseApprovalId } from '../approval-id.js';
 import { ApiError, viaStorage } from '../errors.js';
+import { callerOf } from '../auth.js';
 import { openSessionOf, sessionOf, unwrap, type HostContext } from '../host-context.js';
+import type { Caller } from '../../protocol/principal.js';
 import type { SessionAccess } from '../session-access.js';
 import { LocalSession } from '../local-session.js';
 import { errors, UiApprovalAnswer, UiChatParams, UiChatQuery, UiChatRequest, UiTextPart } from '../schemas.js';
@@ -26,7 +28,7 @@ const post = createRoute({
     'A response ends with the turn, or at an approval request while the turn waits. Only the last message is read. ' +
     'The body\'s `agent` (or `?agent=`) picks the agent of a session this request creates; an unknown name is `400 UnknownAgent`.',
   request: { query: UiChatQuery, body: { content: { 'application/json': { schema: UiChatRequest } }, required: true } },
-  responses: { 200: { description: STREAM }, ...errors(400, 401, 403, 404, 409, 413, 415, 503) },
+  responses: { 200: { description: STREAM }, ...errors(400, 401, 403, 404, 409, 413, 415, 429, 503) },
 });
 
 const resume = createRoute({
@@ -34,10 +36,11 @@ const resume = createRoute({
   path: '/api/chat/{id}/stream',
   summary: 'Resume the running turn\'s UI message stream from its start (`useChat({ resume: true })`)',
   request: { params: UiChatParams },
-  responses: { 200: { description: STREAM }, 204: { description: 'no turn of this chat is running' }, ...errors(400, 401, 409, 503) },
+  responses: { 200: { description: STREAM }, 204: { description: 'no turn of this chat is running' }, ...errors(400, 401, 409, 429, 503) },
 });
 
 type ChatRequest = z.infer<typeof UiChatRequest>;
+
 type UiMessage = ChatRequest['messages'][number];
 
 export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
@@ -51,18 +54,20 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
     const agent = body.agent ?? c.req.valid('query').agent;
     host.agents.check(agent);
     const last = body.messages.at(-1)!;
-    if (last.role === 'user') return respond(host, await host.limits.streams.open(c.req.method, async () => startTurn(c, host, await sessions.get(body.id, agent), last)));
-    if (last.role === 'assistant') return respond(host, await host.limits.streams.open(c.req.method, async () => answerApprovals(c, host, await sessionOf(host, body.id), last)));
+    const caller = callerOf(c);
+    if (last.role === 'user') return respond(host, await host.limits.streams.open(c.req.method, caller, async () => startTurn(c, host, caller, await sessions.get(body.id, caller, agent), last)));
+    if (last.role === 'assistant') return respond(host, await host.limits.streams.open(c.req.method, caller, async () => answerApprovals(c, host, await sessionOf(host, body.id, caller), last)));
     throw new ApiError('InvalidInput', 'the last message must be the user\'s new message or the assistant message whose approval was answered');
   });
 
   app.openapi(resume, async (c) => {
     const { id } = c.req.valid('param');
+    const caller = callerOf(c);
     // A chat whose session is open nowhere has no turn running; nothing is opened to find that out.
-    const session = await openSessionOf(host, id);
+    const session = await openSessionOf(host, id, caller);
     const view = session ? (await session.snapshot()).runtime : null;
     if (!session || view?.kind !== 'running') return c.body(null, 204);
-    const stream = await host.limits.streams.open(c.req.method, async () => {
+    const stream = await host.limits.streams.open(c.req.method, caller, async () => {
       // Should the turn end before the tap opens, the replay finds its outcome in the snapshot it reads after.
       const tap = await UpdateTap.open(session);
       return chunks(c, host, tap, await prepared(tap, () => replayTurn(session, host.storage, view.turnId, view.turnId)));
@@ -71,8 +76,11 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
   });
 }
 
-/** The turn the user's message starts, or the one it started before (the same message id): replayed from its start. */
-async function startTurn(c: Context, host: HostContext, session: SessionAccess, message: UiMessage): Promise<ReadableStream<UIMessageChunk>> {
+/**
+ * The turn the user's message starts, or the one it started before (the same message id): replayed
+ * from its start. A new turn counts against the caller's quotas of turns (issue 25).
+ */
+async function startTurn(c: Context, host: HostContext, caller: Caller, session: SessionAccess, message: UiMessage): Promise<ReadableStream<UIMessageChunk>> {
   if (message.parts.some((part) => part.type === 'file')) throw new ApiError('InvalidInput', 'file parts are not supported; send text');
   const texts: string[] = [];
   for (const part of message.parts) {
@@ -87,8 +95,13 @@ async function startTurn(c: Context, host: HostContext, session: SessionAccess, 
     host,
     tap,
     await prepared(tap, async () => {
-      const accepted = unwrap(await session.call('submitTurn', { clientRequestId: message.id, input: [{ type: 'text', text: texts.join('\n\n') }], trigger: 'message' }));
-      return replayTurn(session, host.storage, accepted.turnId, accepted.turnId);
+      const admitted = await host.limits.principals.admitTurn(caller, session.id, message.id);
+      try {
+        const accepted = unwrap(await session.call('submitTurn', { clientRequestId: message.id, input: [{ type: 'text', text: texts.join('\n\n') }], trigger: 'message' }));
+        return replayTurn(session, host.storage, accepted.turnId, accepted.turnId);
+      } finally {
+        admitted();
+      }
     }),
   );
 }
@@ -114,7 +127,9 @@ async function answerApprovals(c: Context, host: HostContext, session: SessionAc
       const translator = new UiMessageTranslator(turnId, records);
       translator.continueAfter(answers.map((answer) => answer.toolCallId));
       for (const answer of answers) {
-        unwrap(await session.call('resolvePermission', { turnId, toolCallId: answer.toolCallId, decision: answer.approved ? 'allow_once' : 'deny' }));
+        const decision = answer.approved ? 'allow_once' : 'deny';
+        // The answer names who gave it (issue 25): the audit row records it.
+        unwrap(await session.call('resolvePermission', { turnId, toolCallId: answer.toolCallId, decision, principal: callerOf(c).principal }));
       }
       return { turnId, translator, records, opening: translator.start(message.id), floor: -1 } satisfies PreparedTurn;
     }),
@@ -155,40 +170,45 @@ function respond(host: HostContext, stream: ReadableStream<UIMessageChunk>): Res
 
 /**
  * The chat's session, created on first use under the chat's id in the host's default permission
- * mode. Creations of one id here share one attempt; one racing another host's fails on the id
- * (`SessionExists`), and the chat goes on in the session the other host made, routed to it.
+ * mode, for the caller (issue 25: a chat is its creator's; another principal's id answers
+ * `UnknownSession`, 404). Creations of one id by one principal here share one attempt; one racing
+ * another principal's, or another host's, fails on the id (`SessionExists`), and the chat goes on
+ * in the session that won — if the caller may see it.
  */
 class ChatSessions {
+  /** Keyed by principal and id: one principal's attempt never answers another's request. */
   private readonly creating = new Map<string, Promise<SessionAccess>>();
 
   constructor(private readonly host: HostContext) {}
 
   /** `agent` is the agent of the session if this call creates it; an existing chat keeps its own. */
-  async get(id: string, agent?: string): Promise<SessionAccess> {
-    const pending = this.creating.get(id);
+  async get(id: string, caller: Caller, agent?: string): Promise<SessionAccess> {
+    const key = JSON.stringify([caller.principal, id]);
+    const pending = this.creating.get(key);
     if (pending) return pending;
     try {
-      return await sessionOf(this.host, id);
+      return await sessionOf(this.host, id, caller);
     } catch (error) {
-      if (!(error instanceof TurnchartError && error.code === 'UnknownSession')) throw error;
+      if (!((error instanceof TurnchartError || error instanceof ApiError) && error.code === 'UnknownSession')) throw error;
     }
-    return this.create(id, agent);
+    return this.create(key, id, caller, agent);
   }
 
-  private create(id: string, agent: string | undefined): Promise<SessionAccess> {
-    let creation = this.creating.get(id);
+  private create(key: string, id: string, caller: Caller, agent: string | undefined): Promise<SessionAccess> {
+    let creation = this.creating.get(key);
     if (creation) return creation;
     const { runtime, defaultPermissionMode, workspaceDir, limits } = this.host;
-    creation = limits.sessions.create({ id, permissionMode: defaultPermissionMode, workspaceDir, ...(agent !== undefined && { agent }) }).then(
+    const options = { id, permissionMode: defaultPermissionMode, workspaceDir, ...(agent !== undefined && { agent }) };
+    creation = limits.sessions.create(caller, options).then(
       (handle) => new LocalSession(handle, runtime),
       (error: unknown) => {
-        // Another host (or a request before this one) created it meanwhile: it is the chat's session all the same.
-        if (error instanceof TurnchartError && error.code === 'SessionExists') return sessionOf(this.host, id);
+        // Another host, or another principal's request, created it meanwhile: the chat's session all the same, if it is the caller's.
+        if (error instanceof TurnchartError && error.code === 'SessionExists') return sessionOf(this.host, id, caller);
         throw error;
       },
     );
-    this.creating.set(id, creation);
-    void creation.finally(() => this.creating.delete(id)).catch(() => undefined);
+    this.creating.set(key, creation);
+    void creation.finally(() => this.creating.delete(key)).catch(() => undefined);
     return creation;
   }
 }

@@ -13,9 +13,10 @@ import { isRunning, killMarked, signalGroup, startTimeOf } from './process-table
  * The directory is per user (`<tmpdir>/turnchart-commands-<uid>`, mode 0700) and must be owned by
  * this user and writable by nobody else: its entries name processes to kill, and an entry planted
  * by someone else must not make a host kill what it chose. The commands themselves run as this user
- * and could write an entry too (until a file-system sandbox keeps them out), so a reap kills only
- * what an entry names exactly: a process group whose leader has the recorded pid and start time,
- * and processes carrying the entry's marker — nothing a command in a PID namespace can see to name.
+ * and could write an entry too (outside the bwrap sandbox, whose /tmp is its own), so a reap kills
+ * only what an entry names exactly: a process group whose leader has the recorded pid and start
+ * time, and processes carrying the entry's marker — nothing a command in a PID namespace can see to
+ * name. A bwrap command's recorded group is bwrap's alone: killing it kills the sandbox.
  */
 
 const ENTRY_SUFFIX = '.json';
@@ -39,7 +40,7 @@ const entrySchema = z.strictObject({
   /** The process spawned (the leader of the command's process group); null until it is spawned. */
   pid: positiveInt.nullable(),
   pidStartTime: startTime,
-  containment: z.enum(['pid-namespace', 'process-group']),
+  containment: z.enum(['bwrap', 'pid-namespace', 'process-group']),
   startedAtMs: z.number().int().nonnegative(),
 });
 

@@ -1,13 +1,16 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import path from 'node:path';
+import type { BwrapContainment } from './bwrap.js';
+import { findExecutable } from './find-executable.js';
 import { launchOf } from './launch.js';
 
 /**
  * How the processes of a command are held together so that all of them end with it, and with the
- * host. Chosen once per process by `commandContainment()`; a later kind (bubblewrap, which also
- * confines the file system) is one more member here and one more case in `launchOf`.
+ * host. Chosen once per process: `bwrap` by the sandbox choice (`settleSandbox`), the other two by
+ * `commandContainment()` when there is no sandbox.
  *
+ * - `bwrap`: bubblewrap, which also confines the file system and the network (see `bwrap.ts`); its
+ *   PID namespace and `--die-with-parent` give the same lifetime as `pid-namespace`.
  * - `pid-namespace`: `setpriv --pdeathsig KILL unshare --pid --fork --kill-child --mount-proc`. The
  *   command gets its own PID namespace and its own /proc, so it sees none of the host's processes
  *   (nor their environ or cmdline). When the command's shell exits, the namespace's init exits and
@@ -23,6 +26,7 @@ import { launchOf } from './launch.js';
  *   next start reaps them from the ledger.
  */
 export type Containment =
+  | BwrapContainment
   | { kind: 'pid-namespace'; setpriv: string; unshare: string; userNamespace: boolean }
   | { kind: 'process-group'; reason: string };
 
@@ -49,8 +53,8 @@ export function commandContainment(choice: ContainmentChoice = 'auto'): Containm
  */
 export function probeContainment(): Containment {
   if (process.platform !== 'linux') return { kind: 'process-group', reason: `PID namespaces are Linux only (this is ${process.platform})` };
-  const setpriv = findExecutable('setpriv');
-  const unshare = findExecutable('unshare');
+  const setpriv = findSystemExecutable('setpriv');
+  const unshare = findSystemExecutable('unshare');
   if (!setpriv || !unshare) return { kind: 'process-group', reason: 'setpriv and unshare (util-linux) were not found' };
   const root = process.getuid?.() === 0;
   // Root first tries to keep its own user ids (and its file access); anyone else needs a user namespace to mount /proc.
@@ -58,7 +62,8 @@ export function probeContainment(): Containment {
   let failure = '';
   for (const userNamespace of candidates) {
     const containment: Containment = { kind: 'pid-namespace', setpriv, unshare, userNamespace };
-    const { file, args } = launchOf(containment, 'echo "$$"');
+    // No file-system sandbox in these launches: the place is not read.
+    const { file, args } = launchOf(containment, 'echo "$$"', { workspace: '/', network: true });
     const result = spawnSync(file, args, {
       env: { PATH: process.env.PATH ?? FALLBACK_PATH },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -74,23 +79,13 @@ export function probeContainment(): Containment {
 }
 
 /** An absolute path to `name` in PATH (or the usual system directories), or null. */
-function findExecutable(name: string): string | null {
-  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), ...FALLBACK_PATH.split(':')].filter((dir) => path.isAbsolute(dir));
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
+function findSystemExecutable(name: string): string | null {
+  return findExecutable(name, [...(process.env.PATH ?? '').split(path.delimiter), ...FALLBACK_PATH.split(':')]);
 }
 
 /** What the run_command tool tells the model about the lifetime of what it starts. */
 export function lifetimeDescription(containment: Containment): string {
-  if (containment.kind === 'pid-namespace') {
+  if (containment.kind === 'pid-namespace' || containment.kind === 'bwrap') {
     return (
       'It runs in its own PID namespace and sees only its own processes: every process it starts, in the background or ' +
       'detached with setsid included, is ended when it exits, is cancelled or times out, and when the host stops or dies.'

@@ -1,4 +1,20 @@
+import { bwrapLaunch, type CoveredPath } from './bwrap.js';
 import type { Containment } from './containment.js';
+
+/** Where one command runs: the workspace (its working directory, and under bwrap the one writable path) and whether it may use the network (bwrap only). */
+export interface Place {
+  workspace: string;
+  network: boolean;
+  /** bwrap only: the host's own state the sandbox covers (`coveredPaths`). */
+  covered?: readonly CoveredPath[];
+}
+
+export interface Launch {
+  file: string;
+  args: string[];
+  /** bwrap only: the fd on which it writes, as JSON, the host pid of the sandbox's init (whose process group holds the command). */
+  sandboxInfoFd?: 3;
+}
 
 /**
  * The namespace's init: runs its arguments (the command's shell) as its one child, waits, and exits
@@ -14,9 +30,10 @@ const INIT_SCRIPT = 'exec 3>&2 2>/dev/null; "$@"; exit $?';
 /** In the init's child: takes the command's stderr back from fd 3 and becomes its arguments. */
 const RESTORE_STDERR = 'exec 2>&3 3>&-; exec "$@"';
 
-/** The program and arguments that run `command` (with `/bin/sh -c`) under `containment`. */
-export function launchOf(containment: Containment, command: string): { file: string; args: string[] } {
+/** The program and arguments that run `command` (with `/bin/sh -c`) under `containment`, in `place`. */
+export function launchOf(containment: Containment, command: string, place: Place): Launch {
   if (containment.kind === 'process-group') return { file: '/bin/sh', args: ['-c', command] };
+  if (containment.kind === 'bwrap') return bwrapLaunch(containment, command, place);
   const { setpriv, unshare, userNamespace } = containment;
   // As root without a user namespace the command keeps root's ids, but not CAP_SYS_ADMIN: with it,
   // it could unmount its own /proc and find the host's underneath. (In a user namespace its

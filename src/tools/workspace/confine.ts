@@ -27,7 +27,7 @@ const MAX_LINK_HOPS = 40;
  * Tools then operate only on the real path, so reading `..` by name can narrow what is reachable
  * but never widen it.
  */
-export async function confine(root: string, input: string): Promise<Confinement> {
+export async function confine(root: string, input: string, hidden: readonly string[] = []): Promise<Confinement> {
   if (input.includes('\0')) return { ok: false, reason: 'the path contains a NUL byte' };
   const realRoot = await realpath(root);
   const named = path.resolve(realRoot, input);
@@ -44,12 +44,17 @@ export async function confine(root: string, input: string): Promise<Confinement>
   if (!isInside(realRoot, real)) {
     return { ok: false, reason: `'${input}' leads outside the workspace through a symbolic link` };
   }
+  // By name as well as by real path: `.turnchart/../.turnchart/x`, a link into it and a link out of it all stay refused.
+  if (hidden.length > 0) {
+    const places = await hiddenPlaces(hidden);
+    if (isHidden(places, named) || isHidden(places, real)) return { ok: false, reason: hiddenReason(input) };
+  }
   return { ok: true, path: { real, root: realRoot, relative: path.relative(realRoot, real) || '.' } };
 }
 
-/** The `authorize` hook of every path tool: rule-deny escapes, and leave the rest to the permission mode. */
-export async function authorizePath(root: string, input: string): Promise<AuthorizationDecision> {
-  const confinement = await confine(root, input);
+/** The `authorize` hook of every path tool: rule-deny escapes and hidden paths, and leave the rest to the permission mode. */
+export async function authorizePath(root: string, input: string, hidden: readonly string[] = []): Promise<AuthorizationDecision> {
+  const confinement = await confine(root, input, hidden);
   return confinement.ok ? { decision: 'allow' } : { decision: 'deny', reason: confinement.reason };
 }
 
@@ -62,8 +67,8 @@ export class EscapeError extends Error {
 }
 
 /** The re-check inside `execute`: throws `EscapeError` when the path escapes now. */
-export async function mustConfine(root: string, input: string): Promise<Confined> {
-  const confinement = await confine(root, input);
+export async function mustConfine(root: string, input: string, hidden: readonly string[] = []): Promise<Confined> {
+  const confinement = await confine(root, input, hidden);
   if (!confinement.ok) throw new EscapeError(confinement.reason);
   return confinement.path;
 }
@@ -72,6 +77,37 @@ export async function mustConfine(root: string, input: string): Promise<Confined
 export function isInside(root: string, target: string): boolean {
   const rel = path.relative(root, target);
   return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+/**
+ * Where the hidden paths (`workspaceTools({ hiddenPaths })`: the host's own database and the like)
+ * are now: each as given and as its real path (through a missing tail, as `confine` resolves), so a
+ * path is matched whichever way it was reached. Resolved on every call, not once: the database's
+ * directory may be made after the tools are built.
+ */
+export async function hiddenPlaces(hidden: readonly string[]): Promise<string[]> {
+  const places = new Set<string>();
+  for (const given of hidden) {
+    places.add(given);
+    const real = await realpathAllowingMissing(given, 0).catch(() => null);
+    if (real !== null) places.add(real);
+  }
+  return [...places];
+}
+
+/** Is `target` (absolute, normalized) one of `places` (from `hiddenPlaces`) or beneath one? */
+export function isHidden(places: readonly string[], target: string): boolean {
+  return places.some((place) => isInside(place, target));
+}
+
+/**
+ * The refusal for a hidden path. A plain "not accessible", not a pretended "does not exist": the
+ * writes into it must be refused anyway, and a read answered "missing" next to a write answered
+ * "refused" (or one the model then tries to create) would only mislead. Where `.turnchart` is is
+ * no secret; what is in it is.
+ */
+function hiddenReason(input: string): string {
+  return `'${input}' is not accessible: it holds the host's own state, which the workspace tools do not reach`;
 }
 
 async function realpathAllowingMissing(target: string, hops: number): Promise<string> {

@@ -17,11 +17,11 @@ export function editFileTool(ws: Workspace): AnyTool {
       'when `oldText` is not found or occurs more than once: include more surrounding text to make it unique.',
     effect: 'write',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path),
+    authorize: (args) => authorizePath(ws.root, args.path, ws.hidden),
     approvalPaths: (args) => [args.path],
     execute: (args) =>
       withFsErrors(args.path, async () => {
-        const target = await mustConfine(ws.root, args.path);
+        const target = await mustConfine(ws.root, args.path, ws.hidden);
         const file = await readTextFile(openFileBeneath(target.root, target.relative, READ_FLAGS), { maxBytes: ws.limits.maxFileBytes, whenLarger: 'refuse' });
         if (file.kind === 'refused') return failed(`'${target.relative}' ${file.reason}`);
         const count = occurrences(file.text, args.oldText);

@@ -32,12 +32,12 @@ export function grepTool(ws: Workspace): AnyTool {
       'Skips .git, node_modules and binary files. Output lines are `path:line: text`.',
     effect: 'read',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path ?? '.'),
+    authorize: (args) => authorizePath(ws.root, args.path ?? '.', ws.hidden),
     execute: (args, { signal }) =>
       withFsErrors(args.path ?? '.', async () => {
         const invalid = patternError(args.pattern);
         if (invalid) return failed(`invalid regular expression: ${invalid}`);
-        const start = await mustConfine(ws.root, args.path ?? '.');
+        const start = await mustConfine(ws.root, args.path ?? '.', ws.hidden);
         const matcher = new RegexMatcher(args.pattern);
         try {
           return await search(ws, args, start, matcher, signal);
@@ -71,7 +71,7 @@ async function search(ws: Workspace, args: Args, start: Confined, matcher: Regex
   const deadline = Date.now() + limits.grepTimeoutMs;
   const found: Findings = { lines: [], searched: 0, skipped: 0, stopped: null };
   let named = 0;
-  for await (const file of walkFiles(start)) {
+  for await (const file of walkFiles(start, ws.hidden)) {
     // A large directory's names arrive without I/O between them: let other sessions' work run now and then.
     if (++named % NAMES_BETWEEN_YIELDS === 0) await setImmediate();
     // Checked here as well as in the matcher: a walk over many non-matching names takes time too.

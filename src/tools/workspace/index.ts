@@ -8,6 +8,7 @@ import { runCommandTool } from './run-command.js';
 import { writeFileTool } from './write-file.js';
 
 export type { WorkspaceLimits, WorkspaceToolsOptions } from './workspace.js';
+export { sqliteStatePaths } from './host-state.js';
 
 /** The names `workspaceTools` gives its tools, in its order: what a configuration file may pick from without building them. */
 export const WORKSPACE_TOOL_NAMES = ['read_file', 'list_dir', 'grep', 'write_file', 'edit_file', 'run_command'] as const;
@@ -17,6 +18,8 @@ export const WORKSPACE_TOOL_NAMES = ['read_file', 'list_dir', 'grep', 'write_fil
  * write_file, edit_file (write) and run_command (execute). Every path is confined to the real
  * path of `root`: an escape is rule-denied by the tool's `authorize` hook and checked again when
  * the tool runs. Allowed calls are then subject to the session's permission mode by their effect.
+ * `hiddenPaths` (the host's own database, `sqliteStatePaths`) are refused, skipped by listings and
+ * grep, and covered in run_command's sandbox.
  */
 export function workspaceTools(options: WorkspaceToolsOptions): AnyTool[] {
   const ws = workspaceFrom(options);

@@ -3,7 +3,8 @@ import { readdir } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool, type AnyTool } from '../define-tool.js';
 import { openDirBeneath } from './beneath.js';
-import { authorizePath, mustConfine } from './confine.js';
+import path from 'node:path';
+import { authorizePath, hiddenPlaces, isHidden, mustConfine } from './confine.js';
 import { withFsErrors } from './fs-errors.js';
 import type { Workspace } from './workspace.js';
 import { capOutput } from './output-cap.js';
@@ -18,16 +19,21 @@ export function listDirTool(ws: Workspace): AnyTool {
       'List a directory in the workspace, sorted by name. Directories end with `/`, symbolic links with `@`.',
     effect: 'read',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path ?? '.'),
+    authorize: (args) => authorizePath(ws.root, args.path ?? '.', ws.hidden),
     execute: (args) =>
       withFsErrors(args.path ?? '.', async () => {
-        const target = await mustConfine(ws.root, args.path ?? '.');
+        const target = await mustConfine(ws.root, args.path ?? '.', ws.hidden);
         const dir = await openDirBeneath(target.root, target.relative);
         let entries: Dirent[];
         try {
           entries = await readdir(dir.self(), { withFileTypes: true });
         } finally {
           await dir.close();
+        }
+        // The host's own state is passed over, as if it were not there (a link to it is listed, and refused when followed).
+        if (ws.hidden.length > 0) {
+          const hidden = await hiddenPlaces(ws.hidden);
+          entries = entries.filter((entry) => !isHidden(hidden, path.join(target.real, entry.name)));
         }
         if (entries.length === 0) return { status: 'succeeded', content: `(${target.relative} is empty)` };
         const listing = entries.sort((a, b) => byCodePoint(a.name, b.name)).map(label).join('\n');

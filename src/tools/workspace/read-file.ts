@@ -24,13 +24,13 @@ export function readFileTool(ws: Workspace): AnyTool {
       'Binary and non-UTF-8 files are refused.',
     effect: 'read',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path),
+    authorize: (args) => authorizePath(ws.root, args.path, ws.hidden),
     execute: (args) => withFsErrors(args.path, () => readLines(ws, args)),
   });
 }
 
 async function readLines(ws: Workspace, args: Args) {
-  const target = await mustConfine(ws.root, args.path);
+  const target = await mustConfine(ws.root, args.path, ws.hidden);
   const file = await readTextFile(openFileBeneath(target.root, target.relative, READ_FLAGS), { maxBytes: ws.limits.maxFileBytes, whenLarger: 'read_prefix' });
   if (file.kind === 'refused') return failed(`'${target.relative}' ${file.reason}`);
   if (file.text === '') return { status: 'succeeded' as const, content: file.truncated ? prefixNote(file.size, ws.limits) : '(empty file)' };

@@ -1,6 +1,7 @@
 import { realpath } from 'node:fs/promises';
 import { z } from 'zod';
 import { defineTool, type AnyTool, type ToolExecutionResult } from '../define-tool.js';
+import { confinementDescription } from '../sandbox/command-sandbox.js';
 import { lifetimeDescription } from '../sandbox/containment.js';
 import { runContained, type ContainedRun } from '../sandbox/run-contained.js';
 import type { Workspace } from './workspace.js';
@@ -24,18 +25,18 @@ export function runCommandTool(ws: Workspace): AnyTool {
       .optional()
       .describe(`milliseconds before the command is killed; default ${ws.limits.defaultTimeoutMs}`),
   });
-  const { containment, env } = ws.commands;
+  const { containment, env, sandbox } = ws.commands;
   return defineTool({
     name: 'run_command',
-    // Says the containment actually in force: the model plans around what it is told.
+    // Says the containment and the sandbox actually in force: the model plans around what it is told.
     description:
       'Run a shell command (`/bin/sh -c`) in the workspace root and return its exit code and output (stdout and ' +
       `stderr together). ${lifetimeDescription(containment)} It gets a minimal environment (PATH, HOME, locale, ` +
-      'TERM and what the operator allowed), not the host\'s. The command itself is not confined to the workspace: ' +
-      'it can read and write wherever the host\'s user can.',
+      `TERM and what the operator allowed), not the host's. ${confinementDescription(sandbox)}`,
     effect: 'execute',
     input,
-    execute: async (args, { signal }) => {
+    sandbox,
+    execute: async (args, { signal, agentSandbox }) => {
       const timeoutMs = args.timeoutMs ?? ws.limits.defaultTimeoutMs;
       let cwd: string;
       try {
@@ -48,6 +49,8 @@ export function runCommandTool(ws: Workspace): AnyTool {
         cwd,
         env,
         containment,
+        network: agentSandbox?.network ?? false,
+        hidden: ws.hidden,
         timeoutMs,
         signal,
         killGraceMs: ws.limits.killGraceMs,

@@ -2,7 +2,7 @@ import type { Dirent } from 'node:fs';
 import { readdir, realpath, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { MAX_PATH_DEPTH, openDirBeneath, openFileBeneath, type HeldDir } from './beneath.js';
-import { isInside, type Confined } from './confine.js';
+import { hiddenPlaces, isHidden, isInside, type Confined } from './confine.js';
 
 /** A file found by the walk: the path the model sees (relative to the root), and how to open it. */
 export interface WalkedFile {
@@ -17,6 +17,8 @@ const SKIPPED_DIRS: ReadonlySet<string> = new Set(['.git', 'node_modules']);
 
 interface Walk {
   root: string;
+  /** Where the hidden paths are (`hiddenPlaces`), found once per walk: passed over, and never followed into. */
+  hidden: readonly string[];
   /** Directories walked, by device and inode: a link back up the tree cannot loop. */
   visited: Set<string>;
 }
@@ -27,11 +29,11 @@ interface Walk {
  * opened from it without following links (`beneath.ts`), so a directory swapped for a link while
  * the walk runs cannot lead it outside. A symbolic link in the tree is followed only when its real
  * target is inside the root, and then walked from the root by that target's path. Unreadable
- * directories are passed over.
+ * directories are passed over, and so are `hidden` paths (the workspace's `hidden`) and links into them.
  */
-export async function* walkFiles(start: Confined): AsyncGenerator<WalkedFile> {
+export async function* walkFiles(start: Confined, hidden: readonly string[] = []): AsyncGenerator<WalkedFile> {
   const info = await stat(start.real);
-  const walk: Walk = { root: start.root, visited: new Set() };
+  const walk: Walk = { root: start.root, hidden: hidden.length > 0 ? await hiddenPlaces(hidden) : [], visited: new Set() };
   if (info.isFile()) yield { display: start.relative, open: (flags) => openFileBeneath(start.root, start.relative, flags) };
   else if (info.isDirectory()) yield* walkFrom(walk, start.relative, start.relative === '.' ? '' : start.relative, 0);
 }
@@ -55,8 +57,10 @@ async function* walkDir(walk: Walk, dir: HeldDir, relative: string, display: str
     for (const entry of entries) {
       const shown = path.posix.join(display, entry.name);
       const below = path.join(relative, entry.name);
+      // `relative` is a real path from the root (the walk follows no link by name), so this is where the entry really is.
+      if (isHidden(walk.hidden, path.join(walk.root, below))) continue;
       if (entry.isSymbolicLink()) {
-        const target = await linkTargetInside(walk.root, dir.entry(entry.name));
+        const target = await linkTargetInside(walk.root, walk.hidden, dir.entry(entry.name));
         if (target?.kind === 'dir' && !SKIPPED_DIRS.has(entry.name)) yield* walkFrom(walk, target.relative, shown, depth + 1);
         else if (target?.kind === 'file') yield { display: shown, open: (flags) => openFileBeneath(walk.root, target.relative, flags) };
       } else if (entry.isDirectory() && !SKIPPED_DIRS.has(entry.name)) {
@@ -71,11 +75,11 @@ async function* walkDir(walk: Walk, dir: HeldDir, relative: string, display: str
   }
 }
 
-/** A link's real target, relative to the root, when it is inside the root; null (skipped) when not. */
-async function linkTargetInside(root: string, link: string): Promise<{ kind: 'dir' | 'file'; relative: string } | null> {
+/** A link's real target, relative to the root, when it is inside the root and not hidden; null (skipped) when not. */
+async function linkTargetInside(root: string, hidden: readonly string[], link: string): Promise<{ kind: 'dir' | 'file'; relative: string } | null> {
   try {
     const real = await realpath(link);
-    if (!isInside(root, real)) return null;
+    if (!isInside(root, real) || isHidden(hidden, real)) return null;
     const info = await stat(real);
     const relative = path.relative(root, real) || '.';
     return info.isDirectory() ? { kind: 'dir', relative } : info.isFile() ? { kind: 'file', relative } : null;

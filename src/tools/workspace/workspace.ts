@@ -1,6 +1,8 @@
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { TurnchartError } from '../../protocol/errors.js';
+import { isInside } from './confine.js';
 import { commandSettings, type CommandOptions, type CommandSettings } from '../sandbox/command-settings.js';
 
 const positiveInt = z.number().int().positive();
@@ -32,19 +34,42 @@ const limitsSchema = z.strictObject({
 
 export type WorkspaceLimits = z.output<typeof limitsSchema>;
 
-export type WorkspaceToolsOptions = { root: string } & Partial<WorkspaceLimits> & CommandOptions;
+export type WorkspaceToolsOptions = {
+  root: string;
+  /**
+   * Absolute paths (files or directories) the tools treat as not theirs: the host's own database
+   * and the like, when they lie inside the workspace. The path tools refuse them and everything
+   * beneath them (by name and by real path, so neither `..` nor a symbolic link leads in), listings
+   * and grep's walk pass over them, and under the bubblewrap sandbox they are covered (a directory
+   * by an empty read-only tmpfs, a file by /dev/null). Without a sandbox a command still reaches them.
+   */
+  hiddenPaths?: readonly string[];
+} & Partial<WorkspaceLimits> & CommandOptions;
 
 /** What every workspace tool is built from: the root (absolute, not yet real) and the limits. */
 export interface Workspace {
   root: string;
   limits: WorkspaceLimits;
-  /** run_command's environment and containment, settled when the tools are built. */
+  /** run_command's environment, sandbox and containment, settled when the tools are built. */
   commands: CommandSettings;
+  /** `hiddenPaths`, normalized: never reached by a tool, covered in the sandbox. */
+  hidden: readonly string[];
 }
+
+const hiddenPathsSchema = z
+  .array(
+    z
+      .string()
+      .min(1)
+      .refine((given) => !given.includes('\0'), 'a hidden path contains a NUL byte')
+      .refine((given) => path.isAbsolute(given), 'a hidden path must be absolute'),
+  )
+  .max(100)
+  .default([]);
 
 /** Checks the options once, when the tools are built, so a bad limit is a startup error and not a tool failure. */
 export function workspaceFrom(options: WorkspaceToolsOptions): Workspace {
-  const { root, commandEnv, hostSecrets, commandContainment, warn, ...rest } = options;
+  const { root, commandEnv, hostSecrets, commandContainment, sandbox, warn, hiddenPaths, ...rest } = options;
   if (typeof root !== 'string' || root.length === 0 || root.includes('\0')) {
     throw new TurnchartError('InvalidWorkspaceOptions', 'workspaceTools needs a root directory path');
   }
@@ -53,6 +78,30 @@ export function workspaceFrom(options: WorkspaceToolsOptions): Workspace {
   if (parsed.data.defaultTimeoutMs > parsed.data.maxTimeoutMs) {
     throw new TurnchartError('InvalidWorkspaceOptions', 'defaultTimeoutMs is larger than maxTimeoutMs');
   }
-  const commands = commandSettings({ commandEnv, hostSecrets, commandContainment, warn });
-  return { root: path.resolve(root), limits: parsed.data, commands };
+  const hidden = hiddenPathsOf(path.resolve(root), hiddenPaths);
+  const commands = commandSettings({ commandEnv, hostSecrets, commandContainment, sandbox, warn });
+  return { root: path.resolve(root), limits: parsed.data, commands, hidden };
+}
+
+/** The hidden paths, normalized; one that is the root or above it would hide the whole workspace, which is an embedder's mistake. */
+function hiddenPathsOf(root: string, given: unknown): string[] {
+  const parsed = hiddenPathsSchema.safeParse(given);
+  if (!parsed.success) throw new TurnchartError('InvalidWorkspaceOptions', `hiddenPaths: ${z.prettifyError(parsed.error)}`);
+  const hidden = [...new Set(parsed.data.map((one) => path.resolve(one)))];
+  const realRoot = realOrNull(root);
+  for (const one of hidden) {
+    const realOne = realOrNull(one);
+    if (isInside(one, root) || (realOne !== null && realRoot !== null && isInside(realOne, realRoot))) {
+      throw new TurnchartError('InvalidWorkspaceOptions', `hiddenPaths: ${one} holds the workspace itself (${root}); hide the files in it instead`);
+    }
+  }
+  return hidden;
+}
+
+function realOrNull(given: string): string | null {
+  try {
+    return realpathSync(given);
+  } catch {
+    return null;
+  }
 }

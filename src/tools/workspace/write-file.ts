@@ -16,11 +16,11 @@ export function writeFileTool(ws: Workspace): AnyTool {
     description: 'Create or overwrite a text file in the workspace with `content`, creating missing parent directories.',
     effect: 'write',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path),
+    authorize: (args) => authorizePath(ws.root, args.path, ws.hidden),
     approvalPaths: (args) => [args.path],
     execute: (args) =>
       withFsErrors(args.path, async () => {
-        const target = await mustConfine(ws.root, args.path);
+        const target = await mustConfine(ws.root, args.path, ws.hidden);
         if (target.relative === '.') return failed('the workspace root is a directory, not a file');
         const written = await writeFileBeneath(target.root, target.relative, args.content, { createParents: true });
         if (written.refused) return failed(written.refused);

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { captureWorldState } from '../../../src/context/world-state/capture.js';
+import { capturePolicyOnly, captureWorldState } from '../../../src/context/world-state/capture.js';
 import { captureUserProjectContext } from '../../../src/context/world-state/user-project.js';
 import { renderSandboxPolicy } from '../../../src/context/world-state/sandbox-policy.js';
 import { SECTION_ORDER } from '../../../src/context/world-state/types.js';
@@ -63,5 +63,17 @@ describe('captureWorldState', () => {
     await expect(captureWorldState({ workspaceDir: workspace, skills: { dir: skillsFile }, permissionMode: 'ask' })).rejects.toMatchObject({
       code: 'skill_catalog_task_error',
     });
+  });
+});
+
+describe('capturePolicyOnly', () => {
+  it('renders the sandbox it is given, and hands back the same capture for the same policy', async () => {
+    const sandbox = { command: { kind: 'bwrap' as const }, network: false };
+    const capture = capturePolicyOnly('ask', sandbox);
+    expect(capture.get('runtime/sandbox-policy')).toBe(renderSandboxPolicy('ask', sandbox));
+    expect(capturePolicyOnly('ask', { ...sandbox })).toBe(capture);
+    expect(capturePolicyOnly('ask').get('runtime/sandbox-policy')).toBe(renderSandboxPolicy('ask'));
+    const { capture: full } = await captureWorldState({ workspaceDir: null, skills: null, permissionMode: 'ask', sandbox: { ...sandbox, network: true } });
+    expect(full.get('runtime/sandbox-policy')).toContain("network: allowed — commands share the host's network");
   });
 });
