@@ -22,6 +22,14 @@ import { eventually, toolResults } from './support.js';
 const tempDir = useTempDirs('turnchart-sandbox-');
 
 const quiet = () => undefined;
+
+/**
+ * A node binary a sandboxed command can run: its /tmp is a private tmpfs, so a node installed under
+ * /tmp (CI's Node 24, unpacked in the clone) is not there; then the first other `node` on PATH.
+ */
+const sandboxNode = [process.execPath, ...(process.env.PATH ?? '').split(path.delimiter).map((dir) => path.join(dir, 'node'))].find(
+  (file) => path.isAbsolute(file) && !file.startsWith('/tmp/') && !file.startsWith(`${os.tmpdir()}/`) && existsSync(file),
+);
 const probe = workspaceTools({ root: os.tmpdir(), warn: quiet }).find((tool) => tool.name === 'run_command')!;
 const bwrap = probe.sandbox?.kind === 'bwrap';
 const skipReason = bwrap ? '' : ` (skipped: no usable bwrap — ${probe.sandbox?.kind === 'off' ? probe.sandbox.reason : 'no sandbox'})`;
@@ -122,17 +130,17 @@ describe.skipIf(!bwrap)(`run_command under bwrap${skipReason}`, () => {
     expect((await run(tool, tcpProbe(5432), { network: true })).content).toMatch(/\nconnected\n$/);
   });
 
-  it.skipIf(!writable('/run'))('sees an empty /run: the unix sockets of the host\'s services there are out of reach', async () => {
+  it.skipIf(!writable('/run') || !sandboxNode)('sees an empty /run: the unix sockets of the host\'s services there are out of reach', async () => {
     const socket = path.join('/run', `turnchart-test-${randomUUID()}.sock`);
     await listen(socket);
     const root = await tempDir();
     await writeFile(path.join(root, 'probe.cjs'), UNIX_PROBE);
     // The control: the socket accepts the host's connections, so the ENOENT below is the sandbox's.
     expect(await reachable(socket)).toBe(true);
-    expect((await run(runCommand(root), `ls -A /run | wc -l; "${process.execPath}" probe.cjs ${socket}`)).content).toBe('exit code 0\n0\nENOENT\n');
+    expect((await run(runCommand(root), `ls -A /run | wc -l; "${sandboxNode}" probe.cjs ${socket}`)).content).toBe('exit code 0\n0\nENOENT\n');
   });
 
-  it('still reaches a unix socket outside /run and /tmp: a read-only mount does not stop connect()', async () => {
+  it.skipIf(!sandboxNode)('still reaches a unix socket outside /run and /tmp: a read-only mount does not stop connect()', async () => {
     // What the sandbox does not cover, stated so it stays known: sockets elsewhere (a home directory, /var) stay reachable.
     const dir = await mkdtemp(path.join('/var/tmp', 'turnchart-sandbox-sock-'));
     try {
@@ -140,7 +148,7 @@ describe.skipIf(!bwrap)(`run_command under bwrap${skipReason}`, () => {
       await listen(socket);
       const root = await tempDir();
       await writeFile(path.join(root, 'probe.cjs'), UNIX_PROBE);
-      const result = await run(runCommand(root), `(echo x > ${dir}/written) 2>/dev/null || echo read-only; "${process.execPath}" probe.cjs ${socket}`);
+      const result = await run(runCommand(root), `(echo x > ${dir}/written) 2>/dev/null || echo read-only; "${sandboxNode}" probe.cjs ${socket}`);
       expect(result.content).toBe('exit code 0\nread-only\nconnected\n');
     } finally {
       await rm(dir, { recursive: true, force: true });
