@@ -75,13 +75,17 @@ describe('turnchart serve --sandbox', { timeout: 90_000 }, () => {
       await holders.read('started');
 
       const ours = await readlink('/proc/self/ns/pid');
-      const found = await pidsRunning(id);
-      const inSandbox: number[] = [];
-      for (const pid of found) if ((await readlink(`/proc/${pid}/ns/pid`).catch(() => ours)) !== ours) inSandbox.push(pid);
-      expect(inSandbox.length, 'the command runs in a PID namespace of its own').toBeGreaterThan(0);
       // bwrap outside the namespace, and inside: its init, the shell, the escape and both sleeps.
-      const doomed = [...new Set([...found, ...(await pidsInNamespaceOf(inSandbox[0]!))])];
-      expect(doomed.length).toBeGreaterThanOrEqual(6);
+      // `started` is written before the two sleeps have surely started: wait until all of them run.
+      let doomed: number[] = [];
+      await eventually(async () => {
+        const found = await pidsRunning(id);
+        const inSandbox: number[] = [];
+        for (const pid of found) if ((await readlink(`/proc/${pid}/ns/pid`).catch(() => ours)) !== ours) inSandbox.push(pid);
+        if (inSandbox.length === 0) return false;
+        doomed = [...new Set([...found, ...(await pidsInNamespaceOf(inSandbox[0]!).catch(() => []))])];
+        return doomed.length >= 6;
+      }, 'bwrap and its namespace (its init, the shell, the escape, both sleeps) all run, the command in a PID namespace of its own');
 
       host.kill('SIGKILL');
       expect(await host.exited).toBe('SIGKILL');
