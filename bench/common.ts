@@ -92,7 +92,8 @@ const READS: ReadonlySet<StorageMethod> = new Set<StorageMethod>([
   'heldSessionCount',
   'turnActivity',
   'principalTokens',
-  'unheldSessionsWithQueuedTurns',
+  'unheldSessionsWithWork',
+  'listApprovals',
   'listQueuedTurns',
   'getTurn',
   'listTurns',
@@ -195,7 +196,12 @@ export class NullStorage implements SessionStorage {
   async renewStreamSlots(): Promise<void> {}
   async releaseStreamSlots(): Promise<void> {}
   async expireOwner(): Promise<void> {}
-  async unheldSessionsWithQueuedTurns(): Promise<[]> {
+  async unheldSessionsWithWork(): Promise<[]> {
+    return [];
+  }
+  async requestApproval(): Promise<void> {}
+  async answerApproval(): Promise<void> {}
+  async listApprovals(): Promise<[]> {
     return [];
   }
   async reserveUpdateSequence(): Promise<void> {}

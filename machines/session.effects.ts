@@ -1,5 +1,6 @@
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { GuardrailTrackers } from './guardrails.js';
+import type { PermissionDecision } from '../src/protocol/updates.js';
 
 /**
  * The session chart's effect contract (machines/session.machine.ts): the effects it asks the
@@ -45,6 +46,14 @@ export interface PermissionRequestParams {
   toolCallId: string;
   name: string;
   paths: string[];
+}
+
+/** The params of the runtime's `storeApprovalAnswer`: an answer the session took, to be kept in storage before anything acts on it (issue 26). */
+export interface ApprovalAnswerParams {
+  turnId: string;
+  toolCallId: string;
+  decision: PermissionDecision;
+  principal?: string;
 }
 
 /** The params of the runtime's `settleCancelledQueuedTurn`: the queued turn that ends `cancelled` before it started. */

@@ -2,9 +2,9 @@ import { assign, enqueueActions, fromCallback, sendTo, setup, type DoneActorEven
 import type { BusyPolicy } from '../src/protocol/commands.js';
 import type { CommandOk, CommandRefusal } from '../src/protocol/command-catalog.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
-import type { PermissionDecision, QueuedTurnView } from '../src/protocol/updates.js';
+import type { PermissionDecision, QueuedTurnView, TurnResumeReason } from '../src/protocol/updates.js';
 import { turnMachine, type TurnEvent, type TurnInterrupt, type TurnLimits, type TurnOutput } from './turn.machine.js';
-import type { FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, SessionEffects } from './session.effects.js';
+import type { ApprovalAnswerParams, FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, SessionEffects } from './session.effects.js';
 import type { GuardrailTrackers } from './guardrails.js';
 import { notProvided } from './not-provided.js';
 import { EFFECT_PORT, doneOutput, failedError, requestEffectAction, type EffectErrorTraits, type EffectAbort, type EffectCall, type EffectCancel, type EffectReply, type EffectRequest } from './effect-port.js';
@@ -32,6 +32,28 @@ export interface SessionInput {
   queue: QueuedTurnView[];
   /** GR-2a: the loop and mistake trackers as the session's last stored turn left them. */
   trackers: GuardrailTrackers;
+  /**
+   * Issue 26: a turn left running by a host that went away, to go on before anything else; null for
+   * none. A session that resumes its turns (`resumesTurns`) also leaves its running turn to the next
+   * opening when it is parked (evicted while it waits for a human, or its host shutting down).
+   */
+  resume?: ResumedTurn | null;
+  resumesTurns?: boolean;
+}
+
+/** Issue 26: the turn to go on with, why, and what its approvals came to while no host held it. */
+export interface ResumedTurn extends QueuedTurnView {
+  reason: TurnResumeReason;
+  /** Calls whose approval was asked for and not yet answered: an answer may come before the turn asks again. */
+  awaited: string[];
+  /** Answers stored for calls that have no result yet: given to the call as soon as it asks again. */
+  answered: Record<string, HeldAnswer>;
+}
+
+/** An answer the session holds until the call it is for asks (issue 26). */
+export interface HeldAnswer {
+  decision: PermissionDecision;
+  principal?: string;
 }
 
 /**
@@ -51,6 +73,7 @@ interface CommandReplies {
   /** The handle adds the agent it switched to. */
   'session.switch_agent': { ok: true } | CommandRefusal<'switchAgent', 'SessionActive' | 'PersistenceError'>;
   'session.stop': { ok: true };
+  'session.park': { ok: true };
 }
 
 export type CommandType = Commanded['type'];
@@ -77,6 +100,12 @@ export interface SessionContext extends SessionInput {
   maintenance: { commandId: string; command: Maintenance['type']; effect: EffectCall<SessionEffects>; limits?: TurnLimits } | null;
   /** The session is being stopped: nothing more starts, and once idle it closes. */
   stopping: boolean;
+  /** Issue 26: the active turn goes on from where a departed host left it (why), null for a turn begun here. */
+  resuming: TurnResumeReason | null;
+  /** Issue 26: calls of the active turn whose approval is awaited but which have not asked again since the session opened. */
+  awaitedApprovals: string[];
+  /** Issue 26: answers for calls of the active turn that have not asked (again) yet. */
+  heldAnswers: Record<string, HeldAnswer>;
 }
 
 export type SessionEvent =
@@ -90,6 +119,12 @@ export type SessionEvent =
   /** agent.switch: the session's agent (already checked against the allow-list) from the next turn on. */
   | { type: 'session.switch_agent'; commandId: string; agent: string; limits: TurnLimits }
   | { type: 'session.stop'; commandId: string }
+  /**
+   * Issue 26: close without ending the running turn (an eviction while it waits for a human, the
+   * host shutting down): its effects are abandoned, and the next opening goes on with it. A session
+   * that does not resume its turns takes it as a stop.
+   */
+  | { type: 'session.park'; commandId: string }
   | { type: 'session.require_reload' }
   | { type: 'turn.permission_requested'; turnId: string; toolCallId: string; name: string; paths: string[] }
   | { type: 'turn.permission_settled'; turnId: string }
@@ -165,6 +200,14 @@ function queuedTurn(event: StartTurn): QueuedTurnView {
 // The turn's events and its end, read on the transitions that take them.
 const permissionRequestOf = (event: SessionEvent) => event as Extract<SessionEvent, { type: 'turn.permission_requested' }>;
 const permissionAnswerOf = (event: SessionEvent) => event as Extract<SessionEvent, { type: 'session.resolve_permission' }>;
+const requestParams = ({ event }: { event: SessionEvent }): PermissionRequestParams => {
+  const request = permissionRequestOf(event);
+  return { turnId: request.turnId, toolCallId: request.toolCallId, name: request.name, paths: request.paths };
+};
+const answerParams = ({ event }: { event: SessionEvent }): ApprovalAnswerParams => {
+  const answer = permissionAnswerOf(event);
+  return { turnId: answer.turnId, toolCallId: answer.toolCallId, decision: answer.decision, ...(answer.principal !== undefined && { principal: answer.principal }) };
+};
 const turnOutputOf = (event: EventObject) => (event as DoneActorEvent<TurnOutput>).output;
 const turnErrorOf = (event: EventObject) => (event as ErrorActorEvent).error;
 
@@ -199,6 +242,14 @@ export const sessionMachine = setup({
       event.type === 'session.resolve_permission' &&
       context.pendingPermission?.turnId === event.turnId &&
       context.pendingPermission.toolCallId === event.toolCallId,
+    /** Issue 26: a turn to go on with, unless the session is being stopped. */
+    hasTurnToResume: ({ context }) => context.resume != null && !context.stopping,
+    /** Issue 26: an answer for a call of the resumed turn that has not asked again yet: held until it does. */
+    isAwaitedApproval: ({ context, event }) =>
+      event.type === 'session.resolve_permission' && context.activeTurn?.turnId === event.turnId && context.awaitedApprovals.includes(event.toolCallId),
+    /** Issue 26: the call asking already has its answer (given while no host held the session, or before it asked again). */
+    hasHeldAnswer: ({ context, event }) => event.type === 'turn.permission_requested' && Object.hasOwn(context.heldAnswers, event.toolCallId),
+    turnResumes: ({ context }) => context.resumesTurns === true,
   },
   actions: {
     requestEffect: requestEffectAction<SessionContext, SessionEvent, SessionEffects>(),
@@ -222,6 +273,44 @@ export const sessionMachine = setup({
     forwardPermissionAnswer: sendTo('turn', ({ event }) => {
       const answer = permissionAnswerOf(event);
       return { type: 'turn.resolve_permission', toolCallId: answer.toolCallId, decision: answer.decision, principal: answer.principal } satisfies TurnEvent;
+    }),
+    /** Issue 26: keeps an answer in storage before it reaches the call (the runtime's write; the reply waits for it). */
+    storeApprovalAnswer: notProvided<[unknown, ApprovalAnswerParams]>('session', 'storeApprovalAnswer'),
+    /** Issue 26: emits `turn_resumed` as the turn a departed host left goes on here. */
+    emitTurnResumed: notProvided('session', 'emitTurnResumed'),
+    /** Issue 26: parking: every effect the turn and its calls have in flight is abandoned (aborted, no reply). */
+    abandonTurnEffects: notProvided('session', 'abandonTurnEffects'),
+    /** Issue 26: the resumed turn becomes the active one, with what its approvals came to. */
+    resumeTurn: assign(({ context }) => {
+      const resume = context.resume!;
+      return {
+        activeTurn: { turnId: resume.turnId, clientRequestId: resume.clientRequestId },
+        accepted: { ...context.accepted, [resume.clientRequestId]: resume.turnId },
+        resuming: resume.reason,
+        awaitedApprovals: resume.awaited,
+        heldAnswers: resume.answered,
+        resume: null,
+      };
+    }),
+    holdAnswer: assign({
+      heldAnswers: ({ context, event }) => {
+        const answer = permissionAnswerOf(event);
+        return { ...context.heldAnswers, [answer.toolCallId]: { decision: answer.decision, ...(answer.principal !== undefined && { principal: answer.principal }) } };
+      },
+      awaitedApprovals: ({ context, event }) => context.awaitedApprovals.filter((id) => id !== permissionAnswerOf(event).toolCallId),
+    }),
+    /** The call asked: the answer held for it goes to the turn, which is waiting for it by now. */
+    forwardHeldAnswer: sendTo('turn', ({ context, event }) => {
+      const request = permissionRequestOf(event);
+      const held = context.heldAnswers[request.toolCallId]!;
+      return { type: 'turn.resolve_permission', toolCallId: request.toolCallId, decision: held.decision, principal: held.principal } satisfies TurnEvent;
+    }),
+    dropHeldAnswer: assign({
+      heldAnswers: ({ context, event }) => {
+        const { [permissionRequestOf(event).toolCallId]: _given, ...rest } = context.heldAnswers;
+        return rest;
+      },
+      awaitedApprovals: ({ context, event }) => context.awaitedApprovals.filter((id) => id !== permissionRequestOf(event).toolCallId),
     }),
     markReloadRequired: assign({ reloadRequired: true }),
     /** The turn of a `session.start_turn` starts at once: it is the active turn, its request is accepted and answered. */
@@ -250,7 +339,7 @@ export const sessionMachine = setup({
       },
     }),
     clearPermissionRequest: assign({ pendingPermission: null }),
-    clearActiveTurn: assign({ activeTurn: null, pendingPermission: null }),
+    clearActiveTurn: assign({ activeTurn: null, pendingPermission: null, resuming: null, awaitedApprovals: [], heldAnswers: {} }),
     /** A finished turn whose row was never written did not happen: its request id may be sent again. */
     recordFinish: assign({
       accepted: ({ context, event }) => {
@@ -293,7 +382,7 @@ export const sessionMachine = setup({
     replyBusy: answer<StartTurn>({
       reply: ({ context }, e) => reply(e, { ok: false, error: { code: 'Busy', turnId: context.activeTurn?.turnId ?? '' } }),
     }),
-    replyOk: answer<CommandEvent<'session.stop' | 'session.cancel_turn' | 'session.resolve_permission'>>({
+    replyOk: answer<CommandEvent<'session.stop' | 'session.park' | 'session.cancel_turn' | 'session.resolve_permission'>>({
       reply: (_, e) => reply(e, { ok: true }),
     }),
     replyTurnNotActive: answer<CommandEvent<'session.cancel_turn' | 'session.resolve_permission'>>({
@@ -338,6 +427,11 @@ export const sessionMachine = setup({
     busyPolicy: input.busyPolicy,
     queue: input.queue,
     trackers: input.trackers,
+    resume: input.resume ?? null,
+    resumesTurns: input.resumesTurns ?? false,
+    resuming: null,
+    awaitedApprovals: [],
+    heldAnswers: {},
     activeTurn: null,
     pendingPermission: null,
     lastOutcome: null,
@@ -353,6 +447,8 @@ export const sessionMachine = setup({
     // A stop is answered at once; the session closes when it is next idle (a turn finishing, a
     // maintenance under way end first). Queued turns stay stored and queued: they start when the session is opened again.
     'session.stop': { actions: ['markStopping', { type: 'replyOk', params: theCommand }] },
+    // Nothing is running to leave behind: a park is a stop.
+    'session.park': { actions: ['markStopping', { type: 'replyOk', params: theCommand }] },
     'session.cancel_turn': [
       { guard: 'isQueuedTurn', actions: [{ type: 'dequeue', params: theCommand }, { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
       { actions: { type: 'replyTurnNotActive', params: theCommand } },
@@ -368,6 +464,8 @@ export const sessionMachine = setup({
   states: {
     idle: {
       always: [
+        // Issue 26: a turn a departed host left running goes on first, under its own id.
+        { guard: 'hasTurnToResume', target: 'running', actions: ['resumeTurn', 'emitTurnResumed'] },
         // A queued turn starts as soon as nothing runs: after the turn before it, or when the session opens.
         { guard: 'startsQueuedTurn', target: 'running', actions: ['startQueuedTurn', 'emitTurnStarted', 'emitQueueUpdated'] },
         // Idle is the one way to close: the last turn's end is stored and announced by now.
@@ -397,6 +495,7 @@ export const sessionMachine = setup({
           turnId: context.activeTurn!.turnId,
           limits: context.limits,
           trackers: context.trackers,
+          resume: context.resuming,
         }),
         // The trackers come back with the outcome: the session keeps them for its next turn (GR-2a).
         onDone: { target: 'finishing', actions: 'recordTurnEnd' },
@@ -436,21 +535,27 @@ export const sessionMachine = setup({
         'session.resolve_permission': [
           {
             guard: 'isPendingPermission',
-            actions: ['forwardPermissionAnswer', { type: 'replyOk', params: theCommand }],
+            actions: ['forwardPermissionAnswer', { type: 'storeApprovalAnswer', params: answerParams }, { type: 'replyOk', params: theCommand }],
+          },
+          // Issue 26: the resumed turn has not asked again yet: the answer waits for it, stored.
+          {
+            guard: 'isAwaitedApproval',
+            actions: ['holdAnswer', { type: 'storeApprovalAnswer', params: answerParams }, { type: 'replyOk', params: theCommand }],
           },
           { guard: 'isActiveTurn', actions: { type: 'replyPermissionNotPending', params: theCommand } },
           { actions: { type: 'replyTurnNotActive', params: theCommand } },
         ],
         'session.stop': { actions: ['markStopping', 'stopTurn', { type: 'replyOk', params: theCommand }] },
-        'turn.permission_requested': {
-          actions: [
-            'recordPermissionRequest',
-            {
-              type: 'emitPermissionRequested',
-              params: ({ event }) => ({ turnId: event.turnId, toolCallId: event.toolCallId, name: event.name, paths: event.paths }),
-            },
-          ],
-        },
+        // Issue 26: the turn is left as storage has it, for the next opening to go on with; its effects stop here.
+        'session.park': [
+          { guard: 'turnResumes', target: 'closing', actions: ['markStopping', 'abandonTurnEffects', { type: 'replyOk', params: theCommand }] },
+          { actions: ['markStopping', 'stopTurn', { type: 'replyOk', params: theCommand }] },
+        ],
+        'turn.permission_requested': [
+          // Issue 26: answered already (while no host held the session, or before the call asked again): it goes straight on.
+          { guard: 'hasHeldAnswer', actions: ['recordPermissionRequest', { type: 'emitPermissionRequested', params: requestParams }, 'forwardHeldAnswer', 'dropHeldAnswer'] },
+          { actions: ['recordPermissionRequest', { type: 'emitPermissionRequested', params: requestParams }, 'dropHeldAnswer'] },
+        ],
         'turn.permission_settled': { actions: 'clearPermissionRequest' },
       },
     },

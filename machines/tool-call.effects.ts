@@ -97,7 +97,7 @@ export interface LiveStatusParams {
 
 /** The params of the runtime's `emitPermissionResolved`: the user's answer, or why the wait ended without one. */
 export interface PermissionResolvedParams {
-  decision: PermissionDecision | 'cancelled' | 'actor_stopped';
+  decision: PermissionDecision | 'cancelled' | 'actor_stopped' | 'expired';
 }
 
 // The replies, as the chart reads them. Each is read only on the reply it names: the guards and

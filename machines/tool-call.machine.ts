@@ -63,6 +63,7 @@ const DENIED_BY_HOOK: AuditDecision = { verdict: 'denied', by: 'hook' };
 const DENIED_BY_USER: AuditDecision = { verdict: 'denied', by: 'user' };
 const ALLOWED_BY_USER: AuditDecision = { verdict: 'allowed', by: 'user' };
 const ALLOWED_BY_RULE: AuditDecision = { verdict: 'allowed', by: 'rule' };
+const DENIED_BY_TIMEOUT: AuditDecision = { verdict: 'denied', by: 'timeout' };
 const CANCELLED_BY_TIMEOUT = 'tool call cancelled: the run passed its time limit';
 const CANCELLED_BY_STALL = 'tool call cancelled: the turn made no progress for too long';
 const STOPPED = 'the session stopped before the tool call finished';
@@ -73,6 +74,13 @@ const toolCallSetup = setup({
     context: {} as ToolCallContext,
     events: {} as ToolCallEvent,
     output: {} as ToolCallOutput,
+  },
+  delays: {
+    /**
+     * Issue 26: how long the approval may still wait; supplied by the runtime, which knows when it was
+     * first asked for (before a restart too). Only entered when `approvalExpires`.
+     */
+    approvalExpiry: 0,
   },
   guards: {
     /** Supplied by the runtime: is this name a control tool (e.g. `update_plan`)? */
@@ -95,6 +103,8 @@ const toolCallSetup = setup({
     childAgentForbidden: notProvided<ContextGuard, boolean>('tool-call', 'childAgentForbidden'),
     /** Supplied by the runtime: this turn already has as many live children as the agent allows. */
     childLimitReached: notProvided<ContextGuard, boolean>('tool-call', 'childLimitReached'),
+    /** Supplied by the runtime (issue 26): the session's agent lets an approval wait only so long (`approvalTimeoutMs`); without it, approvals wait. */
+    approvalExpires: () => false,
     /** Supplied by the runtime: nobody can answer an approval in this session (a sub-agent's): what would ask is denied. */
     approvalNonInteractive: notProvided<ContextGuard, boolean>('tool-call', 'approvalNonInteractive'),
     argumentsAreJsonObject: ({ context }) => context.argumentsParsed,
@@ -227,6 +237,12 @@ const toolCallSetup = setup({
       decision: DENIED_BY_RULE,
     }),
     assignUserApproval: assign({ approvedPaths: ({ context }) => context.requestedPaths, decision: ({ event }) => answeredBy(ALLOWED_BY_USER, event) }),
+    /** Issue 26: nobody answered in time: the call is denied, and the turn ends as after a denial. */
+    assignApprovalExpired: assign({
+      result: { status: 'denied', content: 'denied: nobody answered the approval request before it expired' },
+      termination: { kind: 'failed', code: 'permission_denied', message: 'the approval request expired without an answer' },
+      decision: DENIED_BY_TIMEOUT,
+    }),
     assignUserDenial: assign({
       result: { status: 'denied', content: 'denied by the user' },
       termination: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
@@ -396,6 +412,20 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
             // The session announces the request once it has recorded it, so a UI that answers at once is not refused.
             entry: [{ type: 'setLiveStatus', params: { status: 'waiting_permission' } }, 'requestPermission'],
             exit: 'settlePermission',
+            // Issue 26: an approval with an expiry is denied when it passes unanswered.
+            initial: 'deadline',
+            states: {
+              deadline: { always: [{ guard: 'approvalExpires', target: 'expiring' }, { target: 'unbounded' }] },
+              expiring: {
+                after: {
+                  approvalExpiry: {
+                    target: '#toolCall.writing_result',
+                    actions: [{ type: 'emitPermissionResolved', params: { decision: 'expired' } }, 'assignApprovalExpired'],
+                  },
+                },
+              },
+              unbounded: {},
+            },
             on: {
               'permission.resolve': [
                 {

@@ -1,7 +1,7 @@
 import type { EventObject } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { ModelResponse } from '../src/protocol/model.js';
-import type { TurnPhase } from '../src/protocol/updates.js';
+import type { TurnPhase, TurnResumeReason } from '../src/protocol/updates.js';
 import { doneOutput, failedError, type EffectErrorTraits } from './effect-port.js';
 
 /**
@@ -14,6 +14,11 @@ import { doneOutput, failedError, type EffectErrorTraits } from './effect-port.j
 export interface TurnEffectInput {
   sessionId: string;
   turnId: string;
+}
+
+/** `beginTurn`'s input: a resumed turn (issue 26) writes nothing new; it reopens what storage has. */
+export interface BeginTurnInput extends TurnEffectInput {
+  resume: TurnResumeReason | null;
 }
 
 export interface CallModelInput extends TurnEffectInput {
@@ -46,9 +51,24 @@ export interface PrincipalBudget {
   resetsAtMs: number;
 }
 
-/** What `beginTurn` reports: the principal's daily budget, or null when none applies (none set, no principal, an admin's session). */
+/**
+ * Issue 26: where a resumed turn goes on, read from what storage has of it: its last stored
+ * response and the first of that response's calls still to run (`toolIndex`; past the last when
+ * every call has its result, so the model is called again), and the number of its next model call.
+ */
+export interface ResumePoint {
+  response: ModelResponse | null;
+  toolIndex: number;
+  modelCallIndex: number;
+}
+
+/**
+ * What `beginTurn` reports: the principal's daily budget, or null when none applies (none set, no
+ * principal, an admin's session); for a resumed turn (issue 26), where it goes on.
+ */
 export interface BeganTurn {
   principalBudget: PrincipalBudget | null;
+  resumeAt?: ResumePoint;
 }
 
 export interface MistakeLimitInput extends TurnEffectInput {
@@ -78,9 +98,11 @@ export type TurnEffects = {
   compact: { input: TurnEffectInput; output: { compactionId: string } };
   /**
    * Writes the turn row and opening messages, appends them, resolves the system context (RT-10);
-   * reads the principal's daily token budget alongside (issue 25).
+   * reads the principal's daily token budget alongside (issue 25). A resumed turn (issue 26) writes
+   * no row: it reopens the stored one, settles the call a crash left without a result (run again if
+   * idempotent, else given its `interrupted` result) and says where the turn goes on.
    */
-  beginTurn: { input: TurnEffectInput; output: BeganTurn };
+  beginTurn: { input: BeginTurnInput; output: BeganTurn };
   /** Writes and appends every agent message waiting in the mailbox (RT-4). */
   drainMailbox: { input: TurnEffectInput; output: void };
   /** Streams the model with the prepared request (deltas go straight to the live stream). */

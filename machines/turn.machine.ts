@@ -2,7 +2,7 @@ import { and, assign, sendParent, sendTo, setup } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { ModelResponse } from '../src/protocol/model.js';
-import type { PermissionDecision } from '../src/protocol/updates.js';
+import type { PermissionDecision, TurnResumeReason } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
 import { callErrorOf, callOutputOf, type ToolCallCommand, type ToolCallNotice, type TurnTermination } from './tool-call.contract.js';
 import { stallWatchdogMachine, WATCHDOG } from './stall-watchdog.machine.js';
@@ -45,6 +45,8 @@ export interface TurnInput {
   limits: TurnLimits;
   /** GR-2a: the session's loop and mistake trackers as its last turn left them; the turn goes on from there. */
   trackers: GuardrailTrackers;
+  /** Issue 26: the turn goes on from where a departed host left it, and why; null (or absent) for a new turn. */
+  resume?: TurnResumeReason | null;
 }
 
 /** How the turn ended, and the trackers it hands back to its session (GR-2a). */
@@ -66,7 +68,9 @@ export type TurnInterrupt =
   | { type: 'turn.interrupt'; reason: 'timeout'; limit: 'run' | 'stall' };
 
 /** The trackers of the input live on as `loop` and `mistakes`, which the turn moves. */
-export interface TurnContext extends Omit<TurnInput, 'trackers'> {
+export interface TurnContext extends Omit<TurnInput, 'trackers' | 'resume'> {
+  /** Issue 26: why this turn is resumed; null for a turn begun here. */
+  resume: TurnResumeReason | null;
   /** The number of the model call the turn makes next (from 1): it moves on when a response arrives. */
   modelCallIndex: number;
   /** World-state sample of this model call: 1, or 2 right after an in-turn compaction (CW-2). */
@@ -182,6 +186,13 @@ export const turnMachine = setup({
       return max !== null && !context.concluding && (prepared?.turnTokens ?? 0) + (prepared?.nextCallTokens ?? 0) > max;
     },
     concluding: ({ context }) => context.concluding,
+    /** Issue 26: the resumed turn's last response still has calls without results: they run from the first of them. */
+    resumesAtToolCalls: ({ event }) => {
+      const at = beganOf(event)?.resumeAt;
+      return at !== undefined && at.response !== null && at.toolIndex < at.response.toolCalls.length;
+    },
+    /** Issue 26: the resumed turn's model call was in flight (or its calls all have results): it is made again. */
+    resumesAtModelCall: ({ event }) => beganOf(event)?.resumeAt !== undefined,
     /** Issue 25: the session's principal has spent its daily token budget: a new turn makes no model call. */
     principalBudgetSpent: ({ event }) => {
       const budget = beganOf(event)?.principalBudget;
@@ -264,6 +275,11 @@ export const turnMachine = setup({
           message: `the tool call failed inside the runtime: ${messageOf(error)}`,
         };
       },
+    }),
+    /** Issue 26: the resumed turn takes up its stored response (if any) and the count of its model calls. */
+    restoreResumePoint: assign(({ event }) => {
+      const at = beganOf(event)!.resumeAt!;
+      return { response: at.response, toolIndex: at.toolIndex, modelCallIndex: at.modelCallIndex };
     }),
     /** Re-sample right away (sample 2), so the resubmitted request still carries world state. */
     recordCompaction: assign({ compactedThisCall: true, sample: 2 }),
@@ -360,6 +376,7 @@ export const turnMachine = setup({
     sessionId: input.sessionId,
     turnId: input.turnId,
     limits: input.limits,
+    resume: input.resume ?? null,
     modelCallIndex: 1,
     sample: 1,
     compactedThisCall: false,
@@ -388,12 +405,17 @@ export const turnMachine = setup({
     starting: {
       entry: [
         { type: 'emitPhase', params: { phase: 'starting' } },
-        { type: 'requestEffect', params: ({ context }) => ({ name: 'beginTurn', input: effectInput(context) }) },
+        { type: 'requestEffect', params: ({ context }) => ({ name: 'beginTurn', input: { sessionId: context.sessionId, turnId: context.turnId, resume: context.resume } }) },
       ],
       on: {
         'effect.done': [
           // Issue 25: the principal's daily token budget is spent: the turn, stored, ends before any model call.
           { guard: 'principalBudgetSpent', target: 'failed', actions: 'assignPrincipalBudgetExhausted' },
+          // Issue 26: a resumed turn goes on where storage has it: its remaining calls (each still gets
+          // exactly one result; an interrupt that came meanwhile skips them), or its model call again.
+          { guard: and(['resumesAtToolCalls', 'interrupted']), target: 'skipping_remaining', actions: 'restoreResumePoint' },
+          { guard: 'resumesAtToolCalls', target: 'running_tools', actions: 'restoreResumePoint' },
+          { guard: 'resumesAtModelCall', target: 'running_model', actions: 'restoreResumePoint' },
           { target: 'running_model' },
         ],
         'effect.failed': { target: 'failed', actions: 'assignPersistenceFailure' },

@@ -13,6 +13,7 @@ import { insertMessageFenced } from './message-insert.js';
 import { KeptStatement } from './kept-statement.js';
 import * as leases from './leases.js';
 import * as quotas from './quotas.js';
+import * as approvals from './approvals.js';
 import { migrationProvider } from './migrations/index.js';
 import { executeKept } from './prepared-statements.js';
 import { encodeText } from './text-codec.js';
@@ -22,6 +23,8 @@ import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, r
 import { applySpanPlan, planSpanWrites } from './span-writes.js';
 import { toMs, type Database } from './schema.js';
 import {
+  type ApprovalAnswer,
+  type ApprovalRow,
   FencedWriteError,
   type AcquireResult,
   type AuditQuery,
@@ -89,6 +92,7 @@ const createSessionStatement = new KeptStatement<{ row: SessionRow; owner: Lease
         ...(row.nonInteractive && { non_interactive: 1 }),
         ...(row.principal && { principal: row.principal }),
         ...(row.quotaExempt && { quota_exempt: 1 }),
+        ...(row.resumeTurns && { resume_turns: 1 }),
         ...(row.parent && { parent_session_id: row.parent.sessionId, parent_turn_id: row.parent.turnId, parent_tool_call_id: row.parent.toolCallId }),
         ...(owner && {
           owner_id: owner.ownerId,
@@ -110,10 +114,11 @@ const createSessionStatement = new KeptStatement<{ row: SessionRow; owner: Lease
     ...(row.nonInteractive ? [1] : []),
     ...(row.principal ? [row.principal] : []),
     ...(row.quotaExempt ? [1] : []),
+    ...(row.resumeTurns ? [1] : []),
     ...(row.parent ? [row.parent.sessionId, row.parent.turnId, row.parent.toolCallId] : []),
     ...(owner ? [owner.ownerId, owner.host, owner.pid, owner.ttlMs] : []),
   ],
-  ({ row, owner }) => `${row.nonInteractive ? 'n' : ''}${row.principal ? 'u' : ''}${row.quotaExempt ? 'x' : ''}${row.parent ? 'p' : ''}${owner ? 'o' : ''}`,
+  ({ row, owner }) => `${row.nonInteractive ? 'n' : ''}${row.principal ? 'u' : ''}${row.quotaExempt ? 'x' : ''}${row.resumeTurns ? 'r' : ''}${row.parent ? 'p' : ''}${owner ? 'o' : ''}`,
 );
 
 /**
@@ -282,8 +287,20 @@ export class KyselySessionStorage implements SessionStorage {
     return quotas.releaseStreamSlots(this.db, ownerId);
   }
 
-  unheldSessionsWithQueuedTurns(): Promise<string[]> {
-    return leases.unheldSessionsWithQueuedTurns(this.db, this.dialect);
+  unheldSessionsWithWork(): Promise<string[]> {
+    return leases.unheldSessionsWithWork(this.db, this.dialect);
+  }
+
+  requestApproval(row: ApprovalRow): Promise<void> {
+    return approvals.requestApproval(this.db, row);
+  }
+
+  answerApproval(answer: ApprovalAnswer): Promise<void> {
+    return approvals.answerApproval(this.db, answer);
+  }
+
+  listApprovals(turnId: string): Promise<ApprovalRow[]> {
+    return approvals.listApprovals(this.db, turnId);
   }
 
   async reserveUpdateSequence(sessionId: string, upTo: number, fence?: number): Promise<void> {

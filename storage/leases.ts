@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import { databaseNowMs, type DialectName } from './dialect.js';
 import { rowToSession } from './rows.js';
+import { waitsForHuman } from './approvals.js';
 import { inTransaction } from './transaction.js';
 import { toMs, type Database } from './schema.js';
 import type { AcquireResult, CorrectionReport, LeaseRequest, SessionStanding } from './session-storage.js';
@@ -50,19 +51,25 @@ export async function acquireSession(
       .where('id', '=', sessionId)
       .returning('fencing_token')
       .executeTakeFirstOrThrow();
-    const corrected = row.owner_id === lease.ownerId ? { interruptedTurns: 0, unknownSpans: 0 } : await correctSession(trx, sessionId, nowMs);
-    return { ok: true, session: rowToSession(row), fence: Number(claimed.fencing_token), corrected };
+    const corrected =
+      row.owner_id === lease.ownerId ? { interruptedTurns: 0, unknownSpans: 0 } : await correctSession(trx, sessionId, nowMs, Number(row.resume_turns) === 1);
+    const tookOver = row.owner_id !== null && row.owner_id !== lease.ownerId;
+    return { ok: true, session: rowToSession(row), fence: Number(claimed.fencing_token), corrected, tookOver };
   });
 }
 
-/** What a departed owner left running in one session becomes `interrupted` / `outcome_unknown`. */
-async function correctSession(db: Kysely<Database>, sessionId: string, nowMs: number): Promise<CorrectionReport> {
+/**
+ * What a departed owner left running in one session becomes `interrupted` / `outcome_unknown`; a
+ * session that resumes its turns (issue 26) keeps its running turn for the opener to go on with.
+ */
+async function correctSession(db: Kysely<Database>, sessionId: string, nowMs: number, resumes: boolean): Promise<CorrectionReport> {
   const spans = await db
     .updateTable('trace_spans')
     .set({ status: 'outcome_unknown', error_code: RESTART, ended_at_ms: nowMs })
     .where('session_id', '=', sessionId)
     .where('status', '=', 'running')
     .executeTakeFirst();
+  if (resumes) return { interruptedTurns: 0, unknownSpans: Number(spans.numUpdatedRows) };
   const turns = await db
     .updateTable('turns')
     .set({ status: 'interrupted', error_code: RESTART, finished_at_ms: nowMs })
@@ -93,7 +100,8 @@ export async function correctUnheld(db: Kysely<Database>, dialect: DialectName, 
       .updateTable('turns')
       .set({ status: 'interrupted', error_code: RESTART, finished_at_ms: nowMs })
       .where('status', '=', 'running')
-      .where('session_id', 'in', unheldIds)
+      // Issue 26: a session that resumes its turns keeps its running one for whoever opens it next.
+      .where('session_id', 'in', unheldIds.where('resume_turns', '=', 0))
       .executeTakeFirst();
     return { interruptedTurns: Number(turns.numUpdatedRows), unknownSpans: Number(spans.numUpdatedRows) };
   });
@@ -171,12 +179,22 @@ export async function expireOwner(db: Kysely<Database>, ownerId: string): Promis
   await db.updateTable('sessions').set({ lease_expires_at_ms: 0 }).where('owner_id', '=', ownerId).execute();
 }
 
-export async function unheldSessionsWithQueuedTurns(db: Kysely<Database>, dialect: DialectName): Promise<string[]> {
+export async function unheldSessionsWithWork(db: Kysely<Database>, dialect: DialectName): Promise<string[]> {
   const rows = await db
     .selectFrom('sessions')
     .select('id')
     .where(unheld(dialect))
-    .where((eb) => eb.exists(eb.selectFrom('turns').select('turns.id').whereRef('turns.session_id', '=', 'sessions.id').where('turns.status', '=', 'queued')))
+    .where((eb) =>
+      eb.or([
+        eb.exists(eb.selectFrom('turns').select('turns.id').whereRef('turns.session_id', '=', 'sessions.id').where('turns.status', '=', 'queued')),
+        // Issue 26: a turn to resume, unless all it waits for is a human's answer.
+        eb.and([
+          eb('sessions.resume_turns', '=', 1),
+          eb.exists(eb.selectFrom('turns').select('turns.id').whereRef('turns.session_id', '=', 'sessions.id').where('turns.status', '=', 'running')),
+          eb.not(waitsForHuman(dialect)),
+        ]),
+      ]),
+    )
     .execute();
   return rows.map((r) => r.id);
 }

@@ -22,6 +22,7 @@ export function rowToSession(row: Selectable<SessionsTable>): SessionRow {
     ...(Number(row.non_interactive) === 1 && { nonInteractive: true }),
     ...(row.principal !== null && row.principal !== undefined && { principal: row.principal }),
     ...(Number(row.quota_exempt) === 1 && { quotaExempt: true }),
+    ...(Number(row.resume_turns) === 1 && { resumeTurns: true }),
     ...(row.parent_session_id !== null &&
       row.parent_session_id !== undefined && {
         parent: { sessionId: row.parent_session_id, turnId: row.parent_turn_id ?? '', toolCallId: row.parent_tool_call_id ?? '' },

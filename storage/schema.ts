@@ -31,6 +31,8 @@ export interface SessionsTable {
   principal: ColumnType<string | null, string | null | undefined, string | null>;
   /** Issue 25 (009): 1 when an admin created it: its turns draw on no principal's daily token budget. */
   quota_exempt: ColumnType<number, number | undefined, number>;
+  /** Issue 26 (010): 1 when a turn running as its host went away goes on when the session is next opened. */
+  resume_turns: ColumnType<number, number | undefined, number>;
 }
 
 export interface TurnsTable {
@@ -198,6 +200,22 @@ interface StreamSlotsTable {
   expires_at_ms: EpochMs;
 }
 
+/** Issue 26 (010): an approval a tool call asked for, and its answer once given. */
+export interface ApprovalsTable {
+  turn_id: string;
+  tool_call_id: string;
+  session_id: string;
+  tool_name: string;
+  /** JSON array of the paths the request names. */
+  paths: string;
+  requested_at_ms: EpochMs;
+  expires_at_ms: NullableEpochMs;
+  /** `allow_once`, `deny`, or how it ended unanswered (`cancelled`, `expired`); null while pending. */
+  decision: string | null;
+  answered_by: string | null;
+  answered_at_ms: NullableEpochMs;
+}
+
 export interface Database {
   sessions: SessionsTable;
   turns: TurnsTable;
@@ -212,6 +230,7 @@ export interface Database {
   task_consumer_positions: TaskConsumerPositionsTable;
   principal_usage: PrincipalUsageTable;
   stream_slots: StreamSlotsTable;
+  approvals: ApprovalsTable;
 }
 
 export function toMs(value: number | string): number;

@@ -25,6 +25,8 @@ export interface SessionRow {
   principal?: string | null;
   /** Issue 25: created by an admin (or a sub-agent of such a session): its turns draw on no principal's daily token budget. */
   quotaExempt?: boolean;
+  /** Issue 26: a turn running when its host went away goes on when the session is next opened (else it is corrected `interrupted`). */
+  resumeTurns?: boolean;
 }
 
 /** Where a child session came from: the parent session, its turn, and the `spawn_agent` call. */
@@ -47,9 +49,34 @@ export interface LeaseRequest extends OwnerIdentity {
 }
 
 export type AcquireResult =
-  | { ok: true; session: SessionRow; fence: number; corrected: CorrectionReport }
+  /** `tookOver`: the lease was another owner's, and had run out (that owner died or stalled). */
+  | { ok: true; session: SessionRow; fence: number; corrected: CorrectionReport; tookOver: boolean }
   | { ok: false; reason: 'unknown' }
   | { ok: false; reason: 'owned'; holder: LeaseHolder };
+
+/** Issue 26: an approval a tool call asked for, and its answer once given. */
+export interface ApprovalRow {
+  turnId: string;
+  toolCallId: string;
+  sessionId: string;
+  toolName: string;
+  paths: string[];
+  requestedAtMs: number;
+  /** Null: it waits until answered. */
+  expiresAtMs: number | null;
+  /** Null while pending. */
+  decision: 'allow_once' | 'deny' | 'cancelled' | 'expired' | null;
+  answeredBy: string | null;
+}
+
+/** The answer to an approval, or how it ended unanswered. */
+export interface ApprovalAnswer {
+  turnId: string;
+  toolCallId: string;
+  decision: NonNullable<ApprovalRow['decision']>;
+  principal: string | null;
+  answeredAtMs: number;
+}
 
 /** A turn accepted while another ran, waiting in the session's queue with its input (RL-2). */
 export interface QueuedTurnRow {
@@ -142,7 +169,8 @@ export interface TurnRow {
 }
 
 export interface TurnEnd {
-  status: Exclude<StoredTurnStatus, 'running' | 'interrupted' | 'queued'>;
+  /** `interrupted`: only a turn its host left that its session may not resume (issue 26: the agent's `resume: false`). */
+  status: Exclude<StoredTurnStatus, 'running' | 'queued'>;
   errorCode: string | null;
   errorMessage: string | null;
   finalText: string | null;
@@ -254,8 +282,18 @@ export interface SessionStorage {
   releaseStreamSlots(ownerId: string): Promise<void>;
   /** Ends every lease of an owner known to be gone (its process no longer exists). */
   expireOwner(ownerId: string): Promise<void>;
-  /** Sessions with queued turns that nobody holds: a starting runtime takes them and runs their queues. */
-  unheldSessionsWithQueuedTurns(): Promise<string[]>;
+  /**
+   * Sessions nobody holds that have work: queued turns, or (issue 26) a turn to resume that waits for
+   * more than a human (an unanswered approval that has not expired keeps its session closed until the
+   * answer comes). A starting runtime, and the cluster's sweep, open them.
+   */
+  unheldSessionsWithWork(): Promise<string[]>;
+  /** Issue 26: records an approval request; a request already recorded is kept as it is (its expiry too). */
+  requestApproval(row: ApprovalRow): Promise<void>;
+  /** Issue 26: records the first answer to an approval; a later one changes nothing. */
+  answerApproval(answer: ApprovalAnswer): Promise<void>;
+  /** Issue 26: the approvals a turn asked for, oldest first. */
+  listApprovals(turnId: string): Promise<ApprovalRow[]>;
   /** Records that update sequences up to `upTo` may be issued (never lowers it). */
   reserveUpdateSequence(sessionId: string, upTo: number, fence?: number): Promise<void>;
 
@@ -310,7 +348,9 @@ export interface SessionStorage {
 
   /**
    * RT-24, for sessions nobody holds a live lease on: running spans → outcome_unknown, running turns →
-   * interrupted, in one transaction; such a session's token is raised so its last owner can no longer write.
+   * interrupted (except in sessions that resume their turns, issue 26: those stay running for the
+   * next opening to go on with), in one transaction; such a session's token is raised so its last
+   * owner can no longer write.
    */
   correctInterrupted(nowMs: number): Promise<CorrectionReport>;
 

@@ -212,6 +212,7 @@ function renderUpdate(
         deny: 'denied',
         cancelled: 'approval withdrawn: the turn was cancelled',
         actor_stopped: 'approval withdrawn: the session stopped',
+        expired: 'denied: nobody answered before the approval expired',
       }[update.decision];
       line(paint('dim', `  ${said}`));
       break;

@@ -1,7 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import type { AmqpLink } from '../transport/amqp-link.js';
 import { parseBody, type CommandReply } from './messages.js';
-import { commandQueueOf } from './names.js';
+import { commandQueueOf, PROBE_MESSAGE } from './names.js';
 import { messageOf } from '../protocol/error-message.js';
 
 /**
@@ -17,8 +17,9 @@ export async function serveCommands(
 ): Promise<void> {
   const queue = commandQueueOf(ownerId);
   const handle = async (message: ConsumeMessage): Promise<void> => {
-    const { correlationId, replyTo } = message.properties as { correlationId?: unknown; replyTo?: unknown };
-    if (typeof correlationId !== 'string' || typeof replyTo !== 'string') return;
+    const { correlationId, replyTo, type } = message.properties as { correlationId?: unknown; replyTo?: unknown; type?: unknown };
+    // A probe only checks this queue is there (rpc-client.ts); it carries no command and wants no reply.
+    if (type === PROBE_MESSAGE || typeof correlationId !== 'string' || typeof replyTo !== 'string') return;
     const reply = await answer(parseBody(message.content));
     await link.publish('', replyTo, reply, { correlationId, persistent: false }).catch((error: unknown) => {
       warn(`could not reply to a routed command: ${messageOf(error)}`);

@@ -15,7 +15,7 @@ export function sweepExpiredLeases(runtime: Runtime, storage: SessionStorage, ev
   const sweep = async () => {
     await runtime.ownership.reapGoneOwners();
     await storage.correctInterrupted(Date.now());
-    for (const sessionId of await storage.unheldSessionsWithQueuedTurns()) {
+    for (const sessionId of await storage.unheldSessionsWithWork()) {
       // Another host may take it first: then it is that host's to run.
       await runtime.openSession(sessionId).catch((error: unknown) => {
         if (!(error instanceof SessionOwnedElsewhereError)) warn(`could not resume the queue of session ${sessionId}: ${messageOf(error)}`);

@@ -137,7 +137,7 @@ const AuditEntrySchema = z
     argumentsHash: z.string().openapi({ description: 'sha256 of the arguments the model sent, as canonical JSON' }),
     dispatchedArgumentsHash: z.string().nullable().openapi({ description: 'sha256 of the arguments a hook rewrote them into' }),
     verdict: z.enum(['allowed', 'denied', 'none']),
-    decidedBy: z.enum(['mode', 'rule', 'hook', 'user']).nullable(),
+    decidedBy: z.enum(['mode', 'rule', 'hook', 'user', 'timeout']).nullable(),
     status: z.enum(['succeeded', 'failed', 'denied', 'cancelled', 'outcome_unknown']),
     errorCode: z.string().nullable(),
     permissionWaitMs: z.number().int().nullable(),

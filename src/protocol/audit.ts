@@ -7,10 +7,11 @@ export type AuditVerdict = 'allowed' | 'denied' | 'none';
  * Who decided: the session's permission `mode`, a `rule` (the tool's own `authorize`, a permission
  * rule — whose result then names it, `denied by the permission rule 'github__*: deny'` — or the
  * delegation and non-interactive rules), a dispatch
- * `hook`, or the `user` answering an approval. Null when nothing had to decide (a control tool, a
+ * `hook`, the `user` answering an approval, or its `timeout` (issue 26: nobody answered before the
+ * agent's `approvalTimeoutMs`). Null when nothing had to decide (a control tool, a
  * call refused before any decision: unknown tool, invalid arguments, doom loop, a cancel).
  */
-export type AuditDecider = 'mode' | 'rule' | 'hook' | 'user';
+export type AuditDecider = 'mode' | 'rule' | 'hook' | 'user' | 'timeout';
 
 export interface AuditDecision {
   verdict: Exclude<AuditVerdict, 'none'>;

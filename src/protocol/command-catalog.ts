@@ -37,7 +37,7 @@ export const commandCatalog = {
     routed: true,
   }),
   cancelTurn: command({ input: turnIdSchema, ok: {}, errors: ['TurnNotActive', 'InvalidInput', 'PersistenceError', ...stopped], routed: true }),
-  resolvePermission: command({ input: resolvePermissionSchema, ok: {}, errors: ['TurnNotActive', 'PermissionNotPending', 'InvalidInput', ...stopped], routed: true }),
+  resolvePermission: command({ input: resolvePermissionSchema, ok: {}, errors: ['TurnNotActive', 'PermissionNotPending', 'PersistenceError', 'InvalidInput', ...stopped], routed: true }),
   setPermissionMode: command({ input: permissionModeSchema, ok: {}, errors: ['PersistenceError', 'InvalidInput', ...stopped], routed: true }),
   switchAgent: command({
     input: agentNameSchema,

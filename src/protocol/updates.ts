@@ -27,6 +27,12 @@ export type LiveToolCallStatus = 'validating' | 'waiting_permission' | 'running'
 
 export type SessionUpdate =
   | { type: 'turn_started'; clientRequestId: string }
+  /**
+   * Issue 26: a turn whose host went away (a restart, a crash, a lease taken from a dead owner, a
+   * session evicted while it waited for an approval) goes on here under the same turnId. `fromSequence`
+   * is the first update of the continuation; `reason` says how the turn came here.
+   */
+  | { type: 'turn_resumed'; clientRequestId: string; fromSequence: number; reason: TurnResumeReason }
   | { type: 'phase_changed'; phase: TurnPhase }
   | { type: 'text_delta'; text: string }
   | { type: 'reasoning_delta'; text: string }
@@ -35,13 +41,17 @@ export type SessionUpdate =
   | { type: 'tool_call_progress'; toolCallId: string; progress: unknown }
   | { type: 'tool_call_finished'; toolCallId: string; status: ToolResultStatus }
   | { type: 'permission_requested'; toolCallId: string; name: string; paths: string[] }
-  | { type: 'permission_resolved'; toolCallId: string; decision: PermissionDecision | 'cancelled' | 'actor_stopped' }
+  /** `expired`: nobody answered within the agent's `approvalTimeoutMs` (issue 26); the call is denied. */
+  | { type: 'permission_resolved'; toolCallId: string; decision: PermissionDecision | 'cancelled' | 'actor_stopped' | 'expired' }
   | { type: 'plan_updated'; plan: Plan }
   /** The session's queue of waiting turns changed (a turn was queued, started or cancelled); carries the whole queue. */
   | { type: 'queue_updated'; queue: QueuedTurnView[] }
   /** A guardrail (GR-1, GR-2, the token budget) reached a threshold: `soft` hints and goes on, `hard` stops. */
   | { type: 'guardrail_triggered'; rule: GuardrailRule; level: 'soft' | 'hard'; toolName?: string; count: number }
   | { type: 'turn_finished'; outcome: TurnOutcome };
+
+/** `host_restarted`: its host started again; `owner_lost`: another host took the lease of a dead owner; `reopened`: a session parked while it waited for an approval was opened again. */
+export type TurnResumeReason = 'host_restarted' | 'owner_lost' | 'reopened';
 
 /** `loop`: identical consecutive calls; `cycle`: a repeated sequence of calls; `mistake_limit`: steps whose calls all failed; `token_budget`: the turn's tokens. */
 export type GuardrailRule = 'loop' | 'cycle' | 'mistake_limit' | 'token_budget';

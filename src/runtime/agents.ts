@@ -47,6 +47,13 @@ export interface AgentDefinition {
   permissions: PermissionRules | null;
   /** Issue 25: what run_command's sandbox allows this agent's commands: `network` (default false). */
   sandbox: AgentSandbox;
+  /**
+   * Issue 26: a turn running when its host went away goes on when the session is next opened (true,
+   * the default); false ends it `interrupted`, as before.
+   */
+  resume: boolean;
+  /** Issue 26: an approval nobody answers within this many milliseconds is denied; null: it waits until answered. */
+  approvalTimeoutMs: number | null;
 }
 
 /** A tool-name pattern from configuration: bounded, and one the matcher can compile within its bounds. */
@@ -87,6 +94,10 @@ const agentConfigSchema = z.object({
   permissions: permissionRulesSchema.optional(),
   /** Issue 25: `{ network: true }` lets the agent's commands use the network under the bubblewrap sandbox. */
   sandbox: agentSandboxSchema.optional(),
+  /** Issue 26: `false` ends a turn whose host went away `interrupted` instead of going on with it. */
+  resume: z.boolean().optional(),
+  /** Issue 26: an approval unanswered this long is denied (the wait survives restarts: it counts from the first request). */
+  approvalTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */
@@ -113,6 +124,8 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     tools: null,
     permissions: null,
     sandbox: DEFAULT_AGENT_SANDBOX,
+    resume: true,
+    approvalTimeoutMs: null,
   },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
@@ -128,6 +141,8 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     tools: null,
     permissions: null,
     sandbox: DEFAULT_AGENT_SANDBOX,
+    resume: true,
+    approvalTimeoutMs: null,
   },
 };
 
@@ -160,6 +175,8 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       tools: parsed.tools ?? base.tools,
       permissions: parsed.permissions ?? base.permissions,
       sandbox: parsed.sandbox ? { network: parsed.sandbox.network ?? base.sandbox.network } : base.sandbox,
+      resume: parsed.resume ?? base.resume,
+      approvalTimeoutMs: parsed.approvalTimeoutMs ?? base.approvalTimeoutMs,
     };
   }
   checkAgentNames(agents);

@@ -89,6 +89,15 @@ export class EffectDispatcher {
     for (const { cancellation } of this.inflight.values()) cancellation?.abort();
     this.inflight.clear();
   }
+
+  /** Issue 26 (a session parking): abandons every request in flight but `keep`'s: signals abort, no replies follow. */
+  abandonAllBut(keep: AnyActorRef): void {
+    for (const [actor, { cancellation }] of this.inflight) {
+      if (actor === keep) continue;
+      cancellation?.abort();
+      this.inflight.delete(actor);
+    }
+  }
 }
 
 /** The dispatcher of each session's actor system, registered by its effect port while it runs. */
@@ -134,6 +143,11 @@ export function directEffectActions() {
     cancelEffect: ({ self, system }: ActionArgs) => dispatcherOf(system).cancel(self),
     abortEffect: ({ self, system }: ActionArgs) => dispatcherOf(system).abort(self),
   };
+}
+
+/** Issue 26: the session's `abandonTurnEffects`: what its turn and calls have in flight stops, and nothing replies. */
+export function abandonTurnEffects({ self, system }: { self: AnyActorRef; system: AnyActorSystem }): void {
+  dispatcherOf(system).abandonAllBut(self);
 }
 
 function run(handler: AnyHandler | undefined, name: string, input: unknown, cancellation: EffectCancellation): Promise<unknown> {

@@ -24,7 +24,8 @@ export class LiveView {
       this.queue = update.queue;
       return;
     }
-    if (update.type === 'turn_started') {
+    // Issue 26: a resumed turn is live again from its first update here on; its earlier calls are in the conversation.
+    if (update.type === 'turn_started' || update.type === 'turn_resumed') {
       this.runtime = {
         kind: 'running',
         turnId: envelope.turnId,

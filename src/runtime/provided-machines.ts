@@ -21,7 +21,11 @@ export function provideMachines(deps: SessionEffectDeps & SubagentDeps) {
   const session = sessionEffects(deps);
   const delegation = delegationEffects(deps);
   const effects = directEffectActions();
-  const toolCall = toolCallChart(tool.validate, tool.ruleFor).provide({ guards: { ...tool.guards, ...delegation.guards }, actions: { ...tool.actions, ...effects } });
+  const toolCall = toolCallChart(tool.validate, tool.ruleFor).provide({
+    guards: { ...tool.guards, ...delegation.guards },
+    actions: { ...tool.actions, ...effects },
+    delays: tool.delays,
+  });
   const providedTurn = turnMachine.provide({ actors: { toolCall }, guards: turn.guards, actions: { ...turn.actions, ...delegation.actions, ...effects } });
   const handlers = {
     ...turn.handlers,

@@ -36,6 +36,14 @@ export interface RuntimeOptions {
    * it reopens from storage on its next use. Default: sessions stay open until closed.
    */
   idleTtlMs?: number;
+  /**
+   * Issue 26: sessions created here go on with a turn their host left running (a crash, a restart, a
+   * lease taken from a dead owner, an eviction while it waited for an approval) when next opened,
+   * unless their agent says `resume: false`; a shutdown and an idle eviction then park a running turn
+   * instead of ending it. Default false for now (the service and the chaos suite turn it on next); a
+   * task worker never resumes turns (it resumes its tasks its own way).
+   */
+  resumeTurns?: boolean;
   /** Ownership of sessions across runtimes on one database: lease length and identity. */
   ownership?: { leaseTtlMs?: number; ownerId?: string; host?: string };
   /** Update sequences reserved in storage at a time (see `SequenceReservation`); for tests. */
@@ -71,6 +79,7 @@ const optionsSchema = z.object({
   skills: z.object({ dir: z.string().min(1), disabled: z.array(z.string()).optional() }).optional(),
   warn: z.function().optional(),
   idleTtlMs: z.number().int().min(0).max(2_147_483_647).optional(),
+  resumeTurns: z.boolean().optional(),
   ownership: z
     .object({
       leaseTtlMs: z.number().int().min(100).max(86_400_000).optional(),

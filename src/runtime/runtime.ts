@@ -4,7 +4,7 @@ import { Subject, type Observable } from 'rxjs';
 import { createActor, type AnyActorRef } from 'xstate';
 import { REAL_CLOCK, type ChartClock } from './chart-clock.js';
 import { z } from 'zod';
-import type { AgentLink, CorrectionReport, QueuedTurnRow, SessionRow } from '../../storage/session-storage.js';
+import type { AgentLink, CorrectionReport, QueuedTurnRow, SessionRow, TurnRow } from '../../storage/session-storage.js';
 import { FRESH_TRACKERS, type GuardrailTrackers } from '../../machines/guardrails.js';
 import { createSessionSchema, sessionIdSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { persistenceError, SessionOwnedElsewhereError, TurnchartError } from '../protocol/errors.js';
@@ -35,6 +35,8 @@ import { checkRuntimeOptions, type RuntimeOptions } from './runtime-options.js';
 import { Embedding } from './embedding.js';
 import { agentLinks, auditLog, sessionExists, type AgentLinks } from './stored-queries.js';
 import { messageOf } from '../protocol/error-message.js';
+import type { StoredMessage } from '../protocol/messages.js';
+import { turnToResume, type TurnToResume } from './turn-resumption.js';
 
 export type { ChartClock, RuntimeOptions };
 
@@ -56,6 +58,10 @@ interface Loaded {
   queued: QueuedTurnRow[];
   /** GR-2a: the guardrail trackers the session's last ended turn stored. */
   trackers: GuardrailTrackers;
+  /** Issue 26: a turn its host left running, to go on with; null for none. */
+  resume?: TurnToResume | null;
+  /** Issue 26: the messages of the turn to resume. */
+  resumeMessages?: readonly StoredMessage[];
 }
 
 /**
@@ -264,6 +270,8 @@ export class Runtime {
       ...(parsed.data.nonInteractive && { nonInteractive: true }),
       principal: parsed.data.principal ?? null,
       ...(parsed.data.quotaExempt && { quotaExempt: true }),
+      // Issue 26: a sub-agent's turn is not resumed: its parent's wait gets its end, and the parent's turn resumes.
+      ...(this.options.resumeTurns === true && !parentLink && { resumeTurns: true }),
     };
     const fence = await this.options.storage.createSession(row, this.ownership.lease).catch(async (error: unknown) => {
       // Named by the caller, the id may have been taken since the check: the insert's key violation says so.
@@ -307,7 +315,8 @@ export class Runtime {
   async shutdown(): Promise<void> {
     this.stopping ??= (async () => {
       await Promise.allSettled([...this.opening.values()]);
-      await Promise.all([...this.sessions.values()].map(({ handle }) => handle.close()));
+      // Issue 26: running turns are parked, not ended: the next host to open their sessions goes on with them.
+      await Promise.all([...this.sessions.values()].map(({ handle }) => handle.close('park')));
       this.ownership.stop();
       this.reaper.stop();
       this.toolset.close();
@@ -321,7 +330,7 @@ export class Runtime {
 
   /** Opens the sessions whose queued turns nobody is running (after a restart, or their owner left). */
   async startQueuedSessions(): Promise<void> {
-    for (const id of await this.options.storage.unheldSessionsWithQueuedTurns()) {
+    for (const id of await this.options.storage.unheldSessionsWithWork()) {
       await this.openSession(id).catch((error: unknown) => this.warn(`could not resume the queue of session ${id}: ${messageOf(error)}`));
     }
   }
@@ -333,7 +342,7 @@ export class Runtime {
       if (acquired.reason === 'unknown') throw new TurnchartError('UnknownSession', `no session '${sessionId}'`);
       throw new SessionOwnedElsewhereError(sessionId, acquired.holder);
     }
-    const [{ chat, plan }, turns, queued] = await Promise.all([
+    const [{ chat, plan, messages }, turns, queued] = await Promise.all([
       loadConversation(storage, sessionId).catch((error: unknown) => {
         throw error instanceof ChatStateError ? new TurnchartError(error.reason, error.message) : error;
       }),
@@ -352,7 +361,34 @@ export class Runtime {
       if (turn.runId) runs.set(turn.id, turn.runId);
       if (turn.trackers) trackers = turn.trackers;
     }
-    return { row: acquired.session, fence: acquired.fence, chat, plan, accepted, runs, queued, trackers };
+    // Issue 26: a turn still running in storage runs nowhere (this runtime is only now opening its session).
+    const left = turns.find((turn) => turn.status === 'running');
+    const resume = left ? await this.settleLeftTurn(acquired.session, acquired.fence, acquired.tookOver, left, messages) : null;
+    const resumeMessages = resume ? messages.filter((m) => m.turnId === left!.id) : [];
+    return { row: acquired.session, fence: acquired.fence, chat, plan, accepted, runs, queued, trackers, resume, resumeMessages };
+  }
+
+  /**
+   * Issue 26: a turn its host left running goes on here, unless its session or agent does not resume
+   * turns (it ends `interrupted`, as before) or its run is past its time limit (`timed_out`).
+   */
+  private async settleLeftTurn(row: SessionRow, fence: number, tookOver: boolean, turn: TurnRow, messages: readonly StoredMessage[]): Promise<TurnToResume | null> {
+    const storage = this.options.storage;
+    const agent = agentNamed(this.agents, row.agent) ?? this.agents.default!;
+    const now = this.services.now();
+    if (row.resumeTurns !== true || !agent.resume) {
+      await storage.endTurn(turn.id, { status: 'interrupted', errorCode: 'process_restart', errorMessage: null, finalText: null, finishedAtMs: now }, fence);
+      return null;
+    }
+    if (agent.runTimeoutMs !== null && turn.startedAtMs + agent.runTimeoutMs <= now) {
+      const message = `the run passed its time limit of ${agent.runTimeoutMs} ms while no host held it`;
+      await storage.endTurn(turn.id, { status: 'timed_out', errorCode: 'run_timeout', errorMessage: message, finalText: null, finishedAtMs: now }, fence);
+      return null;
+    }
+    const approvals = await storage.listApprovals(turn.id);
+    const waitsForAnswer = approvals.some((a) => a.decision === null);
+    const reason = tookOver ? 'owner_lost' : waitsForAnswer ? 'reopened' : 'host_restarted';
+    return turnToResume(turn, messages, approvals, reason);
   }
 
   private start(loaded: Loaded): SessionHandle {
@@ -381,6 +417,10 @@ export class Runtime {
         },
       },
     });
+    if (loaded.resume) {
+      env.turns.resumed = { turnId: loaded.resume.chart.turnId, messages: loaded.resumeMessages ?? [], notRun: loaded.resume.notRun };
+      for (const [callId, expiry] of loaded.resume.expiries) env.turns.approvalExpiries.set(callId, expiry);
+    }
     const actor = createActor(this.machine, {
       input: {
         sessionId: row.id,
@@ -390,6 +430,8 @@ export class Runtime {
         busyPolicy: env.config.busyPolicy,
         queue: env.output.live.queue,
         trackers: loaded.trackers,
+        resume: loaded.resume?.chart ?? null,
+        resumesTurns: row.resumeTurns === true && agent.resume,
       },
       inspect: this.options.inspect,
       ...(this.options.clock && { clock: this.options.clock }),
@@ -458,7 +500,8 @@ export class Runtime {
   private async evict(sessionId: string): Promise<void> {
     const open = this.sessions.get(sessionId);
     if (!open || this.stopping || !isIdle(open)) return;
-    await open.handle.close();
+    // Issue 26: a turn waiting for a human is parked, not ended: the answer reopens it.
+    await open.handle.close('park');
   }
 
   /** Another owner took the session (our lease lapsed): stop it here without writing anything more. */
@@ -509,10 +552,23 @@ export class Runtime {
   }
 }
 
-/** Nothing runs, waits or is queued, nobody watches its updates and no command is under way: the session may close. */
+/**
+ * Nothing runs or is queued — or all the running turn does is wait for a human's answer (issue 26:
+ * it is parked, and the answer reopens it) — nobody watches its updates and no command is under way:
+ * the session may close.
+ */
 function isIdle({ handle, env }: OpenSession): boolean {
   const snapshot = handle.actor.getSnapshot();
-  return snapshot.status === 'active' && snapshot.matches('idle') && snapshot.context.queue.length === 0 && env.output.updates.subscriberCount === 0 && !handle.busy;
+  if (snapshot.status !== 'active' || snapshot.context.queue.length > 0 || env.output.updates.subscriberCount > 0 || handle.busy) return false;
+  if (snapshot.matches('idle')) return true;
+  // Nobody here waits for the turn's outcome either: the turn ends on whichever host the answer reopens it.
+  return (
+    snapshot.matches('running') &&
+    snapshot.context.resumesTurns === true &&
+    snapshot.context.pendingPermission !== null &&
+    snapshot.context.awaitedApprovals.length === 0 &&
+    env.turns.waiters.size === 0
+  );
 }
 
 function sessionTaken(id: string): TurnchartError {

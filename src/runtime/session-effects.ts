@@ -1,5 +1,6 @@
 import type { SessionContext, SessionEvent } from '../../machines/session.machine.js';
-import type { FinishTurnInput, FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, SessionEffects } from '../../machines/session.effects.js';
+import type { ApprovalAnswerParams, FinishTurnInput, FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, SessionEffects } from '../../machines/session.effects.js';
+import { abandonTurnEffects } from './effect-port.js';
 import type { EffectHandlers } from './effect-port.js';
 import type { TurnEnd } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
@@ -78,6 +79,30 @@ export function sessionEffects(deps: SessionEffectDeps) {
     settle(env, turnId, { status: 'cancelled' });
   };
 
+  /**
+   * Issue 26: the request is stored with its expiry, counted from now; a request stored before (by an
+   * earlier host, or the same call asking again) keeps its own, which the call's deadline already used.
+   * An answer's write follows it, so it always finds the row.
+   */
+  const recordApprovalRequest = (env: SessionEnv, params: PermissionRequestParams): void => {
+    const requestedAtMs = now();
+    const timeout = env.config.agent.approvalTimeoutMs;
+    if (!env.turns.approvalExpiries.has(params.toolCallId)) env.turns.approvalExpiries.set(params.toolCallId, timeout === null ? null : requestedAtMs + timeout);
+    const write = storage.requestApproval({
+      turnId: params.turnId,
+      toolCallId: params.toolCallId,
+      sessionId: env.config.id,
+      toolName: params.name,
+      paths: params.paths,
+      requestedAtMs,
+      expiresAtMs: env.turns.approvalExpiries.get(params.toolCallId) ?? null,
+      decision: null,
+      answeredBy: null,
+    });
+    write.catch(() => undefined);
+    env.turns.approvalRequests.set(params.toolCallId, write);
+  };
+
   return {
     handlers: { finishTurn, closeSession: ({ sessionId }) => deps.releaseLease(sessionId) } satisfies Pick<EffectHandlers<SessionEffects>, 'finishTurn' | 'closeSession'>,
     actions: {
@@ -85,13 +110,42 @@ export function sessionEffects(deps: SessionEffectDeps) {
         const turn = context.activeTurn;
         if (turn) emit(envOf(context.sessionId), turn.turnId, { type: 'turn_started', clientRequestId: turn.clientRequestId });
       },
-      emitPermissionRequested: ({ context }: Args, params: PermissionRequestParams) =>
-        emit(envOf(context.sessionId), params.turnId, {
+      emitPermissionRequested: ({ context }: Args, params: PermissionRequestParams) => {
+        const env = envOf(context.sessionId);
+        recordApprovalRequest(env, params);
+        emit(env, params.turnId, {
           type: 'permission_requested',
           toolCallId: params.toolCallId,
           name: params.name,
           paths: params.paths,
-        }),
+        });
+      },
+      /** Issue 26: the answer is stored before the command that gave it is answered (the handle waits for the write). */
+      storeApprovalAnswer: ({ context }: Args, params: ApprovalAnswerParams) => {
+        const env = envOf(context.sessionId);
+        const answer = {
+          turnId: params.turnId,
+          toolCallId: params.toolCallId,
+          decision: params.decision,
+          principal: params.principal ?? env.config.principal,
+          answeredAtMs: now(),
+        };
+        // After the request's own write (a failed one too: the row may exist from an earlier host).
+        const requested = env.turns.approvalRequests.get(params.toolCallId) ?? Promise.resolve();
+        const write = requested.catch(() => undefined).then(() => storage.answerApproval(answer));
+        write.catch(() => undefined);
+        env.turns.answerWrites.set(params.toolCallId, write);
+      },
+      emitTurnResumed: ({ context }: Args) => {
+        const turn = context.activeTurn;
+        if (!turn || context.resuming === null) return;
+        const env = envOf(context.sessionId);
+        emit(env, turn.turnId, { type: 'turn_resumed', clientRequestId: turn.clientRequestId, fromSequence: env.output.updates.lastSequence + 1, reason: context.resuming });
+      },
+      abandonTurnEffects: (args: Args & Parameters<typeof abandonTurnEffects>[0]) => {
+        abandonStartedReads(envOf(args.context.sessionId));
+        abandonTurnEffects(args);
+      },
       emitQueueUpdated: ({ context, event }: Args) => {
         const turnId = 'turnId' in event ? event.turnId : (context.activeTurn?.turnId ?? '');
         emit(envOf(context.sessionId), turnId, { type: 'queue_updated', queue: context.queue.map((q) => ({ turnId: q.turnId, clientRequestId: q.clientRequestId })) });

@@ -224,7 +224,17 @@ export class SessionHandle implements SessionCommands {
     if (this.stopped) return this.closedError();
     const parsed = commandCatalog.resolvePermission.input.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
-    return this.command({ type: 'session.resolve_permission', commandId: '', ...parsed.data });
+    const reply = await this.command({ type: 'session.resolve_permission', commandId: '', ...parsed.data });
+    // Issue 26: the answer is stored before it is acknowledged: a host dying now loses no approval.
+    const write = this.env.turns.answerWrites.get(parsed.data.toolCallId);
+    if (!reply.ok || !write) return reply;
+    this.env.turns.answerWrites.delete(parsed.data.toolCallId);
+    try {
+      await write;
+      return reply;
+    } catch (error) {
+      return { ok: false, error: { code: 'PersistenceError', message: messageOf(error) } };
+    }
   }
 
   /** RT-6: summarizes the conversation into a checkpoint; `SessionActive` while a turn runs. */
@@ -344,8 +354,8 @@ export class SessionHandle implements SessionCommands {
    * when the session is opened again), the session leaves the runtime and its lease is released.
    * Calling it again waits for the first call.
    */
-  close(): Promise<void> {
-    this.closing ??= this.closeOnce();
+  close(mode: 'stop' | 'park' = 'stop'): Promise<void> {
+    this.closing ??= this.closeOnce(mode);
     return this.closing;
   }
 
@@ -354,7 +364,8 @@ export class SessionHandle implements SessionCommands {
     return this.close();
   }
 
-  private async closeOnce(): Promise<void> {
+  /** `park` (issue 26): a running turn is left as storage has it, for the next opening to go on with. */
+  private async closeOnce(mode: 'stop' | 'park'): Promise<void> {
     this.stopped = true;
     const commandId = `c${++this.commandCount}`;
     // The chart closes the session (`closing`): only once idle, the running turn's end stored and
@@ -367,7 +378,7 @@ export class SessionHandle implements SessionCommands {
         resolve();
       };
       const sub = this.actor.subscribe({ next: settle, error: () => resolve() });
-      this.actor.send({ type: 'session.stop', commandId });
+      this.actor.send({ type: mode === 'park' ? 'session.park' : 'session.stop', commandId });
       settle(this.actor.getSnapshot());
     });
     this.actor.stop();

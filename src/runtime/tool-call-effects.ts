@@ -19,7 +19,7 @@ import type { ToolCallInput } from '../../machines/tool-call.contract.js';
 import type { MatchedRule } from '../protocol/permission-rule.js';
 import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js';
 import { UPDATE_PLAN } from '../tools/toolset.js';
-import { emit, persistAndAppend } from './session-env.js';
+import { emit, persistAndAppend, type SessionEnv } from './session-env.js';
 import { span, toolSpanId, type TurnEffectDeps } from './turn-effects.js';
 import { withToolTimeLimit } from './tool-deadline.js';
 import { joinStartedRead } from './parallel-reads.js';
@@ -156,6 +156,15 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return permissions.empty ? null : permissions.decide(input.call.name);
   }
 
+  function settleUnanswered(env: SessionEnv, context: ToolCallContext, decision: 'cancelled' | 'expired'): void {
+    const requested = env.turns.approvalRequests.get(context.call.id) ?? Promise.resolve();
+    const answer = { turnId: context.turnId, toolCallId: context.call.id, decision, principal: null, answeredAtMs: now() };
+    requested
+      .catch(() => undefined)
+      .then(() => deps.storage.answerApproval(answer))
+      .catch(() => undefined);
+  }
+
   const callTool = (context: ToolCallContext) => envOf(context.sessionId).turns.callTools.get(context.call.id);
 
   function approvalPaths(context: ToolCallContext): string[] {
@@ -168,6 +177,15 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   }
 
   const hooks = dispatchHookEffects(deps, validateRewrite);
+
+  /** Issue 26: when the call's approval expires: as stored for it (a resumed turn's), else by the agent's limit from now; null for never. */
+  function expiryOf(context: ToolCallContext): number | null {
+    const env = envOf(context.sessionId);
+    const stored = env.turns.approvalExpiries.get(context.call.id);
+    if (stored !== undefined) return stored;
+    const timeout = env.config.agent.approvalTimeoutMs;
+    return timeout === null ? null : now() + timeout;
+  }
 
   return {
     /** The chart's argument check (RT-15) and permission rule (issue 24), made as each call starts: `toolCallChart(validate, ruleFor)`. */
@@ -185,6 +203,15 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       hasAfterDispatchHooks: ({ context }: Ctx) => envOf(context.sessionId).config.hooks.afterToolDispatch.length > 0,
       modeForbidsCall: ({ context }: Ctx) => modeForbids(envOf(context.sessionId).config.permissionMode, effectOf(context)),
       modeRequiresApproval: ({ context }: Ctx) => modeRequiresApproval(envOf(context.sessionId).config.permissionMode, effectOf(context)),
+      approvalExpires: ({ context }: Ctx) => expiryOf(context) !== null,
+    },
+    delays: {
+      /** Issue 26: what is left of the approval's wait: from its first request, which may have been made on another host. */
+      approvalExpiry: ({ context }: Ctx) => {
+        const env = envOf(context.sessionId);
+        const stored = env.turns.approvalExpiries.get(context.call.id);
+        return stored == null ? (env.config.agent.approvalTimeoutMs ?? 0) : Math.max(0, stored - now());
+      },
     },
     actions: {
       assignApprovalPaths: approvalPathsAction(approvalPaths),
@@ -207,6 +234,8 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       emitPermissionResolved: ({ context }: Ctx, params: PermissionResolvedParams) => {
         const env = envOf(context.sessionId);
         env.turns.audits.waitEnded(context.call.id, now());
+        // Issue 26: an approval that ends unanswered is settled in storage too (an answer the session took is stored already).
+        if (params.decision === 'cancelled' || params.decision === 'expired') settleUnanswered(env, context, params.decision);
         emit(env, context.turnId, { type: 'permission_resolved', toolCallId: context.call.id, decision: params.decision });
       },
       emitGuardrailTriggered: ({ context }: Ctx, params: GuardrailTriggered) => emitGuardrailTriggered(envOf(context.sessionId), context.turnId, params),

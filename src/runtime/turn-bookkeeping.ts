@@ -1,3 +1,4 @@
+import type { StoredMessage } from '../protocol/messages.js';
 import type { QueuedTurnRow, TurnEnd } from '../../storage/session-storage.js';
 import type { ChatMessage } from '../protocol/messages.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
@@ -51,6 +52,26 @@ export interface TurnBookkeeping {
   readonly callTools: Map<string, AnyTool>;
   /** A hold asked for: turns wait at their next checkpoint (before a model call) until it is released. */
   hold: HoldGate | null;
+  /**
+   * Issue 26: when each approval of the running turn expires (null: never), by call id, from its first
+   * request (loaded for a resumed turn): an approval's expiry counts across restarts.
+   */
+  readonly approvalExpiries: Map<string, number | null>;
+  /** Issue 26: the storage write of each approval request, by call id: its answer's write follows it. */
+  readonly approvalRequests: Map<string, Promise<void>>;
+  /** Issue 26: the storage write of each answer the session took, awaited by the command that gave it. */
+  readonly answerWrites: Map<string, Promise<void>>;
+  /** Issue 26: the turn a departed host left, to go on with as the session opens; null once begun. */
+  resumed: ResumedTurnRecord | null;
+}
+
+/** Issue 26: what storage has of a turn to resume. */
+export interface ResumedTurnRecord {
+  turnId: string;
+  /** The messages the turn wrote, in order. */
+  messages: readonly StoredMessage[];
+  /** Calls whose approval was asked for and not answered, or denied: they had not run. */
+  notRun: ReadonlySet<string>;
 }
 
 /**
@@ -72,6 +93,10 @@ export function createTurnBookkeeping(runs: Map<string, string>, queued: readonl
     audits: new CallAudits(),
     callTools: new Map(),
     hold: null,
+    approvalExpiries: new Map(),
+    approvalRequests: new Map(),
+    answerWrites: new Map(),
+    resumed: null,
   };
   for (const q of queued) {
     turns.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true });

@@ -1,6 +1,8 @@
 import type { TurnContext } from '../../machines/turn.machine.js';
 import type {
   BeganTurn,
+  BeginTurnInput,
+  ResumePoint,
   CallModelInput,
   PhaseParams,
   PreparedOutput,
@@ -34,6 +36,7 @@ import { skippedCallAudit } from './tool-audit.js';
 import type { SystemPart } from '../protocol/model.js';
 import { consultMistakeLimitEffect } from './mistake-limit-effect.js';
 import { emitGuardrailTriggered } from './guardrail-updates.js';
+import { interruptedResult, isIdempotent, planResumption } from './turn-resumption.js';
 
 /** The last call under the token budget carries this instead of the tools. */
 export const CONCLUDE_INSTRUCTION =
@@ -72,8 +75,9 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       watermark: env.conversation.chat.watermark,
     });
 
-  const beginTurn = async (input: TurnEffectInput): Promise<BeganTurn> => {
+  const beginTurn = async (input: BeginTurnInput): Promise<BeganTurn> => {
     const env = envOf(input.sessionId);
+    if (input.resume !== null) return { principalBudget: await budgetAtStart(deps, env), resumeAt: await reopenTurn(env, input) };
     const prepared = env.turns.preparedInputs.get(input.turnId);
     if (!prepared) throw new TurnFailure('chat_state_error', 'the accepted input of this turn is missing');
     // Issue 25: the principal's daily budget is read beside the first write, not after it; the chart judges it.
@@ -109,6 +113,34 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       throw error;
     }
     return { principalBudget: await budget };
+  };
+
+  /**
+   * Issue 26: the turn's row and messages are stored already: it is opened as it stands. The call
+   * that may have run and may not run again gets its `interrupted` result here, written and
+   * announced like any result, before the turn goes on.
+   */
+  const reopenTurn = async (env: SessionEnv, input: BeginTurnInput): Promise<ResumePoint> => {
+    const { turns, conversation, config } = env;
+    const record = turns.resumed;
+    turns.resumed = null;
+    turns.stored.settle(input.turnId);
+    turns.openTurnRow = input.turnId;
+    const plan = planResumption(record?.turnId === input.turnId ? record.messages : [], input.turnId, record?.notRun ?? new Set(), (call) => {
+      const control = deps.toolset.isControlTool(call.name);
+      return isIdempotent(control ? undefined : deps.toolset.toolFor(config.agent, call.name), call.name, control);
+    });
+    conversation.turnStartSequence = plan.startSequence ?? conversation.chat.nextSequence;
+    conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools());
+    trace.start(span(input, `turn:${input.turnId}:resumed`, 'turn', 'turn (resumed)', 'system', now()));
+    if (plan.interrupted) {
+      const call = plan.interrupted;
+      const { message, audit } = interruptedResult(call, config.principal);
+      await persistAndAppend(env, deps, input.turnId, message, undefined, audit);
+      emit(env, input.turnId, { type: 'tool_call_started', toolCallId: call.id, name: call.name, status: 'cancelled' });
+      emit(env, input.turnId, { type: 'tool_call_finished', toolCallId: call.id, status: 'cancelled' });
+    }
+    return plan.point;
   };
 
   const openTurn = (env: SessionEnv, input: TurnEffectInput, messages: StoredMessage[]): void => {

@@ -91,6 +91,8 @@ export async function startWorker(options: WorkerOptions): Promise<TaskWorker> {
     ...(options.tools && { tools: options.tools }),
     ...(options.agents && { agents: options.agents }),
     ...(options.clock && { clock: options.clock }),
+    // A task's worker goes on with an interrupted turn itself, from the task's checkpoint, as a new turn.
+    resumeTurns: false,
     ownership: { leaseTtlMs: options.leaseTtlMs ?? DEFAULT_WORKER_LEASE_TTL_MS, ...(options.ownerHost && { host: options.ownerHost }) },
     warn,
     now,

@@ -8,6 +8,7 @@ import { subagents } from './006_subagents.js';
 import { guardrailTrackers } from './007_guardrail_trackers.js';
 import { principals } from './008_principals.js';
 import { quotas } from './009_quotas.js';
+import { durableTurns } from './010_durable_turns.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -24,6 +25,7 @@ const migrations: Record<string, Migration> = {
   '007_guardrail_trackers': guardrailTrackers,
   '008_principals': principals,
   '009_quotas': quotas,
+  '010_durable_turns': durableTurns,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -24,9 +24,9 @@ describe.skipIf(clusterSkipReason !== null)('routing a command to another host: 
   });
 
   /** A session on a cluster host, then held (for a minute) by an owner that exists only on paper. */
-  async function heldByAStranger(ownerId: string): Promise<{ host: TestHost; sessionId: string }> {
+  async function heldByAStranger(ownerId: string, routeTimeoutMs = 300): Promise<{ host: TestHost; sessionId: string }> {
     db = postgresSchema(POSTGRES_URL!);
-    host = await testHost(db, [], { cluster: clusterOf({ amqpUrl: process.env.TEST_AMQP_URL!, routeTimeoutMs: 300 }) });
+    host = await testHost(db, [], { cluster: clusterOf({ amqpUrl: process.env.TEST_AMQP_URL!, routeTimeoutMs }) });
     const sessionId = await newSession(host);
     await host.runtime.openHandle(sessionId)!.close();
     const taken = await host.storage.acquireSession(sessionId, { ownerId, host: 'elsewhere.example', pid: 4242, ttlMs: 60_000 }, 0);
@@ -75,6 +75,34 @@ describe.skipIf(clusterSkipReason !== null)('routing a command to another host: 
     const [sent] = received as { body: unknown; properties: { correlationId: string; replyTo: string; expiration: string } }[];
     expect(commandRequestSchema.parse(sent!.body)).toMatchObject({ op: 'command', name: 'submitTurn', sessionId, input: { clientRequestId: 'r1' } });
     expect(sent!.properties).toMatchObject({ correlationId: expect.any(String), replyTo: expect.any(String), expiration: '300' });
+  });
+
+  it('an owner that dies holding commands: 503 OwnerUnavailable once its queue is gone, long before the timeout (issue 26)', async () => {
+    // A minute's route timeout: an answer that came from it would fail the test's clock by far.
+    const { host: h, sessionId } = await heldByAStranger('owner_dying', 60_000);
+    let taken!: () => void;
+    const bothTaken = new Promise<void>((resolve) => (taken = resolve));
+    // The owner takes the commands and never answers (its turn read waits, its command runs on) — then its process dies.
+    const received = await playOwner('owner_dying', () => {
+      // Probes (rpc-client.ts) come to the queue too: the commands are what it must hold.
+      if (received.filter((m) => (m as { properties: { type?: string } }).properties.type !== 'probe').length === 2) taken();
+      return undefined;
+    });
+    const started = performance.now();
+    const read = fetch(`${h.url}/sessions/${sessionId}/turns/turn_x?wait=30`);
+    const command = h.call('POST', `/sessions/${sessionId}/turns`, { clientRequestId: 'r1', input: [{ type: 'text', text: 'hi' }] });
+    await bothTaken;
+    // Its connection goes, and its exclusive queue with it: the requests it had taken will never be answered.
+    await broker!.close();
+    broker = undefined;
+    const diedAt = performance.now();
+    const [readAnswer, commandAnswer] = await Promise.all([read, command]);
+    expect(performance.now() - diedAt).toBeLessThan(1_000);
+    expect(performance.now() - started).toBeLessThan(30_000);
+    expect(readAnswer.status).toBe(503);
+    expect(Number(readAnswer.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await readAnswer.json()).toMatchObject({ error: { code: 'OwnerUnavailable', retryAfterMs: expect.any(Number) } });
+    expect(commandAnswer).toMatchObject({ status: 503, body: { error: { code: 'OwnerUnavailable', retryAfterMs: expect.any(Number) } } });
   });
 
   it("an owner's typed answers come back as they are; an unreadable one is a 500 without detail", async () => {

@@ -1,0 +1,107 @@
+import type { ResumePoint } from '../../machines/turn.effects.js';
+import { SEND_AGENT_MESSAGE, SPAWN_AGENT } from '../../machines/delegation.js';
+import type { ApprovalRow, TurnRow } from '../../storage/session-storage.js';
+import type { HeldAnswer, ResumedTurn } from '../../machines/session.machine.js';
+import { INTERRUPTED_RESULT_TEXT, type StoredMessage, type ToolCallPart } from '../protocol/messages.js';
+import type { TurnResumeReason } from '../protocol/updates.js';
+import type { AnyTool } from '../tools/define-tool.js';
+import { skippedCallAudit } from './tool-audit.js';
+
+/**
+ * Issue 26: going on with a turn its host left running. Storage has every message the turn wrote:
+ * its responses, and the results its calls got. The turn goes on from the last of them — the calls
+ * of its last response still without a result, or a model call again — under its own id and run.
+ *
+ * Which call may have run: calls run in order, so of the calls without a result only the first one
+ * can have started (a run of parallel reads may have started more, but reads run again anyway). A
+ * call whose approval is still awaited, or was denied, had not run. The one that may have run runs
+ * again if the tool says that is safe (`idempotent`, reads by default); otherwise it gets the
+ * `interrupted` result the model reads for a call that never reported, and it never runs twice.
+ */
+
+/** Delegation control tools start or message a child: not safe to repeat. A wait, a plan update are. */
+const REPEATABLE_CONTROL = (name: string) => name !== SPAWN_AGENT && name !== SEND_AGENT_MESSAGE;
+
+/** Whether running the call again after a crash is safe: the tool's word, else reads only; a name no tool has fails the same way twice. */
+export function isIdempotent(tool: AnyTool | undefined, name: string, isControlTool: boolean): boolean {
+  if (isControlTool) return REPEATABLE_CONTROL(name);
+  if (!tool) return true;
+  return tool.idempotent ?? tool.effect === 'read';
+}
+
+/** What the opener learns from storage about a turn to resume: the chart's part, and the calls that had not run. */
+export interface TurnToResume {
+  chart: ResumedTurn;
+  notRun: Set<string>;
+  expiries: Map<string, number | null>;
+}
+
+/** Reads the turn's stored approvals: awaited ones, answers not yet acted on, and what that says of its calls. */
+export function turnToResume(turn: TurnRow, messages: readonly StoredMessage[], approvals: readonly ApprovalRow[], reason: TurnResumeReason): TurnToResume {
+  const results = resultsOf(messages, turn.id);
+  const awaited: string[] = [];
+  const answered: Record<string, HeldAnswer> = {};
+  const notRun = new Set<string>();
+  const expiries = new Map<string, number | null>();
+  for (const approval of approvals) {
+    expiries.set(approval.toolCallId, approval.expiresAtMs);
+    if (results.has(approval.toolCallId)) continue;
+    if (approval.decision === null) {
+      awaited.push(approval.toolCallId);
+      notRun.add(approval.toolCallId);
+    } else if (approval.decision === 'allow_once' || approval.decision === 'deny') {
+      answered[approval.toolCallId] = { decision: approval.decision, ...(approval.answeredBy !== null && { principal: approval.answeredBy }) };
+      if (approval.decision === 'deny') notRun.add(approval.toolCallId);
+    }
+  }
+  return { chart: { turnId: turn.id, clientRequestId: turn.clientRequestId, reason, awaited, answered }, notRun, expiries };
+}
+
+/** Where the turn goes on, and the call (if any) that must be given its `interrupted` result first. */
+export interface ResumePlan {
+  point: ResumePoint;
+  /** The call that may have run and may not run again. */
+  interrupted: ToolCallPart | null;
+  /** The sequence of the turn's first stored message. */
+  startSequence: number | null;
+}
+
+export function planResumption(
+  messages: readonly StoredMessage[],
+  turnId: string,
+  notRun: ReadonlySet<string>,
+  repeatable: (call: ToolCallPart) => boolean,
+): ResumePlan {
+  const own = messages.filter((m) => m.turnId === turnId);
+  const startSequence = own[0]?.sequence ?? null;
+  let responses = 0;
+  let last: StoredMessage | null = null;
+  for (const m of own) {
+    if (m.message.role === 'assistant') {
+      responses += 1;
+      last = m;
+    }
+  }
+  const modelCallIndex = responses + 1;
+  if (!last || last.message.role !== 'assistant') return { point: { response: null, toolIndex: 0, modelCallIndex }, interrupted: null, startSequence };
+  const { text, reasoning, toolCalls, providerData } = last.message;
+  const response = { text, reasoning, toolCalls, ...(providerData && { providerData }) };
+  const results = resultsOf(own, turnId);
+  const first = toolCalls.findIndex((call) => !results.has(call.id));
+  if (first === -1) return { point: { response, toolIndex: toolCalls.length, modelCallIndex }, interrupted: null, startSequence };
+  const call = toolCalls[first]!;
+  if (notRun.has(call.id) || repeatable(call)) return { point: { response, toolIndex: first, modelCallIndex }, interrupted: null, startSequence };
+  return { point: { response, toolIndex: first + 1, modelCallIndex }, interrupted: call, startSequence };
+}
+
+/** The `interrupted` result of a call that may have run before its host went away, with its audit row. */
+export function interruptedResult(call: ToolCallPart, owner: string | null) {
+  const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content: INTERRUPTED_RESULT_TEXT } as const;
+  return { message, audit: { ...skippedCallAudit(call, owner), errorCode: 'process_restart' } };
+}
+
+function resultsOf(messages: readonly StoredMessage[], turnId: string): Set<string> {
+  const results = new Set<string>();
+  for (const m of messages) if (m.turnId === turnId && m.message.role === 'tool') results.add(m.message.toolCallId);
+  return results;
+}
