@@ -201,6 +201,8 @@ export class NullStorage implements SessionStorage {
   }
   async requestApproval(): Promise<void> {}
   async answerApproval(): Promise<void> {}
+  async requestCancel(): Promise<void> {}
+  async startApprovedCall(): Promise<void> {}
   async listApprovals(): Promise<[]> {
     return [];
   }

@@ -40,6 +40,10 @@
  *   task_recovery_p50_ms: X         a worker SIGKILLed → each of its tasks recovered_from_checkpoint
  *   task_recovery_max_ms: X         on the other worker (p50 and max); the task figures need
  *                                   PostgreSQL and RabbitMQ and print n/a without them
+ *   failover_p50_ms: X              a turn running on a SIGKILLed host of a 3-host cluster (--lease-ttl 5)
+ *   failover_p99_ms: X              → its next update on a client's SSE stream through another host
+ *                                   bar p99 ≤ lease-ttl + 2 s (7000)
+ *   turns_lost_to_crashes: X        of those turns, the ones that did not end completed   bar 0
  *
  * Memory needs `global.gc`: without it (as `npm run bench` runs), that figure is measured in a child
  * `node --expose-gc` running `memory`, which also gives it a clean heap. The host's
@@ -65,6 +69,7 @@ import { measureHostMemory } from './host-memory.js';
 import { measureClusterRouting } from './cluster.js';
 import { measurePgRoundTrips } from './pg-round-trips.js';
 import { reportTasks } from './tasks.js';
+import { reportFailover } from './failover.js';
 import { measureXstateFloor } from './xstate-floor.js';
 import { measurePgCommit } from './pg-commit.js';
 import { benchScript } from './child-script.js';
@@ -301,6 +306,8 @@ async function main(): Promise<void> {
   log();
   // 9. Tasks over RabbitMQ: throughput with one and two workers, and recovery after a SIGKILL.
   const taskLines = await reportTasks(log);
+  // 10. Issue 26: a turn on a host SIGKILLed, picked up by another host of the cluster.
+  const failoverLines = await reportFailover(log);
   log(`suite time ${round((performance.now() - suiteStarted) / 1000, 1)} s, load average ${loadAverage()}`);
   log();
 
@@ -327,6 +334,7 @@ async function main(): Promise<void> {
   log(`pg_commit_us: ${commitUs ?? 'skipped'}`);
   log(`pg_two_commits_over_sqlite_step: ${commitFloor ?? 'skipped'}`);
   for (const line of taskLines) log(line);
+  for (const line of failoverLines) log(line);
 }
 
 /** Other work on the machine skews every timed figure; the report says how busy it was. */

@@ -276,6 +276,8 @@ export const sessionMachine = setup({
     }),
     /** Issue 26: keeps an answer in storage before it reaches the call (the runtime's write; the reply waits for it). */
     storeApprovalAnswer: notProvided<[unknown, ApprovalAnswerParams]>('session', 'storeApprovalAnswer'),
+    /** Issue 26: a cancel of the running turn is stored, so a host that dies before the turn ends does not resume it. */
+    storeCancelRequest: notProvided('session', 'storeCancelRequest'),
     /** Issue 26: emits `turn_resumed` as the turn a departed host left goes on here. */
     emitTurnResumed: notProvided('session', 'emitTurnResumed'),
     /** Issue 26: parking: every effect the turn and its calls have in flight is abandoned (aborted, no reply). */
@@ -528,7 +530,7 @@ export const sessionMachine = setup({
           { actions: { type: 'replyBusy', params: theCommand } },
         ],
         'session.cancel_turn': [
-          { guard: 'isActiveTurn', actions: ['cancelTurn', { type: 'replyOk', params: theCommand }] },
+          { guard: 'isActiveTurn', actions: ['cancelTurn', 'storeCancelRequest', { type: 'replyOk', params: theCommand }] },
           { guard: 'isQueuedTurn', actions: [{ type: 'dequeue', params: theCommand }, { type: 'settleCancelledQueuedTurn', params: ({ event }) => ({ turnId: event.turnId }) }, 'emitQueueUpdated'] },
           { actions: { type: 'replyTurnNotActive', params: theCommand } },
         ],

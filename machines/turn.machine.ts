@@ -191,6 +191,11 @@ export const turnMachine = setup({
       const at = beganOf(event)?.resumeAt;
       return at !== undefined && at.response !== null && at.toolIndex < at.response.toolCalls.length;
     },
+    /** Issue 26: the resumed turn's last response is its answer (no calls): only its end was not stored. */
+    resumesAnswered: ({ event }) => {
+      const at = beganOf(event)?.resumeAt;
+      return at !== undefined && at.response !== null && at.response.toolCalls.length === 0;
+    },
     /** Issue 26: the resumed turn's model call was in flight (or its calls all have results): it is made again. */
     resumesAtModelCall: ({ event }) => beganOf(event)?.resumeAt !== undefined,
     /** Issue 25: the session's principal has spent its daily token budget: a new turn makes no model call. */
@@ -415,6 +420,7 @@ export const turnMachine = setup({
           // exactly one result; an interrupt that came meanwhile skips them), or its model call again.
           { guard: and(['resumesAtToolCalls', 'interrupted']), target: 'skipping_remaining', actions: 'restoreResumePoint' },
           { guard: 'resumesAtToolCalls', target: 'running_tools', actions: 'restoreResumePoint' },
+          { guard: 'resumesAnswered', target: 'completed', actions: ['restoreResumePoint', 'assignCompleted'] },
           { guard: 'resumesAtModelCall', target: 'running_model', actions: 'restoreResumePoint' },
           { target: 'running_model' },
         ],

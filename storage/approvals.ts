@@ -36,6 +36,20 @@ export async function answerApproval(db: Kysely<Database>, answer: ApprovalAnswe
     .execute();
 }
 
+export async function startApprovedCall(db: Kysely<Database>, answer: ApprovalAnswer): Promise<void> {
+  await db
+    .updateTable('approvals')
+    .set({
+      started_at_ms: answer.answeredAtMs,
+      decision: sql<string>`coalesce(decision, ${answer.decision})`,
+      answered_by: sql<string | null>`coalesce(answered_by, ${answer.principal})`,
+      answered_at_ms: sql<number>`coalesce(answered_at_ms, ${answer.answeredAtMs})`,
+    })
+    .where('turn_id', '=', answer.turnId)
+    .where('tool_call_id', '=', answer.toolCallId)
+    .execute();
+}
+
 export async function listApprovals(db: Kysely<Database>, turnId: string): Promise<ApprovalRow[]> {
   const rows = await db.selectFrom('approvals').selectAll().where('turn_id', '=', turnId).orderBy('requested_at_ms').execute();
   return rows.map((r) => ({
@@ -48,6 +62,7 @@ export async function listApprovals(db: Kysely<Database>, turnId: string): Promi
     expiresAtMs: toMs(r.expires_at_ms),
     decision: (r.decision as ApprovalRow['decision']) ?? null,
     answeredBy: r.answered_by,
+    startedAtMs: toMs(r.started_at_ms),
   }));
 }
 

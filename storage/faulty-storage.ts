@@ -59,6 +59,8 @@ export const STORAGE_METHODS = [
   'requestApproval',
   'answerApproval',
   'listApprovals',
+  'requestCancel',
+  'startApprovedCall',
   'reserveUpdateSequence',
   'beginTurn',
   'enqueueTurn',

@@ -303,6 +303,14 @@ export class KyselySessionStorage implements SessionStorage {
     return approvals.listApprovals(this.db, turnId);
   }
 
+  startApprovedCall(answer: ApprovalAnswer): Promise<void> {
+    return approvals.startApprovedCall(this.db, answer);
+  }
+
+  async requestCancel(turnId: string, atMs: number): Promise<void> {
+    await this.db.updateTable('turns').set({ cancel_requested_at_ms: atMs }).where('id', '=', turnId).where('status', '=', 'running').execute();
+  }
+
   async reserveUpdateSequence(sessionId: string, upTo: number, fence?: number): Promise<void> {
     let query = this.db
       .updateTable('sessions')

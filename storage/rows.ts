@@ -77,6 +77,7 @@ export function rowToTurn(row: TurnWithRun): TurnRow {
     startedAtMs: toMs(row.started_at_ms),
     finishedAtMs: toMs(row.finished_at_ms),
     ...(trackers && { trackers }),
+    ...(row.cancel_requested_at_ms !== null && row.cancel_requested_at_ms !== undefined && { cancelRequestedAtMs: toMs(row.cancel_requested_at_ms) }),
   };
 }
 

@@ -52,6 +52,8 @@ export interface TurnsTable {
   guardrail_trackers: ColumnType<string | null, string | null | undefined, string | null>;
   /** Issue 25 (009): the session's principal, copied into the row so the principal's quotas count its turns; null before 009 or for an unowned session. */
   principal: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Issue 26 (010): when the owner accepted a cancel of this running turn; a turn left running with one is not resumed. */
+  cancel_requested_at_ms: ColumnType<number | string | null, number | null | undefined, number | null>;
 }
 
 interface RunsTable {
@@ -201,7 +203,7 @@ interface StreamSlotsTable {
 }
 
 /** Issue 26 (010): an approval a tool call asked for, and its answer once given. */
-export interface ApprovalsTable {
+interface ApprovalsTable {
   turn_id: string;
   tool_call_id: string;
   session_id: string;
@@ -214,6 +216,8 @@ export interface ApprovalsTable {
   decision: string | null;
   answered_by: string | null;
   answered_at_ms: NullableEpochMs;
+  /** When the allowed call began to run; null: it never did. */
+  started_at_ms: NullableEpochMs;
 }
 
 export interface Database {

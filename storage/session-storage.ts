@@ -67,6 +67,8 @@ export interface ApprovalRow {
   /** Null while pending. */
   decision: 'allow_once' | 'deny' | 'cancelled' | 'expired' | null;
   answeredBy: string | null;
+  /** When the allowed call began to run; null: it never did (or the row was read before it did). */
+  startedAtMs?: number | null;
 }
 
 /** The answer to an approval, or how it ended unanswered. */
@@ -166,6 +168,8 @@ export interface TurnRow {
   finishedAtMs: number | null;
   /** GR-2a: the session's guardrail trackers as this turn left them; absent for a turn that did not end itself (interrupted, cancelled while queued). */
   trackers?: GuardrailTrackers;
+  /** Issue 26: when its owner accepted a cancel while it ran; a turn left running with one is ended `cancelled`, not resumed. */
+  cancelRequestedAtMs?: number;
 }
 
 export interface TurnEnd {
@@ -294,6 +298,13 @@ export interface SessionStorage {
   answerApproval(answer: ApprovalAnswer): Promise<void>;
   /** Issue 26: the approvals a turn asked for, oldest first. */
   listApprovals(turnId: string): Promise<ApprovalRow[]>;
+  /**
+   * Issue 26: an allowed call begins to run: the start is stored, with the allowance if its own write
+   * has not landed yet, so a resumed turn never takes a call that may have run for one that did not.
+   */
+  startApprovedCall(answer: ApprovalAnswer): Promise<void>;
+  /** Issue 26: records that a cancel of the running turn was accepted (a turn no longer running is left alone). */
+  requestCancel(turnId: string, atMs: number): Promise<void>;
   /** Records that update sequences up to `upTo` may be issued (never lowers it). */
   reserveUpdateSequence(sessionId: string, upTo: number, fence?: number): Promise<void>;
 

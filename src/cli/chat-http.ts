@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import { ChatError, type AgentSummary, type ChatClient, type ChatCommandName, type ContextUsage, type Feed, type FeedEvent, type SessionInfo, type SessionSummary } from './chat-client.js';
@@ -13,7 +14,24 @@ export interface HttpClientOptions {
   token?: string | null;
   /** A request the host has not answered after this long fails `HostTimeout`. Default 30 s. */
   requestTimeoutMs?: number;
+  /**
+   * How long a request is tried again while the host is away — it refused or dropped the connection
+   * (restarting), or a load balancer or the cluster said its owner is unavailable — before it fails
+   * with that error. Default 60 s: a dead owner's lease (30 s by default) runs out well within it.
+   */
+  retryForMs?: number;
 }
+
+/**
+ * What a request gets while the host is away rather than refusing it: no answer (restarting, or
+ * killed), a proxy's 502/503/504 without the host's JSON, or the cluster's 503s for an owner that
+ * is gone or a broker that is away. Each ends by itself; the request is sent again.
+ */
+const HOST_AWAY = new Set(['HostUnreachable', 'OwnerUnavailable', 'TransportUnavailable', 'Http502', 'Http503', 'Http504']);
+
+/** The first wait before a request is sent again, doubled up to `RETRY_MAX_MS`. */
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 2_000;
 
 const segment = encodeURIComponent;
 
@@ -31,10 +49,38 @@ export function httpChatClient(options: HttpClientOptions): ChatClient {
   const base = options.url.replace(/\/+$/, '');
   const auth: Record<string, string> = options.token ? { authorization: `Bearer ${options.token}` } : {};
   const timeoutMs = options.requestTimeoutMs ?? 30_000;
+  const retryForMs = options.retryForMs ?? 60_000;
   const indexes = new Map<string, ToolCallIndex>();
   const feeds = new Set<Feed>();
+  /** Aborted by `close()`: a request waiting to be sent again gives up. */
+  const closing = new AbortController();
+  /** Once the host has answered, it can go away and come back; before, an unreachable one is a wrong URL or a host not started. */
+  let reached = false;
 
-  async function call<T>(method: string, route: string, body?: unknown): Promise<T> {
+  /**
+   * One request, sent again while the host is away (`HOST_AWAY`) until it answers or `retryForMs`
+   * has passed: the chat pauses rather than fails while a host restarts or its sessions move (issue
+   * 26); a host that has never answered fails at once. Every command is safe to send twice: a
+   * turn's `clientRequestId` answers with the same turn, and an approval answered twice is refused
+   * as no longer pending (see `command`). `attempts.retried` is set once an attempt failed, so an
+   * earlier one may have taken effect.
+   */
+  async function call<T>(method: string, route: string, body?: unknown, attempts: { retried: boolean } = { retried: false }): Promise<T> {
+    const started = Date.now();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await once<T>(method, route, body);
+      } catch (error) {
+        const wait = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** attempt);
+        if (!reached || !(error instanceof ChatError) || !HOST_AWAY.has(error.code) || closing.signal.aborted || Date.now() - started + wait > retryForMs) throw error;
+        attempts.retried = true;
+        await delay(wait, undefined, { signal: closing.signal }).catch(() => undefined);
+        if (closing.signal.aborted) throw error;
+      }
+    }
+  }
+
+  async function once<T>(method: string, route: string, body?: unknown): Promise<T> {
     let response: Response;
     try {
       response = await fetch(base + route, {
@@ -46,6 +92,7 @@ export function httpChatClient(options: HttpClientOptions): ChatClient {
     } catch (error) {
       throw unreachable(base, error);
     }
+    reached = true;
     if (!response.ok) throw await errorOf(response);
     try {
       return (await response.json()) as T;
@@ -59,7 +106,16 @@ export function httpChatClient(options: HttpClientOptions): ChatClient {
   /** A command's route; its answer is the command's success (a turn's answer says so by its status, not by `ok`). */
   async function command<K extends ChatCommandName>(name: K, sessionId: string, input: CommandInput<K>): Promise<CommandOk<K>> {
     const { method, path, body } = ROUTES[name](input);
-    const answer = await call<unknown>(method, session(sessionId) + path, body);
+    const attempts = { retried: false };
+    let answer: unknown;
+    try {
+      answer = await call<unknown>(method, session(sessionId) + path, body, attempts);
+    } catch (error) {
+      // An approval answer whose first attempt went unanswered may have been taken then: what came of
+      // it — its `permission_resolved`, or the approval asked again — comes through the updates.
+      if (!(name === 'resolvePermission' && attempts.retried && error instanceof ChatError && error.code === 'PermissionNotPending')) throw error;
+      answer = {};
+    }
     const ok = commandOkOf(name, Object.assign({ ok: true }, answer));
     if (ok) return ok;
     throw new ChatError('InvalidResponse', `the host's answer to ${method} ${session(sessionId) + path} is not what ${name} answers`);
@@ -174,6 +230,7 @@ export function httpChatClient(options: HttpClientOptions): ChatClient {
     },
 
     async close() {
+      closing.abort();
       for (const feed of [...feeds]) feed.close();
     },
   };

@@ -1,7 +1,7 @@
 import type { SnapshotFrom } from 'xstate';
 import type { CallArguments, ChatNotice } from '../../machines/chat-client.effects.js';
 import type { chatClientMachine } from '../../machines/chat-client.machine.js';
-import type { TurnPhase, UpdateEnvelope } from '../protocol/updates.js';
+import type { TurnPhase, TurnResumeReason, UpdateEnvelope } from '../protocol/updates.js';
 import { formatAgents, formatContext, formatError, formatGuardrail, formatOutcome, formatPlan, formatSessions, HELP, summarizeArguments, type Paint } from './chat-format.js';
 
 /**
@@ -37,6 +37,11 @@ export interface RenderView {
   streaming: 'text' | 'reasoning' | null;
   /** Tool calls started and not finished, by id: an update finishing one carries only its id. */
   toolNames: Readonly<Record<string, string>>;
+  /**
+   * The connection to the host was lost and the chat said "the host moved; resuming": the reconnect,
+   * the catch-up and the turn's `turn_resumed` are part of that one line and say nothing more.
+   */
+  moved?: true;
 }
 
 export const EMPTY_VIEW: RenderView = { streaming: null, toolNames: {} };
@@ -51,6 +56,15 @@ export interface Rendered {
   view: RenderView;
   print: Print[];
 }
+
+/** The one line a chat against a host prints when the host goes away (issue 26): it goes on by itself. */
+export const HOST_MOVED = 'the host moved; resuming';
+
+const RESUMED: Record<TurnResumeReason, string> = {
+  host_restarted: 'its host restarted',
+  owner_lost: 'its host was lost, another took the session',
+  reopened: 'the session was opened again',
+};
 
 /** A notice as output, and the view after it. */
 export function render(notice: ChatNotice, view: RenderView, style: RenderStyle): Rendered {
@@ -75,14 +89,19 @@ export function render(notice: ChatNotice, view: RenderView, style: RenderStyle)
       return { view, print: [{ kind: 'echo', prompt: notice.atApproval ? APPROVAL_PROMPT : INPUT_PROMPT, line: notice.line, typed: notice.typed }] };
     case 'error':
       return lines(formatError(notice.error, paint));
-    case 'connection_lost':
-      return lines(`${formatError(notice.error, paint)} ${paint('dim', '— the connection to the host is lost; reconnecting')}`);
+    case 'connection_lost': {
+      // Why it broke (refused, reset, ended) is not the user's concern: the feed and the requests
+      // retry until the host, or another behind the same URL, answers (chat-sse.ts, chat-http.ts).
+      const said = lines(paint('yellow', HOST_MOVED));
+      return { ...said, view: { ...said.view, moved: true } };
+    }
     case 'connection_restored':
-      return lines(paint('green', 'reconnected to the host'));
+      return { view, print: [] };
     case 'feed_ended':
       return lines(`${formatError(notice.error, paint)} ${paint('dim', '— no more live updates from this session')}`);
     case 'caught_up':
-      return lines(paint('dim', 'some updates were missed while disconnected; caught up from the session snapshot'));
+      // After a move the host resumes from a snapshot: the turn goes on on screen, and the one line said enough.
+      return view.moved ? { view, print: [] } : lines(paint('dim', 'some updates were missed while disconnected; caught up from the session snapshot'));
     case 'turn_running':
       return lines(paint('dim', `a turn is running (${notice.turnId}, ${notice.phase})`));
     case 'approval_needed':
@@ -151,7 +170,7 @@ function renderUpdate(
 ): Rendered {
   const { update, turnId } = envelope;
   const print: Print[] = [];
-  let { streaming, toolNames } = view;
+  let { streaming, toolNames, moved } = view;
   const endStream = (): void => {
     if (streaming) print.push({ kind: 'end_line' });
     streaming = null;
@@ -162,7 +181,14 @@ function renderUpdate(
   };
   switch (update.type) {
     case 'turn_started':
+      moved = undefined;
       if (facts.startedElsewhere) line(paint('dim', `a turn started from elsewhere (${turnId})`));
+      break;
+    case 'turn_resumed':
+      // A draft still open died with the old host; the continuation streams its own.
+      endStream();
+      if (moved) moved = undefined;
+      else line(paint('dim', `the turn resumes: ${RESUMED[update.reason]}`));
       break;
     case 'phase_changed':
       if (update.phase === 'compacting') line(paint('dim', 'compacting the conversation…'));
@@ -227,10 +253,12 @@ function renderUpdate(
       line(formatGuardrail(update, paint));
       break;
     case 'turn_finished':
+      moved = undefined;
       line(formatOutcome(update.outcome, paint));
       break;
   }
-  return { view: streaming === view.streaming && toolNames === view.toolNames ? view : { streaming, toolNames }, print };
+  const same = streaming === view.streaming && toolNames === view.toolNames && moved === view.moved;
+  return { view: same ? view : { streaming, toolNames, ...(moved && { moved }) }, print };
 }
 
 /** `2/5 copying` from `{ progress: 2, total: 5, message: 'copying' }`; null for any other shape. */

@@ -91,6 +91,8 @@ export async function resolveConfig(loaded: LoadedConfig, options: ResolveOption
       ...(agent.guardrails !== undefined && { guardrails: agent.guardrails }),
       ...(agent.delegation && { delegation: agent.delegation }),
       ...(agent.sandbox && { sandbox: agent.sandbox }),
+      ...(agent.resume !== undefined && { resume: agent.resume }),
+      ...(agent.approvalTimeoutMs !== undefined && { approvalTimeoutMs: agent.approvalTimeoutMs }),
       ...(agent.model !== undefined && { model: (await named(agent.model)).model }),
     };
     notes[name] = { description: agent.description, ...(agent.model !== undefined && { modelDescription: (await named(agent.model)).description }) };

@@ -62,6 +62,7 @@ export const SETTING_KEYS = {
   amqpNamespace: text,
   commandEnv: list,
   sandbox: sandboxChoiceSchema,
+  resumeTurns: z.enum(['on', 'off']),
   /** `turnchart worker` only. */
   concurrency: count,
 } as const;
@@ -110,6 +111,10 @@ const agentFileSchema = z.strictObject({
   delegation: z.strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional() }).optional(),
   /** `{ network: true }`: the agent's commands may use the network under the bubblewrap sandbox (default: none). */
   sandbox: agentSandboxSchema.optional(),
+  /** Issue 26: `false` ends a turn whose host went away `interrupted` instead of going on with it. */
+  resume: z.boolean().optional(),
+  /** Issue 26: an approval nobody answers within this many milliseconds is denied. */
+  approvalTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
 });
 
 export const configFileSchema = z.strictObject({

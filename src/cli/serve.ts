@@ -58,6 +58,7 @@ const FLAGS = {
   'amqp-namespace': { env: 'TURNCHART_AMQP_NAMESPACE', help: 'prefix of the task queue and exchanges (default turnchart)' },
   'command-env': { env: 'TURNCHART_COMMAND_ENV', multiple: true, help: "variables run_command's commands get besides PATH, HOME, LANG, TERM, LC_* (repeatable or comma-separated; never TURNCHART_*, DATABASE_URL)" },
   sandbox: { env: 'TURNCHART_SANDBOX', help: "run_command's sandbox: auto (bubblewrap when it works, else none with a warning), bwrap (or refuse to start) or off (default auto)" },
+  'resume-turns': { env: 'TURNCHART_RESUME_TURNS', help: "on: a turn whose host went away goes on when its session is next opened, a shutdown parks running turns; off: they end interrupted / actor_stopped (default on; an agent's resume: false opts it out)" },
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -115,6 +116,7 @@ const settingsSchema = z.object({
   'amqp-namespace': z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/).optional(),
   'command-env': commandEnvFlagSchema.default([]),
   sandbox: sandboxChoiceSchema.default('auto'),
+  'resume-turns': z.enum(['on', 'off']).default('on'),
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema> & {
@@ -193,6 +195,7 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
     ...(settings['amqp-namespace'] && { amqpNamespace: settings['amqp-namespace'] }),
     runtime: {
       ownership: { leaseTtlMs: Math.round(settings['lease-ttl'] * 1000), ...(settings['owner-host'] && { host: settings['owner-host'] }) },
+      ...(settings['resume-turns'] === 'off' && { resumeTurns: false }),
       ...(configured && runtimeOptionsOf(configured)),
     },
     warn: (message) => log(`turnchart: ${message}`),

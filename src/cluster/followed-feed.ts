@@ -30,7 +30,9 @@ export class FollowedFeed implements UpdateFeed {
   /** Where the owner says the stream starts; live updates are measured against it. */
   begin(start: FeedStart): void {
     this.started = start;
-    this.last = start.kind === 'replay' ? (start.updates.at(-1)?.sequence ?? start.after) : start.snapshot.lastUpdateSequence;
+    // A snapshot_required may carry the continuation after it (issue 26): live updates follow that.
+    const updates = start.kind === 'snapshot' ? [] : (start.updates ?? []);
+    this.last = updates.at(-1)?.sequence ?? (start.kind === 'replay' ? start.after : start.snapshot.lastUpdateSequence);
   }
 
   update(envelope: UpdateEnvelope): void {

@@ -82,6 +82,10 @@ export class RpcClient {
       this.pending.set(correlationId, { ownerId, resolve, reject, timer, unavailable });
       this.watch(ownerId, correlationId);
     });
+    // The broker may return the request (no queue for the owner) before it confirms the publish: the
+    // reply then fails while this call still awaits the confirm. Observed here, that is no unhandled
+    // rejection (which ends the process); the caller still gets it from `return reply`.
+    reply.catch(() => undefined);
     try {
       await this.link.publish('', commandQueueOf(ownerId), request, {
         correlationId,

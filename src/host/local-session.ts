@@ -3,10 +3,14 @@ import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import { viaStorage } from './errors.js';
-import type { FeedSink, FeedStart, SessionAccess, UpdateFeed } from './session-access.js';
+import type { FeedSink, SessionAccess, UpdateFeed } from './session-access.js';
+import { feedStart } from './sse-resume.js';
 import type { TurnStatusResult } from '../protocol/command-results.js';
 import type { CommandInput, CommandResult, RoutedCommandName, SessionCommands } from '../protocol/command-catalog.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
+
+/** Where a stream starts: the cluster's owner answers a follower's `feed` with it too. */
+export { feedStart };
 
 /** A session open in this host's runtime, behind the routes' command surface. */
 export class LocalSession implements SessionAccess {
@@ -63,14 +67,6 @@ export class LocalSession implements SessionAccess {
       },
     });
   }
-}
-
-/** A new client starts from a snapshot; a resuming one from the ring, or a snapshot when its range is gone. */
-export function feedStart(handle: SessionHandle, after: number | null): FeedStart {
-  if (after === null) return { kind: 'snapshot', snapshot: handle.snapshot() };
-  const replay = handle.replayUpdates(after);
-  if (!replay.ok) return { kind: 'snapshot_required', snapshot: handle.snapshot() };
-  return { kind: 'replay', after, updates: replay.updates };
 }
 
 /** Resolves when the turn ends, the time is up, or the client goes away — whichever comes first. */

@@ -4,9 +4,16 @@ import type { CommandInput, CommandResult, RoutedCommandName } from '../protocol
 import type { TurnStatusResult } from '../protocol/command-results.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
 
-/** Where an event stream starts: a snapshot (new client, or its range is gone), or the updates it missed. */
+/**
+ * Where an event stream starts: a snapshot (a new client), the updates a resuming client missed, or
+ * — its range gone — a snapshot and the updates that follow it. Those (`updates`, after the
+ * snapshot's `lastUpdateSequence`, without a gap) are the continuation of a session that changed
+ * hands: the snapshot shows the session as its owner opened it, and the client still gets every
+ * update since (issue 26). Absent, as from a host before issue 26, is none.
+ */
 export type FeedStart =
-  | { kind: 'snapshot' | 'snapshot_required'; snapshot: SessionSnapshot }
+  | { kind: 'snapshot'; snapshot: SessionSnapshot }
+  | { kind: 'snapshot_required'; snapshot: SessionSnapshot; updates?: UpdateEnvelope[] }
   | { kind: 'replay'; after: number; updates: UpdateEnvelope[] };
 
 export interface FeedSink {

@@ -16,8 +16,10 @@ const encoder = new TextEncoder();
  * A session's updates as Server-Sent Events. Each envelope is one event, `id:` its sequence. A
  * client that resumes gets what it missed from the replay ring, or — when that range has left the
  * ring or was issued before the session's owner opened it — an `event: snapshot_required` carrying
- * the snapshot, never a silent empty replay. A new client starts with `event: snapshot`. The feed
- * says which (`start`); an update at or below what was sent is a duplicate and is dropped.
+ * the snapshot, never a silent empty replay; after a session changed hands, the snapshot as its new
+ * owner opened it followed by every update since (`sse-resume.ts`). A new client starts with
+ * `event: snapshot`. The feed says which (`start`); an update at or below what was sent is a
+ * duplicate and is dropped.
  *
  * The stream's queue is the client's buffer: the server reads from it only as fast as the socket
  * drains, and a client that lets it pass `bufferBytes` is cut off, so it never holds up the session
@@ -64,6 +66,8 @@ export function sessionEventStream(
         } else {
           lastSent = start.snapshot.lastUpdateSequence;
           push(`event: ${start.kind}\nid: ${lastSent}\ndata: ${JSON.stringify(start.snapshot)}\n\n`);
+          // A session that changed hands: the continuation since its new owner opened it (issue 26).
+          if (start.kind === 'snapshot_required') for (const envelope of start.updates ?? []) send(envelope);
         }
         unsubscribe = feed.subscribe({
           update: send,

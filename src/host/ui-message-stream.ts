@@ -110,6 +110,11 @@ export class UiMessageTranslator {
         return [{ type: 'tool-output-denied', toolCallId: update.toolCallId }];
       case 'plan_updated':
         return [{ type: 'data-plan', id: 'plan', data: update.plan }];
+      case 'turn_resumed':
+        // The turn goes on under a new owner (issue 26): the model call the old one streamed died with
+        // it, so its parts and step end here and the continuation's come as a step of their own. The
+        // client is told in a transient data part (`onData`), which no message keeps.
+        return [...this.closeStep(), { type: 'data-turn-resumed', data: { fromSequence: update.fromSequence, reason: update.reason }, transient: true }];
       case 'turn_finished':
         return [...this.sweep(), ...this.finish(update.outcome)];
       default:

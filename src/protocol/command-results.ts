@@ -28,7 +28,12 @@ export type RewindResult = CommandResult<'rewindConversation'>;
 
 /** Where a turn stands now: waiting, running, or its stored terminal status. */
 export type TurnStatusResult = { ok: true; turnId: string; status: StoredTurnStatus; outcome?: TurnOutcome } | { ok: false; error: { code: 'UnknownTurn' } };
-export type WaitResult = TurnOutcome | { status: 'unknown_turn' };
+/**
+ * `parked` (issue 26): the session was parked here (its runtime shutting down, or evicted while its
+ * turn waited for an approval) with the turn unfinished; it goes on when the session is next opened,
+ * on this runtime or another, and ends there.
+ */
+export type WaitResult = TurnOutcome | { status: 'unknown_turn' } | { status: 'parked' };
 
 /** The updates after a sequence, or `SnapshotRequired` when some of them are no longer in the replay ring. */
 export type ReplayResult = { ok: true; updates: UpdateEnvelope[] } | { ok: false; error: { code: 'SnapshotRequired' } };

@@ -139,7 +139,9 @@ export class Delegation {
     children.set(child.id, child);
     const turnId = child.turnId;
     child.done = handle.waitForTurn(turnId).then(async (ended) => {
-      const outcome: TurnOutcome = 'status' in ended && ended.status !== 'unknown_turn' ? ended : { status: 'failed', code: 'actor_stopped', message: 'the turn is unknown' };
+      // A sub-agent's session resumes no turns, so it is never parked; a parent that is gets its child's end when it goes on.
+      const outcome: TurnOutcome =
+        ended.status !== 'unknown_turn' && ended.status !== 'parked' ? ended : { status: 'failed', code: 'actor_stopped', message: `the turn is ${ended.status === 'parked' ? 'parked' : 'unknown'}` };
       if (child.turnId === turnId) child.outcome = outcome;
       await this.deliver(child, outcome);
       return outcome;

@@ -40,8 +40,7 @@ export interface RuntimeOptions {
    * Issue 26: sessions created here go on with a turn their host left running (a crash, a restart, a
    * lease taken from a dead owner, an eviction while it waited for an approval) when next opened,
    * unless their agent says `resume: false`; a shutdown and an idle eviction then park a running turn
-   * instead of ending it. Default false for now (the service and the chaos suite turn it on next); a
-   * task worker never resumes turns (it resumes its tasks its own way).
+   * instead of ending it. Default true; a task worker turns it off (it resumes its tasks its own way).
    */
   resumeTurns?: boolean;
   /** Ownership of sessions across runtimes on one database: lease length and identity. */

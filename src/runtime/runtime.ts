@@ -271,7 +271,7 @@ export class Runtime {
       principal: parsed.data.principal ?? null,
       ...(parsed.data.quotaExempt && { quotaExempt: true }),
       // Issue 26: a sub-agent's turn is not resumed: its parent's wait gets its end, and the parent's turn resumes.
-      ...(this.options.resumeTurns === true && !parentLink && { resumeTurns: true }),
+      ...(this.options.resumeTurns !== false && !parentLink && { resumeTurns: true }),
     };
     const fence = await this.options.storage.createSession(row, this.ownership.lease).catch(async (error: unknown) => {
       // Named by the caller, the id may have been taken since the check: the insert's key violation says so.
@@ -380,6 +380,10 @@ export class Runtime {
       await storage.endTurn(turn.id, { status: 'interrupted', errorCode: 'process_restart', errorMessage: null, finalText: null, finishedAtMs: now }, fence);
       return null;
     }
+    if (turn.cancelRequestedAtMs !== undefined) {
+      await storage.endTurn(turn.id, { status: 'cancelled', errorCode: null, errorMessage: null, finalText: null, finishedAtMs: now }, fence);
+      return null;
+    }
     if (agent.runTimeoutMs !== null && turn.startedAtMs + agent.runTimeoutMs <= now) {
       const message = `the run passed its time limit of ${agent.runTimeoutMs} ms while no host held it`;
       await storage.endTurn(turn.id, { status: 'timed_out', errorCode: 'run_timeout', errorMessage: message, finalText: null, finishedAtMs: now }, fence);
@@ -418,7 +422,8 @@ export class Runtime {
       },
     });
     if (loaded.resume) {
-      env.turns.resumed = { turnId: loaded.resume.chart.turnId, messages: loaded.resumeMessages ?? [], notRun: loaded.resume.notRun };
+      // The continuation is everything this owner issues: its first number, whatever the chart emits first.
+      env.turns.resumed = { turnId: loaded.resume.chart.turnId, messages: loaded.resumeMessages ?? [], notRun: loaded.resume.notRun, asked: loaded.resume.asked, fromSequence: env.output.updates.lastSequence + 1 };
       for (const [callId, expiry] of loaded.resume.expiries) env.turns.approvalExpiries.set(callId, expiry);
     }
     const actor = createActor(this.machine, {

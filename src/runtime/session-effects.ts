@@ -2,7 +2,7 @@ import type { SessionContext, SessionEvent } from '../../machines/session.machin
 import type { ApprovalAnswerParams, FinishTurnInput, FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, SessionEffects } from '../../machines/session.effects.js';
 import { abandonTurnEffects } from './effect-port.js';
 import type { EffectHandlers } from './effect-port.js';
-import type { TurnEnd } from '../../storage/session-storage.js';
+import type { SpanEnd, TurnEnd } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import { emit, type SessionEnv } from './session-env.js';
 import { abandonStartedReads } from './parallel-reads.js';
@@ -29,7 +29,13 @@ export function sessionEffects(deps: SessionEffectDeps) {
     abandonStartedReads(env);
     if (env.turns.openTurnRow !== input.turnId) return { stored: false }; // the first write never happened: nothing to close
     env.turns.openTurnRow = null;
-    trace.end(`turn:${input.turnId}`, { status: spanStatusOf(input.outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs });
+    const spanEnd: SpanEnd = { status: spanStatusOf(input.outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs };
+    trace.end(`turn:${input.turnId}`, spanEnd);
+    // Issue 26: a resumed turn's span here is its own (the first one was settled `outcome_unknown` by the correction).
+    if (env.turns.resumedSpan === input.turnId) {
+      env.turns.resumedSpan = null;
+      trace.end(`turn:${input.turnId}:resumed`, spanEnd);
+    }
     try {
       await storage.endTurn(input.turnId, end, env.config.fence);
     } catch (error) {
@@ -136,11 +142,16 @@ export function sessionEffects(deps: SessionEffectDeps) {
         write.catch(() => undefined);
         env.turns.answerWrites.set(params.toolCallId, write);
       },
+      storeCancelRequest: ({ context }: Args) => {
+        const turnId = context.activeTurn?.turnId;
+        if (turnId) storage.requestCancel(turnId, now()).catch(() => undefined);
+      },
       emitTurnResumed: ({ context }: Args) => {
         const turn = context.activeTurn;
         if (!turn || context.resuming === null) return;
         const env = envOf(context.sessionId);
-        emit(env, turn.turnId, { type: 'turn_resumed', clientRequestId: turn.clientRequestId, fromSequence: env.output.updates.lastSequence + 1, reason: context.resuming });
+        const fromSequence = env.turns.resumed?.fromSequence ?? env.output.updates.lastSequence + 1;
+        emit(env, turn.turnId, { type: 'turn_resumed', clientRequestId: turn.clientRequestId, fromSequence, reason: context.resuming });
       },
       abandonTurnEffects: (args: Args & Parameters<typeof abandonTurnEffects>[0]) => {
         abandonStartedReads(envOf(args.context.sessionId));

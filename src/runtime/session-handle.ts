@@ -179,7 +179,7 @@ export class SessionHandle implements SessionCommands {
     const known = this.env.turns.outcomes.get(turnId);
     if (known) return known;
     if (this.isLive(turnId)) {
-      return new Promise<TurnOutcome>((resolve) => {
+      return new Promise<WaitResult>((resolve) => {
         const list = this.env.turns.waiters.get(turnId) ?? [];
         list.push(resolve);
         this.env.turns.waiters.set(turnId, list);
@@ -382,6 +382,9 @@ export class SessionHandle implements SessionCommands {
       settle(this.actor.getSnapshot());
     });
     this.actor.stop();
+    // Issue 26: a parked turn ends elsewhere, later: whoever waits for it here is told so.
+    for (const waiters of this.env.turns.waiters.values()) for (const resolve of waiters) resolve({ status: 'parked' });
+    this.env.turns.waiters.clear();
     this.env.output.updates.complete();
     await this.lifecycle?.closed(this);
   }

@@ -65,8 +65,10 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return authorizationSchema.parse(decision);
   };
 
-  const executeTool = (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
+  const executeTool = async (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
     const env = envOf(input.sessionId);
+    // Issue 26: a call that went through an approval says durably that it starts, before it runs.
+    if (env.turns.approvalExpiries.has(input.toolCallId)) await recordStart(env, input);
     env.turns.audits.runStarted(input.toolCallId, now());
     const ran = () => env.turns.audits.runEnded(input.toolCallId, now());
     // A read of this call may already be under way (RL-5): the call takes its result, and a cancel now reaches it.
@@ -154,6 +156,12 @@ export function toolCallEffects(deps: TurnEffectDeps) {
   function ruleFor(input: ToolCallInput): MatchedRule | null {
     const { permissions } = envOf(input.sessionId).config;
     return permissions.empty ? null : permissions.decide(input.call.name);
+  }
+
+  async function recordStart(env: SessionEnv, input: ExecuteInput): Promise<void> {
+    const requested = env.turns.approvalRequests.get(input.toolCallId) ?? Promise.resolve();
+    await requested.catch(() => undefined);
+    await deps.storage.startApprovedCall({ turnId: input.turnId, toolCallId: input.toolCallId, decision: 'allow_once', principal: env.config.principal, answeredAtMs: now() });
   }
 
   function settleUnanswered(env: SessionEnv, context: ToolCallContext, decision: 'cancelled' | 'expired'): void {

@@ -1,3 +1,4 @@
+import type { WaitResult } from '../protocol/command-results.js';
 import type { StoredMessage } from '../protocol/messages.js';
 import type { QueuedTurnRow, TurnEnd } from '../../storage/session-storage.js';
 import type { ChatMessage } from '../protocol/messages.js';
@@ -34,7 +35,7 @@ export interface TurnBookkeeping {
   readonly outcomes: Map<string, TurnOutcome>;
   /** What each running turn's model calls reported so far: usage, finish reason (memory only). */
   readonly turnMeters: Map<string, TurnMeter>;
-  readonly waiters: Map<string, ((outcome: TurnOutcome) => void)[]>;
+  readonly waiters: Map<string, ((outcome: WaitResult) => void)[]>;
   /** Per accepted turn: settles once its input is durable (turn row and user message, or its queued row). */
   readonly stored: DurableSignals;
   /** The run id of each turn this session accepted or loaded (RL-1). */
@@ -63,15 +64,21 @@ export interface TurnBookkeeping {
   readonly answerWrites: Map<string, Promise<void>>;
   /** Issue 26: the turn a departed host left, to go on with as the session opens; null once begun. */
   resumed: ResumedTurnRecord | null;
+  /** Issue 26: the resumed turn whose span (`turn:<id>:resumed`) is open. */
+  resumedSpan: string | null;
 }
 
 /** Issue 26: what storage has of a turn to resume. */
-export interface ResumedTurnRecord {
+interface ResumedTurnRecord {
   turnId: string;
   /** The messages the turn wrote, in order. */
   messages: readonly StoredMessage[];
-  /** Calls whose approval was asked for and not answered, or denied: they had not run. */
+  /** Calls whose approval was asked for and not answered, denied, or allowed without a stored start: they had not run. */
   notRun: ReadonlySet<string>;
+  /** Calls that asked for an approval. */
+  asked: ReadonlySet<string>;
+  /** The first update sequence this owner issues: where the turn's continuation starts. */
+  fromSequence: number;
 }
 
 /**
@@ -97,6 +104,7 @@ export function createTurnBookkeeping(runs: Map<string, string>, queued: readonl
     approvalRequests: new Map(),
     answerWrites: new Map(),
     resumed: null,
+    resumedSpan: null,
   };
   for (const q of queued) {
     turns.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true });

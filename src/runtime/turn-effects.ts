@@ -36,7 +36,7 @@ import { skippedCallAudit } from './tool-audit.js';
 import type { SystemPart } from '../protocol/model.js';
 import { consultMistakeLimitEffect } from './mistake-limit-effect.js';
 import { emitGuardrailTriggered } from './guardrail-updates.js';
-import { interruptedResult, isIdempotent, planResumption } from './turn-resumption.js';
+import { interruptedResult, isIdempotent, neverRunsUnasked, planResumption } from './turn-resumption.js';
 
 /** The last call under the token budget carries this instead of the tools. */
 export const CONCLUDE_INSTRUCTION =
@@ -126,13 +126,18 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     turns.resumed = null;
     turns.stored.settle(input.turnId);
     turns.openTurnRow = input.turnId;
-    const plan = planResumption(record?.turnId === input.turnId ? record.messages : [], input.turnId, record?.notRun ?? new Set(), (call) => {
-      const control = deps.toolset.isControlTool(call.name);
-      return isIdempotent(control ? undefined : deps.toolset.toolFor(config.agent, call.name), call.name, control);
-    });
+    const own = record?.turnId === input.turnId ? record : null;
+    const toolOf = (name: string) => (deps.toolset.isControlTool(name) ? undefined : deps.toolset.toolFor(config.agent, name));
+    const plan = planResumption(
+      own?.messages ?? [],
+      input.turnId,
+      (call) => own?.notRun.has(call.id) === true || (own?.asked.has(call.id) !== true && neverRunsUnasked(config, toolOf(call.name), call.name)),
+      (call) => isIdempotent(toolOf(call.name), call.name, deps.toolset.isControlTool(call.name)),
+    );
     conversation.turnStartSequence = plan.startSequence ?? conversation.chat.nextSequence;
     conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools());
     trace.start(span(input, `turn:${input.turnId}:resumed`, 'turn', 'turn (resumed)', 'system', now()));
+    turns.resumedSpan = input.turnId;
     if (plan.interrupted) {
       const call = plan.interrupted;
       const { message, audit } = interruptedResult(call, config.principal);

@@ -6,6 +6,8 @@ import { INTERRUPTED_RESULT_TEXT, type StoredMessage, type ToolCallPart } from '
 import type { TurnResumeReason } from '../protocol/updates.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { skippedCallAudit } from './tool-audit.js';
+import type { SessionConfig } from './session-config.js';
+import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js';
 
 /**
  * Issue 26: going on with a turn its host left running. Storage has every message the turn wrote:
@@ -14,7 +16,8 @@ import { skippedCallAudit } from './tool-audit.js';
  *
  * Which call may have run: calls run in order, so of the calls without a result only the first one
  * can have started (a run of parallel reads may have started more, but reads run again anyway). A
- * call whose approval is still awaited, or was denied, had not run. The one that may have run runs
+ * call whose approval is still awaited, was denied, or was allowed but stored no start, had not run;
+ * nor had one that needs an approval under the session's mode and rules and never asked for it. The one that may have run runs
  * again if the tool says that is safe (`idempotent`, reads by default); otherwise it gets the
  * `interrupted` result the model reads for a call that never reported, and it never runs twice.
  */
@@ -29,10 +32,24 @@ export function isIdempotent(tool: AnyTool | undefined, name: string, isControlT
   return tool.idempotent ?? tool.effect === 'read';
 }
 
+/**
+ * A call that cannot run without an approval (a rule asks or denies, or the mode asks or forbids)
+ * and never asked for one did not run. A tool with its own `authorize` hook may have been allowed
+ * by it: that one is not known not to have run.
+ */
+export function neverRunsUnasked(config: SessionConfig, tool: AnyTool | undefined, name: string): boolean {
+  if (!tool || tool.authorize) return false;
+  const rule = config.permissions.empty ? null : config.permissions.decide(name);
+  if (rule) return rule.decision !== 'allow';
+  return modeForbids(config.permissionMode, tool.effect) || modeRequiresApproval(config.permissionMode, tool.effect);
+}
+
 /** What the opener learns from storage about a turn to resume: the chart's part, and the calls that had not run. */
 export interface TurnToResume {
   chart: ResumedTurn;
   notRun: Set<string>;
+  /** Calls that asked for an approval (whatever came of it). */
+  asked: Set<string>;
   expiries: Map<string, number | null>;
 }
 
@@ -42,8 +59,10 @@ export function turnToResume(turn: TurnRow, messages: readonly StoredMessage[], 
   const awaited: string[] = [];
   const answered: Record<string, HeldAnswer> = {};
   const notRun = new Set<string>();
+  const asked = new Set<string>();
   const expiries = new Map<string, number | null>();
   for (const approval of approvals) {
+    asked.add(approval.toolCallId);
     expiries.set(approval.toolCallId, approval.expiresAtMs);
     if (results.has(approval.toolCallId)) continue;
     if (approval.decision === null) {
@@ -51,10 +70,11 @@ export function turnToResume(turn: TurnRow, messages: readonly StoredMessage[], 
       notRun.add(approval.toolCallId);
     } else if (approval.decision === 'allow_once' || approval.decision === 'deny') {
       answered[approval.toolCallId] = { decision: approval.decision, ...(approval.answeredBy !== null && { principal: approval.answeredBy }) };
-      if (approval.decision === 'deny') notRun.add(approval.toolCallId);
+      // An allowed call stores its start before it runs: without one, it never began.
+      if (approval.decision === 'deny' || !approval.startedAtMs) notRun.add(approval.toolCallId);
     }
   }
-  return { chart: { turnId: turn.id, clientRequestId: turn.clientRequestId, reason, awaited, answered }, notRun, expiries };
+  return { chart: { turnId: turn.id, clientRequestId: turn.clientRequestId, reason, awaited, answered }, notRun, asked, expiries };
 }
 
 /** Where the turn goes on, and the call (if any) that must be given its `interrupted` result first. */
@@ -69,7 +89,7 @@ export interface ResumePlan {
 export function planResumption(
   messages: readonly StoredMessage[],
   turnId: string,
-  notRun: ReadonlySet<string>,
+  notRun: (call: ToolCallPart) => boolean,
   repeatable: (call: ToolCallPart) => boolean,
 ): ResumePlan {
   const own = messages.filter((m) => m.turnId === turnId);
@@ -90,7 +110,7 @@ export function planResumption(
   const first = toolCalls.findIndex((call) => !results.has(call.id));
   if (first === -1) return { point: { response, toolIndex: toolCalls.length, modelCallIndex }, interrupted: null, startSequence };
   const call = toolCalls[first]!;
-  if (notRun.has(call.id) || repeatable(call)) return { point: { response, toolIndex: first, modelCallIndex }, interrupted: null, startSequence };
+  if (notRun(call) || repeatable(call)) return { point: { response, toolIndex: first, modelCallIndex }, interrupted: null, startSequence };
   return { point: { response, toolIndex: first + 1, modelCallIndex }, interrupted: call, startSequence };
 }
 

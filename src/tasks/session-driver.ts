@@ -111,7 +111,9 @@ export class SessionDriver {
     const outcome = await handle.waitForTurn(turnId);
     this.turnId = null;
     if (this.aborting || this.stopped) return;
-    if (!('status' in outcome) || outcome.status === 'unknown_turn') return this.failed(new Error(`turn ${turnId} is unknown to its session`));
+    if (outcome.status === 'unknown_turn') return this.failed(new Error(`turn ${turnId} is unknown to its session`));
+    // A task's session resumes no turns (its worker's runtime is made without), so it is never parked.
+    if (outcome.status === 'parked') return this.failed(new Error(`turn ${turnId} was parked`));
     if (outcome.status === 'completed') {
       const last = index === spec.prompts.length - 1;
       await journal.append('intermediate_result', { result_type: 'turn_text', data: { turn: index, text: outcome.finalText }, is_partial: !last });

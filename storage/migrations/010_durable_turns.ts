@@ -8,14 +8,18 @@ import { sql, type Kysely, type Migration } from 'kysely';
  *   under its own id when the session is next opened, instead of being corrected to `interrupted`.
  *   Written when the session is created (the runtime's choice); 0 for sessions stored before, and for
  *   task sessions, whose worker resumes them its own way.
+ * - `turns.cancel_requested_at_ms`: a cancel the owner accepted for a running turn; a turn left
+ *   running with one is ended `cancelled` by the next opening, not resumed.
  * - `approvals`: every approval a tool call asked for, with its answer once there is one. A turn
  *   waiting for a human is reopened waiting for the same call, and an answer given while no host
- *   held the session is found there. The partial index holds only the unanswered ones: the sweep
+ *   held the session is found there; `started_at_ms` says an allowed call began to run (so a
+ *   resumed turn knows whether it may have). The partial index holds only the unanswered ones: the sweep
  *   asks which sessions wait for nobody but a human.
  */
 export const durableTurns: Migration = {
   async up(db: Kysely<unknown>): Promise<void> {
     await db.schema.alterTable('sessions').addColumn('resume_turns', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+    await db.schema.alterTable('turns').addColumn('cancel_requested_at_ms', 'bigint').execute();
     await db.schema
       .createTable('approvals')
       .addColumn('turn_id', 'text', (c) => c.notNull())
@@ -28,6 +32,7 @@ export const durableTurns: Migration = {
       .addColumn('decision', 'text')
       .addColumn('answered_by', 'text')
       .addColumn('answered_at_ms', 'bigint')
+      .addColumn('started_at_ms', 'bigint')
       .addPrimaryKeyConstraint('pk_approvals', ['turn_id', 'tool_call_id'])
       .execute();
     await db.schema.createIndex('ix_approvals_session').on('approvals').column('session_id').execute();
@@ -36,6 +41,7 @@ export const durableTurns: Migration = {
 
   async down(db: Kysely<unknown>): Promise<void> {
     await db.schema.dropTable('approvals').ifExists().execute();
+    await db.schema.alterTable('turns').dropColumn('cancel_requested_at_ms').execute();
     await db.schema.alterTable('sessions').dropColumn('resume_turns').execute();
   },
 };

@@ -139,8 +139,6 @@ describe('the chat renderer', () => {
     const streaming: RenderView = { streaming: 'text', toolNames: { call_1: 'run_command' } };
     const cases: [ChatNotice, string][] = [
       [{ kind: 'error', error: { code: 'Busy', message: 'another turn\nof this session' } }, 'error [Busy] another turn ⏎ of this session'],
-      [{ kind: 'connection_lost', error: { code: 'ConnectionLost', message: 'the event stream broke' } }, 'error [ConnectionLost] the event stream broke — the connection to the host is lost; reconnecting'],
-      [{ kind: 'connection_restored' }, 'reconnected to the host'],
       [{ kind: 'feed_ended', error: { code: 'SessionClosed', message: 'closed' } }, 'error [SessionClosed] closed — no more live updates from this session'],
       [{ kind: 'caught_up' }, 'some updates were missed while disconnected; caught up from the session snapshot'],
       [{ kind: 'turn_running', turnId: 'turn_2', phase: 'running_tools' }, 'a turn is running (turn_2, running_tools)'],

@@ -180,25 +180,6 @@ describe('turnchart chat against a running host', { timeout: 120_000 }, () => {
     c.interrupt();
     expect(await c.exited).toBe(0);
   });
-
-  it('says so when the host goes away, keeps the prompt, and answers each command with a one-line error', async () => {
-    const h = await host([]);
-    const c = chat(['--url', h.url]);
-    await c.waitFor('› ');
-    h.kill('SIGTERM');
-    await h.exited;
-    await c.waitFor('the connection to the host is lost; reconnecting');
-    let mark = c.mark();
-    c.send('/context');
-    await c.waitFor(/^error \[HostUnreachable\] cannot reach http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)$/m, mark);
-    mark = c.mark();
-    c.send('are you there?');
-    await c.waitFor('error [HostUnreachable]', mark);
-    await c.waitFor('› ', mark);
-    expect(c.child.exitCode).toBeNull();
-    c.send('/exit');
-    expect(await c.exited).toBe(0);
-  });
 });
 
 describe('turnchart chat embedded on a SQLite file', { timeout: 120_000 }, () => {

@@ -40,7 +40,7 @@ describe.skipIf(clusterSkipReason !== null)('a host of the cluster SIGKILLed mid
     drop = undefined;
   });
 
-  it('leaves leases that run out; the other host corrects its turns (asked or not) and serves the session on, its stream resumed without a lost or repeated envelope', async () => {
+  it('leaves leases that run out; the other host goes on with the turn waiting for its approval, and serves the session on, its stream resumed without a lost or repeated envelope (issue 26)', async () => {
     const db = clusterDatabase();
     drop = db.drop;
     const workspace = await tempDir();
@@ -58,7 +58,8 @@ describe.skipIf(clusterSkipReason !== null)('a host of the cluster SIGKILLed mid
     const turn = await call(b.url, 'POST', `/sessions/${sessionId}/turns`, text('note one'));
     const other = await call(a.url, 'POST', `/sessions/${unwatched}/turns`, text('note two'));
     expect([turn.status, other.status]).toEqual([202, 202]);
-    await onB.nextUpdate('permission_requested');
+    const turnId = turn.body.turnId as string;
+    const asked = (await onB.nextUpdate('permission_requested')).update as unknown as { toolCallId: string };
     await until('the other turn to wait for its approval', async () => {
       const snapshot = await call(a.url, 'GET', `/sessions/${unwatched}`);
       return (snapshot.body.runtime as { pendingApproval?: unknown } | undefined)?.pendingApproval !== undefined;
@@ -70,9 +71,9 @@ describe.skipIf(clusterSkipReason !== null)('a host of the cluster SIGKILLed mid
 
     // B's stream ends once B sees A has gone; until A's lease runs out, a command answers a typed 503 (or, later, B serves it).
     await onB.ended;
-    const early = await call(b.url, 'GET', `/sessions/${sessionId}/turns/${turn.body.turnId as string}`);
+    const early = await call(b.url, 'GET', `/sessions/${sessionId}/turns/${turnId}`);
     if (early.status === 503) expect(early.body).toMatchObject({ error: { code: 'OwnerUnavailable', retryAfterMs: expect.any(Number) } });
-    else expect(early).toMatchObject({ status: 200, body: { status: 'interrupted' } });
+    else expect(early).toMatchObject({ status: 200, body: { status: 'running' } });
 
     // Resumed on B with its last id: held until B can take the session, then told to start from a snapshot.
     const lastSeen = onB.updates.at(-1)!.sequence;
@@ -82,20 +83,23 @@ describe.skipIf(clusterSkipReason !== null)('a host of the cluster SIGKILLed mid
     expect(resumed.status).toBe(200);
     const restart = await resumed.next(() => true);
     expect(restart.event).toBe('snapshot_required');
-    const snapshot = JSON.parse(restart.data) as { lastUpdateSequence: number; runtime: { kind: string } };
-    expect(snapshot.runtime.kind).not.toBe('running');
+    const snapshot = JSON.parse(restart.data) as { lastUpdateSequence: number };
     expect(snapshot.lastUpdateSequence).toBeGreaterThan(lastSeen);
 
-    // The turn A left running is corrected as a restart corrects it; what A stored is all there, once.
-    expect(await call(b.url, 'GET', `/sessions/${sessionId}/turns/${turn.body.turnId as string}`)).toMatchObject({ status: 200, body: { status: 'interrupted' } });
+    // The turn A left goes on on B under its own id, waiting for the same approval; what A stored is all there, once.
+    await until('the approval to be pending on B', async () => {
+      const state = await call(b.url, 'GET', `/sessions/${sessionId}`);
+      return (state.body.runtime as { pendingApproval?: { toolCallId: string } | null } | undefined)?.pendingApproval?.toolCallId === asked.toolCallId;
+    });
+    expect(await call(b.url, 'GET', `/sessions/${sessionId}/turns/${turnId}`)).toMatchObject({ status: 200, body: { status: 'running' } });
     expect((await call(b.url, 'GET', `/sessions/${sessionId}/messages`)).body.messages).toEqual(messagesBefore);
-    // The session nobody asks for again is corrected all the same, by the sweep.
-    await until('the unwatched turn to be corrected', async () => (await storedStatus(db.url, other.body.turnId as string)) === 'interrupted');
+    // The session nobody asks for again waits for a human, not for a host: no host opens it, its turn still runs.
+    expect(await storedStatus(db.url, other.body.turnId as string)).toBe('running');
 
-    const next = await call(b.url, 'POST', `/sessions/${sessionId}/turns`, text('are you there'));
-    expect(next).toMatchObject({ status: 202, body: { status: 'running' } });
+    const answer = await call(b.url, 'POST', `/sessions/${sessionId}/turns/${turnId}/permissions/${asked.toolCallId}`, { decision: 'allow_once' });
+    expect(answer.status).toBe(200);
     const finished = await resumed.nextUpdate('turn_finished');
-    expect(finished.update).toMatchObject({ outcome: { status: 'completed', finalText: 'back on b' } });
+    expect(finished).toMatchObject({ turnId, update: { outcome: { status: 'completed', finalText: 'back on b' } } });
     expect(sequencesOf(resumed.updates)).toEqual(run(snapshot.lastUpdateSequence + 1, resumed.updates.length));
   });
 });

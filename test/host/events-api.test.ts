@@ -95,11 +95,17 @@ describe.each(durableTargets)('live updates over SSE on $name', ({ skip, create 
     expect(caughtUp.events[0]).toMatchObject({ event: 'message', id: String(lastBefore + 1) });
     expect(startedAgain).toMatchObject({ turnId: next.body.turnId, sequence: lastBefore + 1 });
     await finished(second, sessionId, next.body.turnId as string);
-    // One that missed some of the old host's updates is never given a silent empty replay.
+    // One that missed some of the old host's updates is never given a silent empty replay: it is told
+    // snapshot_required, with the session as the new host opened it, and then gets everything since (issue 26).
     const missedSome = await connect(`${second.url}/sessions/${sessionId}/events`, { 'last-event-id': String(lastBefore - 10) });
     const missing = await missedSome.next(() => true);
     expect(missing.event).toBe('snapshot_required');
-    expect(JSON.parse(missing.data)).toMatchObject({ sessionId, runtime: { kind: 'terminal', outcome: { status: 'completed' } } });
+    expect(JSON.parse(missing.data)).toMatchObject({ sessionId, lastUpdateSequence: lastBefore, runtime: { kind: 'idle' } });
+    const ended = await missedSome.nextUpdate('turn_finished');
+    expect(ended).toMatchObject({ turnId: next.body.turnId, update: { outcome: { status: 'completed', finalText: 'after the restart' } } });
+    await caughtUp.nextUpdate('turn_finished');
+    expect(missedSome.updates.map((u) => u.sequence)).toEqual(caughtUp.updates.map((u) => u.sequence));
+    expect(missedSome.updates[0]).toMatchObject({ sequence: lastBefore + 1, update: { type: 'turn_started' } });
   });
 
   it.skipIf(skip)('starts above every sequence issued before a crash, never reusing a number', async () => {
@@ -111,16 +117,18 @@ describe.each(durableTargets)('live updates over SSE on $name', ({ skip, create 
     const sse = await connect(`${crashed.url}/sessions/${sessionId}/events`);
     await postTurn(crashed, sessionId, 'r1');
     await sse.nextUpdate('turn_finished');
-    await postTurn(crashed, sessionId, 'r2');
+    const running = await postTurn(crashed, sessionId, 'r2');
     await gate.reached;
     const issued = Math.max(...sse.updates.map((u) => u.sequence));
     // The first host is never closed: its process "dies" with a turn running.
     crashed.runtime.ownership.stop();
 
-    const second = await open(db, [{ text: 'hello again' }], { workspace, runtime: { sequenceBlock: 20 } });
+    const second = await open(db, [{ text: 'hello again' }, { text: 'third' }], { workspace, runtime: { sequenceBlock: 20 } });
+    // Issue 26: the new host goes on with the turn that was running, its model call made again.
+    expect(await finished(second, sessionId, running.body.turnId as string)).toMatchObject({ status: 'completed', outcome: { finalText: 'hello again' } });
     const resumed = await connect(`${second.url}/sessions/${sessionId}/events`);
     const snapshot = JSON.parse((await resumed.next(() => true)).data) as { lastUpdateSequence: number };
-    expect(snapshot.lastUpdateSequence).toBeGreaterThanOrEqual(issued);
+    expect(snapshot.lastUpdateSequence).toBeGreaterThan(issued);
     const turn = await postTurn(second, sessionId, 'r3');
     const startedAt = await resumed.nextUpdate('turn_started');
     expect(startedAt.sequence).toBeGreaterThan(issued);

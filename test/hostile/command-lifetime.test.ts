@@ -87,7 +87,7 @@ describe('every process a command starts ends with the host', { timeout: 90_000 
     }
   });
 
-  it.skipIf(!namespaces)('turnchart serve SIGKILLed mid-command: the command and its setsid escape die, no marker appears, the restarted host reads the turn interrupted', async () => {
+  it.skipIf(!namespaces)('turnchart serve SIGKILLed mid-command: the command and its setsid escape die, no marker appears, the restarted host goes on with the turn without running the command again', async () => {
     const db = sqliteFile();
     const workspace = await tempDir();
     const holders = fifo(path.join(workspace, 'holders'));
@@ -108,10 +108,16 @@ describe('every process a command starts ends with the host', { timeout: 90_000 
       expect(existsSync(path.join(workspace, 'marker'))).toBe(false);
       expect(existsSync(path.join(workspace, 'escaped'))).toBe(false);
 
-      const second = await spawnHost(args);
+      // Issue 26: the restarted host goes on with the turn; run_command is not idempotent, so its call gets the interrupted result.
+      const after = path.join(workspace, 'after.json');
+      await writeFile(after, JSON.stringify([{ text: 'the command was cut off; I will not run it again' }]));
+      const second = await spawnHost(['--db', db.file, '--workspace', workspace, '--model', `scripted:${after}`, '--permission-mode', 'auto']);
       processes.push(second);
-      const state = await call(second.url, 'GET', `/sessions/${sessionId}/turns/${turn.body.turnId as string}`);
-      expect(state.body).toMatchObject({ status: 'interrupted' });
+      const state = await call(second.url, 'GET', `/sessions/${sessionId}/turns/${turn.body.turnId as string}?wait=30`);
+      expect(state.body).toMatchObject({ status: 'completed', outcome: { finalText: 'the command was cut off; I will not run it again' } });
+      const messages = (await call(second.url, 'GET', `/sessions/${sessionId}/messages`)).body.messages as { message: { role: string; status?: string } }[];
+      expect(messages.filter((m) => m.message.role === 'tool').map((m) => m.message.status)).toEqual(['cancelled']);
+      expect(existsSync(path.join(workspace, 'marker'))).toBe(false);
     } finally {
       await db.drop();
     }

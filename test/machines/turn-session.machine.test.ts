@@ -55,7 +55,13 @@ describe('session chart guards (XS-3, RT-1)', () => {
   // The turn's first write never finishes, so the session stays `running` while the guards are probed.
   const machine = sessionMachine.provide({
     actors: { turn: stubTurn, effectPort: stubPort({ beginTurn: never, finishTurn: async () => undefined }) },
-    actions: { emitTurnStarted: () => undefined, announceTurnFinished: () => undefined, emitPermissionRequested: () => undefined },
+    actions: {
+      emitTurnStarted: () => undefined,
+      announceTurnFinished: () => undefined,
+      emitPermissionRequested: () => undefined,
+      storeCancelRequest: () => undefined,
+      storeApprovalAnswer: () => undefined,
+    },
   });
   const start = (reloadRequired: boolean) => {
     const actor = createActor(machine, {

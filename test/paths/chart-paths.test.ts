@@ -24,6 +24,22 @@ const ledger = new TransitionLedger();
  */
 const UNREACHABLE_SESSION_TRANSITIONS = { 'session.running xstate.error.actor.turn#0': 'defect guard' };
 
+/**
+ * Issue 26: the transitions only a turn its host left running takes — resumed where storage has it,
+ * its awaited approvals answered before it asks again, parked — and an approval's expiry. Each path
+ * starts a fresh turn in a fresh runtime, so none of them sets those up; the real restarts, kills and
+ * parks of test/runtime/durability/resume.test.ts, test/host/turn-chaos-sqlite.test.ts and
+ * test/reliability/turn-chaos.test.ts take every one of them.
+ */
+const RESUME_TRANSITIONS = {
+  turn: ['turn.starting effect.done#1', 'turn.starting effect.done#2', 'turn.starting effect.done#3', 'turn.starting effect.done#4'],
+  toolCall: [
+    'toolCall.active.waiting_permission.deadline always#0',
+    'toolCall.active.waiting_permission.expiring xstate.after.approvalExpiry.toolCall.active.waiting_permission.expiring#0',
+  ],
+  session: ['session.idle always#0', 'session.running session.resolve_permission#1', 'session.running session.park#0', 'session.running turn.permission_requested#0'],
+};
+
 /** Drives one generated turn path through a fresh runtime and returns what went wrong, if anything. */
 async function driveTurnPath(path: PathStep<TurnEnv>[], scenario: TurnScenario) {
   const director = new TurnDirector(path);
@@ -167,12 +183,12 @@ describe('generated paths through the real runtime (XS-5)', () => {
     expect(failures.slice(0, 5).join('\n\n')).toBe('');
   }, 120_000);
 
-  it('takes every transition of the turn, tool-call, watchdog and task charts, and all but the documented one of the session chart', () => {
+  it('takes every transition of the turn, tool-call, watchdog and task charts but the resumption ones, and all but those and the documented one of the session chart', () => {
     console.log(ledger.table([turnMachine, toolCallMachine, stallWatchdogMachine, taskMachine, sessionMachine]));
     expect(ledger.missing(taskMachine).map((t) => t.key)).toEqual([]);
-    expect(ledger.missing(turnMachine).map((t) => t.key)).toEqual([]);
-    expect(ledger.missing(toolCallMachine).map((t) => t.key)).toEqual([]);
+    expect(ledger.missing(turnMachine).map((t) => t.key)).toEqual(RESUME_TRANSITIONS.turn);
+    expect(ledger.missing(toolCallMachine).map((t) => t.key)).toEqual(RESUME_TRANSITIONS.toolCall);
     expect(ledger.missing(stallWatchdogMachine).map((t) => t.key)).toEqual([]);
-    expect(ledger.missing(sessionMachine).map((t) => t.key)).toEqual(Object.keys(UNREACHABLE_SESSION_TRANSITIONS));
+    expect(ledger.missing(sessionMachine).map((t) => t.key).sort()).toEqual([...RESUME_TRANSITIONS.session, ...Object.keys(UNREACHABLE_SESSION_TRANSITIONS)].sort());
   });
 });

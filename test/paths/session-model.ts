@@ -59,6 +59,10 @@ export const traversalSessionMachine = sessionMachine.provide({
     storeQueuedTurn: () => undefined,
     settleCancelledQueuedTurn: () => undefined,
     emitQueueUpdated: () => undefined,
+    storeCancelRequest: () => undefined,
+    storeApprovalAnswer: () => undefined,
+    emitTurnResumed: () => undefined,
+    abandonTurnEffects: () => undefined,
   },
 });
 

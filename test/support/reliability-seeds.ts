@@ -8,6 +8,8 @@ import { randomInt } from 'node:crypto';
 export const SEED_VARIABLES = {
   crash: 'TURNCHART_CRASH_SEED',
   schedules: 'TURNCHART_SCHEDULE_SEED',
+  /** Issue 26's turn chaos run (test/reliability/turn-chaos.test.ts): session plans, kill moments and victims. */
+  turnChaos: 'TURNCHART_TURN_CHAOS_SEED',
 } as const;
 
 /** Vitest global setup (main process): fixes each seed before the workers start, so every file draws from the same one. */

@@ -32,6 +32,8 @@ const runtime = await createRuntime({
   storage: sqliteStorage({ filename: file }),
   model: port,
   agents: CRASH_AGENTS,
+  // RT-24 for a parent and its child as it stays where turns are not resumed (issue 26 resumes neither a child's turn nor, here, the parent's).
+  resumeTurns: false,
 });
 const parent = await runtime.createSession({ agent: 'lead', permissionMode: 'ask' });
 const started = await parent.startTurn({ clientRequestId: 'crash-1', input: [{ type: 'text', text: 'delegate and wait' }] });

@@ -34,7 +34,7 @@ describe('run_command in a real turn', () => {
     await holders.allClosed();
   });
 
-  it('a runtime shutdown while it runs kills the group too', async () => {
+  it('a runtime shutdown while it runs kills the group too, parking the turn (issue 26)', async () => {
     const root = await tempDir();
     h = await harness([{ text: 'running', toolCalls: [{ id: 'x1', name: 'run_command', args: { command: SLEEPERS } }] }], {
       tools: workspaceTools({ root }),
@@ -46,7 +46,8 @@ describe('run_command in a real turn', () => {
     const outcome = h.session.waitForTurn(turnId);
     await h.runtime.shutdown();
     h = undefined;
-    expect(await outcome).toMatchObject({ status: 'failed', code: 'actor_stopped' });
+    // The turn is left for the next host to go on with; the command does not outlive this one.
+    expect(await outcome).toEqual({ status: 'parked' });
     await holders.allClosed();
   });
 

@@ -77,7 +77,10 @@ export class SessionModel {
   }
 
   private checkGap(cursor: number, envelope: UpdateEnvelope): void {
-    if (this.lastSequence !== null && envelope.sequence > this.lastSequence + 1) this.gaps.set(cursor, envelope.sequence - this.lastSequence - 1);
+    // A turn resumed by a new owner (issue 26) is numbered above the block the old one reserved: the
+    // numbers skipped before it were never issued, so they are not shown as missing.
+    const resumed = envelope.update.type === 'turn_resumed';
+    if (!resumed && this.lastSequence !== null && envelope.sequence > this.lastSequence + 1) this.gaps.set(cursor, envelope.sequence - this.lastSequence - 1);
     this.lastSequence = Math.max(this.lastSequence ?? 0, envelope.sequence);
   }
 
@@ -92,6 +95,22 @@ export class SessionModel {
       case 'turn_started':
         this.progress.clear();
         session.runtime = { kind: 'running', turnId: envelope.turnId, clientRequestId: u.clientRequestId, phase: 'starting', draftText: '', draftReasoning: '', toolCalls: [], pendingApproval: null, plan: null };
+        break;
+      case 'turn_resumed':
+        // The same turn going on under a new owner: running again from its start phase, its draft and
+        // running calls gone with the old host (their results, if any, are in its stored messages).
+        this.progress.clear();
+        session.runtime = {
+          kind: 'running',
+          turnId: envelope.turnId,
+          clientRequestId: u.clientRequestId,
+          phase: 'starting',
+          draftText: '',
+          draftReasoning: '',
+          toolCalls: [],
+          pendingApproval: null,
+          plan: run?.plan ?? null,
+        };
         break;
       case 'phase_changed':
         if (run) run.phase = u.phase;

@@ -1,6 +1,4 @@
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
-import { setTimeout as delay } from 'node:timers/promises';
-import { ApiError } from '../errors.js';
 import { callerOf } from '../auth.js';
 import { sessionOf, type HostContext } from '../host-context.js';
 import type { Caller } from '../../protocol/principal.js';
@@ -8,6 +6,7 @@ import type { UpdateFeed } from '../session-access.js';
 import { errors, EventsQuery, SessionParams } from '../schemas.js';
 import { resumePoint } from '../resume-point.js';
 import { sessionEventStream } from '../sse-stream.js';
+import { untilOwnerAnswers } from '../sse-takeover.js';
 
 const route = createRoute({
   method: 'get',
@@ -45,32 +44,7 @@ export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
   });
 }
 
-/** How long past the first lease estimate a stream keeps waiting for a dead owner's session. */
-const TAKEOVER_MARGIN_MS = 10_000;
-
-/**
- * The feed the stream reads. An EventSource gives up for good on any answer but 200, so while the
- * session's owner is unreachable and its lease still runs (it died, the lease has not run out),
- * the request waits for the lease to end and then takes the session, or follows whoever took it:
- * the client then resumes through `snapshot_required` instead of being told 503.
- */
+/** The feed the stream reads; a dead owner's session is waited for (`untilOwnerAnswers`). */
 async function feedOf(host: HostContext, sessionId: string, caller: Caller, after: number | null, gone: AbortSignal): Promise<UpdateFeed> {
-  let deadline: number | null = null;
-  for (;;) {
-    try {
-      return await (await sessionOf(host, sessionId, caller)).updateFeed(after);
-    } catch (error) {
-      const waitMs = ownerUnavailableFor(error);
-      deadline ??= waitMs === null ? null : Date.now() + waitMs + TAKEOVER_MARGIN_MS;
-      if (waitMs === null || deadline === null || Date.now() > deadline || gone.aborted) throw error;
-      await delay(Math.min(Math.max(waitMs, 50), 1_000), undefined, { signal: gone }).catch(() => undefined);
-      if (gone.aborted) throw error;
-    }
-  }
-}
-
-function ownerUnavailableFor(error: unknown): number | null {
-  if (!(error instanceof ApiError) || error.code !== 'OwnerUnavailable') return null;
-  const retryAfterMs = error.details.retryAfterMs;
-  return typeof retryAfterMs === 'number' ? retryAfterMs : 0;
+  return untilOwnerAnswers(async () => (await sessionOf(host, sessionId, caller)).updateFeed(after), gone);
 }

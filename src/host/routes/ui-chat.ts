@@ -6,7 +6,9 @@ import { TurnchartError } from '../../protocol/errors.js';
 import { parseApprovalId } from '../approval-id.js';
 import { ApiError, viaStorage } from '../errors.js';
 import { callerOf } from '../auth.js';
-import { openSessionOf, sessionOf, unwrap, type HostContext } from '../host-context.js';
+import { openSessionOf, sessionOf, storedSessionOf, unwrap, type HostContext } from '../host-context.js';
+import { sessionIdSchema } from '../../protocol/commands.js';
+import { untilOwnerAnswers } from '../sse-takeover.js';
 import type { Caller } from '../../protocol/principal.js';
 import type { SessionAccess } from '../session-access.js';
 import { LocalSession } from '../local-session.js';
@@ -63,17 +65,41 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(resume, async (c) => {
     const { id } = c.req.valid('param');
     const caller = callerOf(c);
-    // A chat whose session is open nowhere has no turn running; nothing is opened to find that out.
-    const session = await openSessionOf(host, id, caller);
-    const view = session ? (await session.snapshot()).runtime : null;
-    if (!session || view?.kind !== 'running') return c.body(null, 204);
+    // The owner died mid-turn: held until its lease runs out and the turn goes on here or elsewhere (issue 26).
+    const running = await untilOwnerAnswers(() => runningTurnOf(host, id, caller), c.req.raw.signal);
+    if (!running) return c.body(null, 204);
+    const { session, turnId } = running;
     const stream = await host.limits.streams.open(c.req.method, caller, async () => {
       // Should the turn end before the tap opens, the replay finds its outcome in the snapshot it reads after.
       const tap = await UpdateTap.open(session);
-      return chunks(c, host, tap, await prepared(tap, () => replayTurn(session, host.storage, view.turnId, view.turnId)));
+      return chunks(c, host, tap, await prepared(tap, () => replayTurn(session, host.storage, turnId, turnId)));
     });
     return respond(host, stream);
   });
+}
+
+/**
+ * The chat's running turn and its session, or null when none runs. A session open here or on a
+ * live host is asked. One open nowhere runs no turn — unless its host went away mid-turn: that turn
+ * is still `running` in storage and goes on wherever the session opens next (issue 26), so the
+ * session is opened here for it. Nothing is opened for a chat without such a turn, or another's.
+ */
+async function runningTurnOf(host: HostContext, id: string, caller: Caller): Promise<{ session: SessionAccess; turnId: string } | null> {
+  let session = await openSessionOf(host, id, caller);
+  if (!session) {
+    if (!sessionIdSchema.safeParse(id).success) return null;
+    try {
+      await storedSessionOf(host, id, caller);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'UnknownSession') return null;
+      throw error;
+    }
+    const turns = await viaStorage(() => host.storage.listTurns(id));
+    if (!turns.some((turn) => turn.status === 'running')) return null;
+    session = await sessionOf(host, id, caller);
+  }
+  const view = (await session.snapshot()).runtime;
+  return view.kind === 'running' ? { session, turnId: view.turnId } : null;
 }
 
 /**

@@ -95,7 +95,7 @@ describe('cancel and stop reach world-state reading and compaction (issue 9, def
     expect(await h.storage.listCompactions(h.session.id)).toEqual([]);
   });
 
-  it('lets shutdown() stop a turn whose summary call never returns', async () => {
+  it('lets shutdown() stop a turn whose summary call never returns, or park it (issue 26)', async () => {
     const SMALL = { contextWindow: 6_000, maxOutputTokens: 500, maxReasoningTokens: 0 };
     let summaryStarted: () => void = () => undefined;
     const started = new Promise<void>((resolve) => (summaryStarted = resolve));
@@ -109,11 +109,35 @@ describe('cancel and stop reach world-state reading and compaction (issue 9, def
       ],
       { capabilities: SMALL },
     );
-    const local = await harness([], { model });
+    const local = await harness([], { model, resumeTurns: false });
     const turnId = await startTurn(local.session, 'go');
     const outcome = local.session.waitForTurn(turnId);
     await started;
     await local.runtime.shutdown();
     expect(await outcome).toMatchObject({ status: 'failed', code: 'actor_stopped' });
+  });
+
+  it('a shutdown parks a turn whose summary call never returns: the call is abandoned, the turn left to go on (issue 26)', async () => {
+    const SMALL = { contextWindow: 6_000, maxOutputTokens: 500, maxReasoningTokens: 0 };
+    let summaryStarted: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (summaryStarted = resolve));
+    const aborted: boolean[] = [];
+    const model = scriptedModel(
+      [
+        { text: 'reading', toolCalls: [{ name: 'read_file', args: { path: 'x'.repeat(8_000) } }] },
+        (_request, options) => {
+          summaryStarted();
+          return new Promise<never>(() => options.signal?.addEventListener('abort', () => aborted.push(true)));
+        },
+      ],
+      { capabilities: SMALL },
+    );
+    const local = await harness([], { model });
+    const turnId = await startTurn(local.session, 'go');
+    const outcome = local.session.waitForTurn(turnId);
+    await started;
+    await local.runtime.shutdown();
+    expect(await outcome).toEqual({ status: 'parked' });
+    expect(aborted).toEqual([true]);
   });
 });

@@ -76,7 +76,7 @@ describe.each(durableTargets)('closing writes on $name (issue 9, defect 1)', ({ 
     expect((await storage.listTurns(session.id)).map((t) => t.status)).toEqual(['failed', 'completed', 'completed']);
   });
 
-  it.skipIf(skip)('lets reload() close it, and a restart corrects it when storage stayed away', async () => {
+  it.skipIf(skip)('lets reload() close it, and a restart closes it with its stored answer when storage stayed away', async () => {
     db = create();
     const storage = withFaults(db.open());
     const runtime = await open(storage, [{ text: 'a' }, { text: 'b' }]);
@@ -96,7 +96,9 @@ describe.each(durableTargets)('closing writes on $name (issue 9, defect 1)', ({ 
     const after = await open(db.open(), [{ text: 'c' }]);
     const reopened = await after.openSession(session.id);
     expect((await after.openSession(session.id)).id).toBe(session.id);
-    expect((await storage.getTurn(second.turnId))?.status).toBe('interrupted');
+    // Issue 26: the turn is resumed, and its last response was its answer: it completes with it, no model call made.
+    expect(await reopened.waitForTurn(second.turnId)).toEqual({ status: 'completed', finalText: 'b' });
+    expect(await storage.getTurn(second.turnId)).toMatchObject({ status: 'completed', finalText: 'b' });
     expect((await runTurn(reopened, 'three')).outcome).toEqual({ status: 'completed', finalText: 'c' });
   });
 

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRuntime, defineTool, INTERRUPTED_RESULT_TEXT, scriptedModel, type Runtime, type UpdateEnvelope } from '../../../src/index.js';
+import { createRuntime, defineTool, INTERRUPTED_RESULT_TEXT, scriptedModel, type AnyTool, type Runtime, type RuntimeOptions, type UpdateEnvelope } from '../../../src/index.js';
 import { durableTargets, type DurableDatabase } from '../../support/databases.js';
 import { crash, startTurn } from '../../support/harness.js';
 import { until } from '../../support/poll.js';
+import { withFaults } from '../../../storage/faulty-storage.js';
 
 /**
  * Issue 26: a turn whose host went away goes on under its own id when its session is next opened.
@@ -40,6 +41,13 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
     await db?.drop();
   });
 
+  /** The runtime that goes away: resuming turns, on the test's database. */
+  async function firstRuntime(model: ReturnType<typeof scriptedModel>, tools: AnyTool[], options: Partial<RuntimeOptions> = {}): Promise<Runtime> {
+    const runtime = await createRuntime({ storage: db!.open(), resumeTurns: true, model, tools, ...options });
+    runtimes.push(runtime);
+    return runtime;
+  }
+
   async function restartAfter(first: Runtime, options: Omit<Parameters<typeof createRuntime>[0], 'storage'>): Promise<{ runtime: Runtime; storage: ReturnType<DurableDatabase['open']> }> {
     crash(first);
     const storage = db!.open();
@@ -52,13 +60,7 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
     db = create();
     const log: string[] = [];
     const deploy = hangingTool('deploy', 'write', log);
-    const first = await createRuntime({
-      storage: db.open(),
-      resumeTurns: true,
-      model: scriptedModel([{ text: 'deploying', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]),
-      tools: [deploy.tool],
-    });
-    runtimes.push(first);
+    const first = await firstRuntime(scriptedModel([{ text: 'deploying', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]), [deploy.tool]);
     const session = await first.createSession({ permissionMode: 'auto' });
     const turnId = await startTurn(session, 'deploy it');
     await deploy.ran;
@@ -82,13 +84,7 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
     db = create();
     const log: string[] = [];
     const lookup = hangingTool('lookup', 'read', log);
-    const first = await createRuntime({
-      storage: db.open(),
-      resumeTurns: true,
-      model: scriptedModel([{ text: 'looking', toolCalls: [{ id: 'look-1', name: 'lookup', args: {} }] }]),
-      tools: [lookup.tool],
-    });
-    runtimes.push(first);
+    const first = await firstRuntime(scriptedModel([{ text: 'looking', toolCalls: [{ id: 'look-1', name: 'lookup', args: {} }] }]), [lookup.tool]);
     const session = await first.createSession({ permissionMode: 'auto' });
     const turnId = await startTurn(session, 'look it up');
     await lookup.ran;
@@ -105,17 +101,15 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
   it.skipIf(skip)('a model call in flight is made again', async () => {
     db = create();
     let calls = 0;
-    const first = await createRuntime({
-      storage: db.open(),
-      resumeTurns: true,
-      model: scriptedModel([
+    const first = await firstRuntime(
+      scriptedModel([
         () => {
           calls += 1;
           return new Promise<never>(() => undefined);
         },
       ]),
-    });
-    runtimes.push(first);
+      [],
+    );
     const session = await first.createSession({ permissionMode: 'auto' });
     const turnId = await startTurn(session, 'hello');
     await until('the model call is under way', () => calls === 1);
@@ -133,13 +127,7 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
     const log: string[] = [];
     const deploy = hangingTool('deploy', 'write', log);
     deploy.stopHanging();
-    const first = await createRuntime({
-      storage: db.open(),
-      resumeTurns: true,
-      model: scriptedModel([{ text: 'asking', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]),
-      tools: [deploy.tool],
-    });
-    runtimes.push(first);
+    const first = await firstRuntime(scriptedModel([{ text: 'asking', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]), [deploy.tool]);
     const session = await first.createSession({ permissionMode: 'ask' });
     const turnId = await startTurn(session, 'deploy it');
     await until('the approval is pending', () => (session.snapshot().runtime as { pendingApproval?: unknown }).pendingApproval != null);
@@ -164,13 +152,7 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
   it.skipIf(skip)('a reopened approval shows as pending in the snapshot with its call id', async () => {
     db = create();
     const deploy = hangingTool('deploy', 'write', []);
-    const first = await createRuntime({
-      storage: db.open(),
-      resumeTurns: true,
-      model: scriptedModel([{ text: 'asking', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]),
-      tools: [deploy.tool],
-    });
-    runtimes.push(first);
+    const first = await firstRuntime(scriptedModel([{ text: 'asking', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]), [deploy.tool]);
     const session = await first.createSession({ permissionMode: 'ask' });
     const turnId = await startTurn(session, 'deploy it');
     await until('the approval is pending', () => (session.snapshot().runtime as { pendingApproval?: unknown }).pendingApproval != null);
@@ -182,18 +164,38 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
     expect(await reopened.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'permission_denied' });
   });
 
+  it.skipIf(skip)('a session waiting only for an approval is parked when idle (no memory, no lease) and reopened by the answer', async () => {
+    db = create();
+    const log: string[] = [];
+    const deploy = hangingTool('deploy', 'write', log);
+    deploy.stopHanging();
+    const storage = db.open();
+    const runtime = await createRuntime({
+      storage,
+      resumeTurns: true,
+      idleTtlMs: 1,
+      model: scriptedModel([{ text: 'asking', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }, { text: 'deployed' }]),
+      tools: [deploy.tool],
+    });
+    runtimes.push(runtime);
+    const session = await runtime.createSession({ permissionMode: 'ask' });
+    const turnId = await startTurn(session, 'deploy it');
+    await until('the session to be parked', () => !runtime.isOpen(session.id));
+    expect(await storage.getTurn(turnId)).toMatchObject({ status: 'running' });
+    expect((await storage.sessionStanding(session.id))?.holder).toBeNull();
+    expect(await storage.unheldSessionsWithWork()).toEqual([]);
+
+    const reopened = await runtime.openSession(session.id);
+    expect(await reopened.resolvePermission({ turnId, toolCallId: 'dep-1', decision: 'allow_once' })).toEqual({ ok: true });
+    expect(await reopened.waitForTurn(turnId)).toEqual({ status: 'completed', finalText: 'deployed' });
+    expect(log).toEqual(['deploy']);
+  });
+
   it.skipIf(skip)("an approval past the agent's approvalTimeoutMs is denied with a reason", async () => {
     db = create();
     const log: string[] = [];
     const deploy = hangingTool('deploy', 'write', log);
-    const runtime = await createRuntime({
-      storage: db.open(),
-      resumeTurns: true,
-      model: scriptedModel([{ text: 'asking', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]),
-      tools: [deploy.tool],
-      agents: { default: { approvalTimeoutMs: 50 } },
-    });
-    runtimes.push(runtime);
+    const runtime = await firstRuntime(scriptedModel([{ text: 'asking', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]), [deploy.tool], { agents: { default: { approvalTimeoutMs: 50 } } });
     const session = await runtime.createSession({ permissionMode: 'ask' });
     const turnId = await startTurn(session, 'deploy it');
     expect(await session.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'permission_denied', message: 'the approval request expired without an answer' });
@@ -202,19 +204,33 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
     expect(audit.entries.map((e) => [e.status, e.decidedBy])).toEqual([['denied', 'timeout']]);
   });
 
+  it.skipIf(skip)('a turn whose cancel was accepted is not resumed: it ends cancelled', async () => {
+    db = create();
+    const deploy = hangingTool('deploy', 'write', []);
+    // The cancel is taken, but the turn's end never reaches storage: the host dies with the row still running.
+    const faulty = withFaults(db.open());
+    faulty.failAlways('endTurn');
+    const first = await firstRuntime(scriptedModel([{ text: 'deploying', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]), [deploy.tool], { storage: faulty });
+    const session = await first.createSession({ permissionMode: 'auto' });
+    const turnId = await startTurn(session, 'deploy it');
+    await deploy.ran;
+    expect(await session.cancelTurn(turnId)).toEqual({ ok: true });
+    expect(await session.waitForTurn(turnId)).toEqual({ status: 'cancelled' });
+    await until('the cancel to be stored', async () => (await faulty.getTurn(turnId))?.cancelRequestedAtMs !== undefined);
+    expect(await faulty.getTurn(turnId)).toMatchObject({ status: 'running' });
+
+    const model = scriptedModel([]);
+    const { storage } = await restartAfter(first, { model, tools: [deploy.tool] });
+    expect(await storage.getTurn(turnId)).toMatchObject({ status: 'cancelled' });
+    expect(model.requests).toHaveLength(0);
+  });
+
   it.skipIf(skip)('an agent with resume: false keeps the old way: the turn ends interrupted', async () => {
     db = create();
     const log: string[] = [];
     const deploy = hangingTool('deploy', 'write', log);
     const agents = { default: { resume: false } };
-    const first = await createRuntime({
-      storage: db.open(),
-      resumeTurns: true,
-      model: scriptedModel([{ text: 'deploying', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]),
-      tools: [deploy.tool],
-      agents,
-    });
-    runtimes.push(first);
+    const first = await firstRuntime(scriptedModel([{ text: 'deploying', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]), [deploy.tool], { agents });
     const session = await first.createSession({ permissionMode: 'auto' });
     const turnId = await startTurn(session, 'deploy it');
     await deploy.ran;
