@@ -517,13 +517,16 @@ export class Runtime {
     // Kept until its chart has closed: a turn it stops still ends and is announced (its writes now fail
     // on the fence). One that was closing anyway may just have given the lease up itself.
     if (open.handle.isOpen) this.warn(`session ${sessionId} is now held by another owner; closing it here`);
-    void open.handle.close();
+    // Issue 26: its running turn goes on with the new owner; here it is parked (its effects abandoned, nothing
+    // written, waiters told `parked`), never ended — an ending here would be an outcome storage never has.
+    void open.handle.close('park');
   }
 
   /** The close's last write (the chart's `closeSession`): the lease given up with the exact last update sequence. */
   private async releaseLease(sessionId: string): Promise<void> {
     const open = this.sessions.get(sessionId);
     if (!open || open.lost) return;
+    open.env.output.updates.seal();
     try {
       await this.options.storage.releaseSession(sessionId, this.ownership.identity.ownerId, open.env.output.updates.lastSequence, open.env.config.fence);
     } catch (error) {

@@ -90,7 +90,7 @@ export function sessionEffects(deps: SessionEffectDeps) {
    * earlier host, or the same call asking again) keeps its own, which the call's deadline already used.
    * An answer's write follows it, so it always finds the row.
    */
-  const recordApprovalRequest = (env: SessionEnv, params: PermissionRequestParams): void => {
+  const recordApprovalRequest = (env: SessionEnv, params: PermissionRequestParams): Promise<void> => {
     const requestedAtMs = now();
     const timeout = env.config.agent.approvalTimeoutMs;
     if (!env.turns.approvalExpiries.has(params.toolCallId)) env.turns.approvalExpiries.set(params.toolCallId, timeout === null ? null : requestedAtMs + timeout);
@@ -107,6 +107,7 @@ export function sessionEffects(deps: SessionEffectDeps) {
     });
     write.catch(() => undefined);
     env.turns.approvalRequests.set(params.toolCallId, write);
+    return write;
   };
 
   return {
@@ -118,13 +119,16 @@ export function sessionEffects(deps: SessionEffectDeps) {
       },
       emitPermissionRequested: ({ context }: Args, params: PermissionRequestParams) => {
         const env = envOf(context.sessionId);
-        recordApprovalRequest(env, params);
-        emit(env, params.turnId, {
-          type: 'permission_requested',
-          toolCallId: params.toolCallId,
-          name: params.name,
-          paths: params.paths,
-        });
+        const stored = recordApprovalRequest(env, params);
+        const announce = () => {
+          if (env.output.updates.isSealed) return;
+          emit(env, params.turnId, { type: 'permission_requested', toolCallId: params.toolCallId, name: params.name, paths: params.paths });
+        };
+        // Issue 26: nobody can answer a request before it is stored — a host dying then would lose the answer
+        // (the next owner would not know the call was waiting). The session already takes the answer;
+        // only the announcement waits. A call answered already (a held answer) is announced at once, before its answer.
+        if (Object.hasOwn(context.heldAnswers, params.toolCallId)) announce();
+        else void stored.then(announce, announce);
       },
       /** Issue 26: the answer is stored before the command that gave it is answered (the handle waits for the write). */
       storeApprovalAnswer: ({ context }: Args, params: ApprovalAnswerParams) => {

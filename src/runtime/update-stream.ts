@@ -55,6 +55,7 @@ export class UpdateStream {
   private readonly ring: (UpdateEnvelope | undefined)[] = new Array<UpdateEnvelope | undefined>(REPLAY_CAPACITY);
   private readonly subject = new Subject<UpdateEnvelope>();
   private subscribers = 0;
+  private sealed = false;
   readonly updates$: Observable<UpdateEnvelope>;
 
   constructor(
@@ -120,6 +121,15 @@ export class UpdateStream {
 
   complete(): void {
     this.subject.complete();
+  }
+
+  /** The lease is being given up with the last number issued: an announcement still pending (issue 26) is dropped, not numbered. */
+  seal(): void {
+    this.sealed = true;
+  }
+
+  get isSealed(): boolean {
+    return this.sealed;
   }
 
   private deliver(envelope: UpdateEnvelope): void {
