@@ -1,3 +1,4 @@
+import { INTERRUPTED_RESULT_TEXT } from '../../src/protocol/messages.js';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -670,7 +671,9 @@ async function judge(run: {
           }
           continue;
         }
-        if (approval.decision === 'allow_once' && ran !== 1 && !cancelled.has(m.turnId)) {
+        // An allowed call whose host died after it stored its start may not have run: it gets the interrupted result, never a second run.
+        const startedThenCut = ran === 0 && result?.content === INTERRUPTED_RESULT_TEXT;
+        if (approval.decision === 'allow_once' && ran !== 1 && !startedThenCut && !cancelled.has(m.turnId)) {
           const runsThere = (runs.get(call.id) ?? []).map(runOn).join(', then ');
           problems.push(
             `${where}: allowed${approval.ownerKilledBeforeAnswer ? ' after its owner was killed' : ''}${timeline(approval)}, ran ${ran} times${runsThere ? ` (${runsThere})` : ''}; result ${result?.status ?? 'none'}: ${result?.content ?? ''}`,
