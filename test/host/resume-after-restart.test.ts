@@ -108,10 +108,10 @@ describe('clients resuming after their host was SIGKILLed and restarted', { time
      * The provider outlives the host: its first answer stops after a few words and hangs (the host is
      * killed there, streaming), its second — the resumed turn's model call — answers in full.
      */
-    async function killedMidStream(): Promise<{ url: string; sessionId: string; common: string[]; port: string; first: HostProcess }> {
+    async function killedMidStream(until?: Promise<unknown>): Promise<{ url: string; sessionId: string; common: string[]; port: string; first: HostProcess }> {
       server = await startFakeOpenAiServer([
         { chunks: sse.reply({ text: 'Looking into it' }).slice(0, -1), stall: true },
-        { chunks: sse.reply({ text: 'All done after the restart.' }) },
+        { chunks: sse.reply({ text: 'All done after the restart.' }), ...(until && { until }) },
       ]);
       const db = sqliteFile();
       cleanup.push(() => db.drop());
@@ -155,7 +155,10 @@ describe('clients resuming after their host was SIGKILLed and restarted', { time
     });
 
     it('a useChat resume (GET /api/chat/:id/stream) gets the same turn, its answer once, and its end', async () => {
-      const { url, common, port, first } = await killedMidStream();
+      // The resumed model call answers only once the page has reconnected: the resume then finds the turn running.
+      let reconnected: () => void = () => undefined;
+      const answer = new Promise<void>((resolve) => (reconnected = resolve));
+      const { url, common, port, first } = await killedMidStream(answer);
       const chatId = 'chat-after-crash';
       const client = new UiChatClient(url, chatId);
       // The response is cut by the kill; what it had is what the page showed.
@@ -169,6 +172,7 @@ describe('clients resuming after their host was SIGKILLed and restarted', { time
       await start(common, port);
 
       const resumed = await client.reconnect();
+      reconnected();
       expect(resumed).not.toBeNull();
       const { message, types, errors } = await fold(resumed!);
       expect(errors).toEqual([]);

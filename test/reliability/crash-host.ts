@@ -89,7 +89,8 @@ const publish = defineTool({
 });
 
 const storage = target.postgres ? postgresStorage({ connectionString: target.postgres, schema: target.schema }) : sqliteStorage({ filename: target.sqlite! });
-const runtime = await createRuntime({ storage: pausing(storage), model, tools: [deploy, publish] });
+// The crash harness checks RT-24's correction at every kill point: sessions that do not resume their turns (issue 26's resumption: test/runtime/durability/resume.test.ts, test/host/turn-chaos-sqlite.test.ts).
+const runtime = await createRuntime({ storage: pausing(storage), model, tools: [deploy, publish], resumeTurns: false });
 const session = await runtime.createSession({ permissionMode: 'ask' });
 session.updates$.subscribe((u) => {
   if (u.update.type !== 'permission_requested') return;

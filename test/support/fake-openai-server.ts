@@ -7,7 +7,13 @@ import type { AddressInfo } from 'node:net';
  * mid-way), or an HTTP error — and records every request it received, body and headers.
  */
 export type FakeReply =
-  | { chunks: object[]; /** Send the chunks, then neither `[DONE]` nor an end: a stalled stream. */ stall?: boolean }
+  | {
+      chunks: object[];
+      /** Send the chunks, then neither `[DONE]` nor an end: a stalled stream. */
+      stall?: boolean;
+      /** Hold the reply until this settles: a test decides when the model answers. */
+      until?: Promise<unknown>;
+    }
   | { status: number; body: unknown; headers?: Record<string, string> };
 
 export interface ReceivedRequest {
@@ -53,9 +59,11 @@ export async function startFakeOpenAiServer(replies: FakeReply[] = []): Promise<
       const next = queue.shift();
       if (!next) return json(res, 500, { error: { message: 'the fake server has no reply scripted for this request' } });
       if ('status' in next) return json(res, next.status, next.body, next.headers);
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-      for (const chunk of next.chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
-      if (!next.stall) res.end('data: [DONE]\n\n');
+      void Promise.resolve(next.until).then(() => {
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+        for (const chunk of next.chunks) res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+        if (!next.stall) res.end('data: [DONE]\n\n');
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
