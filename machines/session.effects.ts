@@ -11,6 +11,8 @@ import type { PermissionDecision } from '../src/protocol/updates.js';
 /** What `finishTurn` reports: whether the turn's row was ever written (a turn that never was is forgotten). */
 export interface FinishTurnOutput {
   stored: boolean;
+  /** Issue 26: the end was refused by the fence: another host holds the session, and the turn is its to end. */
+  ownedElsewhere?: boolean;
 }
 
 export interface FinishTurnInput {

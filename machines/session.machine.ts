@@ -250,6 +250,8 @@ export const sessionMachine = setup({
     /** Issue 26: the call asking already has its answer (given while no host held the session, or before it asked again). */
     hasHeldAnswer: ({ context, event }) => event.type === 'turn.permission_requested' && Object.hasOwn(context.heldAnswers, event.toolCallId),
     turnResumes: ({ context }) => context.resumesTurns === true,
+    /** Issue 26: the turn's end was refused because another host holds the session: its end is not this host's to announce. */
+    finishOwnedElsewhere: ({ event }) => doneOutput<FinishTurnOutput>(event)?.ownedElsewhere === true,
   },
   actions: {
     requestEffect: requestEffectAction<SessionContext, SessionEvent, SessionEffects>(),
@@ -584,7 +586,12 @@ export const sessionMachine = setup({
       },
       on: {
         // Stored or not, the turn is over; a failed write is retried before the next turn's first write.
-        'effect.done': { target: 'idle', actions: ['recordFinish', 'clearActiveTurn', 'announceTurnFinished'] },
+        // Unless the session is held elsewhere now: the new owner ends (or goes on with) the turn, and only
+        // what storage has is announced, so this host says nothing and closes without writing (issue 26).
+        'effect.done': [
+          { guard: 'finishOwnedElsewhere', target: 'closing', actions: 'markStopping' },
+          { target: 'idle', actions: ['recordFinish', 'clearActiveTurn', 'announceTurnFinished'] },
+        ],
         'effect.failed': { target: 'idle', actions: ['clearActiveTurn', 'announceTurnFinished'] },
         'session.start_turn': [
           { guard: 'isReloadRequired', actions: { type: 'replyReloadRequired', params: theCommand } },

@@ -1,6 +1,6 @@
 import type { DoneActorEvent, ErrorActorEvent, EventObject } from 'xstate';
 import type { ToolCallPart } from '../src/protocol/messages.js';
-import type { FailureCode } from '../src/protocol/outcome.js';
+import type { TurnTermination } from '../src/protocol/outcome.js';
 import type { ToolResult } from '../src/protocol/tool-result.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import type { LoopRules, LoopTracker } from './guardrails.js';
@@ -22,8 +22,7 @@ export interface ToolCallInput {
   loopRules: LoopRules;
 }
 
-/** Why a tool call ended the turn, if it did (RT-12, RT-16, RT-17). */
-export type TurnTermination = { kind: 'cancelled' } | { kind: 'failed'; code: FailureCode; message: string };
+export type { TurnTermination } from '../src/protocol/outcome.js';
 
 /** What a call gives back to its turn. */
 export interface ToolCallOutput {

@@ -4,7 +4,7 @@ import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { AuthorizationDecision, ToolResult } from '../src/protocol/tool-result.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import type { MatchedRule } from '../src/protocol/permission-rule.js';
-import type { ToolCallInput } from './tool-call.contract.js';
+import type { ToolCallInput, TurnTermination } from './tool-call.contract.js';
 import { doneOutput, failedError } from './effect-port.js';
 
 /**
@@ -38,6 +38,8 @@ export interface WriteResultInput {
   decision: AuditDecision | null;
   hookError: string | null;
   rewritten: boolean;
+  /** The result ends the turn: stored with it (issue 26). */
+  termination: TurnTermination | null;
 }
 
 export interface AfterDispatchInput extends ToolEffectInput {

@@ -531,6 +531,7 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
               decision: context.decision,
               hookError: context.hookError,
               rewritten: context.rewritten,
+              termination: context.termination,
             },
           }),
         },

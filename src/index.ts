@@ -24,6 +24,7 @@ export {
   type DispatchDecision,
 } from './runtime/hooks.js';
 export type { ChartClock } from './runtime/chart-clock.js';
+export type { SpanObserver } from './runtime/trace-recorder.js';
 export {
   type GuardrailsConfig,
   type GuardrailProfileName,
@@ -84,7 +85,7 @@ export { postgresStorage, postgresTaskStorage } from '../storage/postgres.js';
 export { sqliteTaskStorage } from '../storage/sqlite.js';
 export type { TaskStorage, TaskRow, TaskEventRow, TaskControl } from '../storage/task-storage.js';
 export { withFaults, StorageFaultError, type FaultyStorage } from '../storage/faulty-storage.js';
-export type { SessionStorage, SessionRow, TurnRow } from '../storage/session-storage.js';
+export type { SessionStorage, SessionRow, TurnRow, SpanEnd } from '../storage/session-storage.js';
 
 export type { PermissionMode, BusyPolicy, TriggerType } from './protocol/commands.js';
 export type { SessionSnapshot, RuntimeView, LiveToolCall, PendingApproval } from './protocol/session-snapshot.js';

@@ -83,12 +83,17 @@ async function correctSession(db: Kysely<Database>, sessionId: string, nowMs: nu
 export async function correctUnheld(db: Kysely<Database>, dialect: DialectName, nowMs: number): Promise<CorrectionReport> {
   return inTransaction(db, async (trx) => {
     const unheldIds = trx.selectFrom('sessions').select('id').where(unheld(dialect));
+    const withRunningTurn = unheldIds.where((eb) =>
+      eb.exists(eb.selectFrom('turns').select('turns.id').whereRef('turns.session_id', '=', 'sessions.id').where('turns.status', '=', 'running')),
+    );
+    // Locked in id order first (PostgreSQL), like a renewal: two hosts over the same rows wait, never deadlock.
+    if (dialect === 'postgres') await withRunningTurn.orderBy('id').forUpdate().execute();
     // The last owner may only have stalled past its lease: a new token makes sure it writes nothing more.
     await trx
       .updateTable('sessions')
       .set({ fencing_token: sql<number>`fencing_token + 1`, owner_id: null, owner_host: null, owner_pid: null, lease_expires_at_ms: null })
       .where(unheld(dialect))
-      .where((eb) => eb.exists(eb.selectFrom('turns').select('turns.id').whereRef('turns.session_id', '=', 'sessions.id').where('turns.status', '=', 'running')))
+      .where('id', 'in', withRunningTurn)
       .execute();
     const spans = await trx
       .updateTable('trace_spans')
@@ -112,11 +117,17 @@ const RENEW_CHUNK = 500;
 export async function renewLeases(db: Kysely<Database>, dialect: DialectName, lease: LeaseRequest, sessionIds: string[]): Promise<string[]> {
   const renewed: string[] = [];
   for (let i = 0; i < sessionIds.length; i += RENEW_CHUNK) {
+    const chunk = sessionIds.slice(i, i + RENEW_CHUNK);
+    // PostgreSQL locks the rows in id order, as every statement here that locks several sessions does: a
+    // renewal meeting another host's renewal or correction over the same rows (a stale holder) waits instead
+    // of deadlocking, which cost the lease itself when the renewal was the one aborted.
+    const ids =
+      dialect === 'postgres' ? db.selectFrom('sessions').select('id').where('id', 'in', chunk).where('owner_id', '=', lease.ownerId).orderBy('id').forUpdate() : chunk;
     const rows = await db
       .updateTable('sessions')
       .set({ lease_expires_at_ms: sql<number>`${databaseNowMs(dialect)} + ${lease.ttlMs}` })
       .where('owner_id', '=', lease.ownerId)
-      .where('id', 'in', sessionIds.slice(i, i + RENEW_CHUNK))
+      .where('id', 'in', ids)
       .returning('id')
       .execute();
     renewed.push(...rows.map((r) => r.id));

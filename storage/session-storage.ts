@@ -4,7 +4,7 @@ import type { LeaseHolder, OwnerIdentity } from '../src/protocol/session-owner.j
 import type { ChatMessage, StoredMessage } from '../src/protocol/messages.js';
 import type { StoredTurnStatus } from '../src/protocol/outcome.js';
 import type { Plan } from '../src/protocol/plan.js';
-import type { SpanStatus, TraceSpan } from '../src/protocol/trace.js';
+import type { SpanFacts, SpanStatus, TraceSpan } from '../src/protocol/trace.js';
 import type { GuardrailTrackers } from '../machines/guardrails.js';
 
 export interface SessionRow {
@@ -187,6 +187,8 @@ export interface SpanEnd {
   status: Exclude<SpanStatus, 'running'>;
   errorCode: string | null;
   endedAtMs: number;
+  /** What the end adds for the span's observers (issue 27); never stored. */
+  facts?: SpanFacts;
 }
 
 export type SpanWrite = { type: 'start'; span: TraceSpan } | { type: 'end'; spanId: string; end: SpanEnd };

@@ -63,6 +63,7 @@ export function aiSdkModel(model: LanguageModelV3, options: AiSdkModelOptions = 
   };
   return {
     capabilities: { ...DEFAULT_CAPABILITIES, ...options.capabilities },
+    identity: { provider: model.provider, model: model.modelId },
     async *stream(request, { signal }) {
       const call = callOptions(request, options.providerOptions);
       for (let retries = 0; ; retries += 1) {

@@ -21,6 +21,8 @@ export class ResponseAssembler {
   private readonly blocks: ContentBlock[] = [];
   private readonly open = new Map<string, TextBlock>();
   private readonly toolCalls: ToolCallPart[] = [];
+  /** The model the provider says answered (issue 27). */
+  private responseModel: string | undefined;
 
   /** The event a part becomes, if any; the completion on `finish`. Throws the provider's error part. */
   accept(part: LanguageModelV3StreamPart): ModelStreamEvent | undefined {
@@ -56,6 +58,9 @@ export class ResponseAssembler {
           ...(part.providerMetadata && { providerMetadata: metadata(part.providerMetadata) }),
         });
         return undefined;
+      case 'response-metadata':
+        if (part.modelId) this.responseModel = part.modelId;
+        return undefined;
       case 'error':
         throw part.error;
       case 'finish':
@@ -72,7 +77,7 @@ export class ResponseAssembler {
     // Only metadata on text or reasoning needs the blocks: the flat fields say everything else.
     if (blocks.some((block) => block.type !== 'tool_call' && block.providerMetadata)) response.providerData = { blocks };
     const tokens = tokenUsage(usage);
-    return tokens ? { type: 'response_completed', response, usage: tokens } : { type: 'response_completed', response };
+    return { type: 'response_completed', response, ...(tokens && { usage: tokens }), ...(this.responseModel && { responseModel: this.responseModel }) };
   }
 
   /** The open block of this kind and id (opened now if its start part never came), its metadata updated. */

@@ -18,12 +18,17 @@ export interface StreamCancellation {
 export interface DraftSink {
   text(delta: string): void;
   reasoning(delta: string): void;
+  /** The clock the first output is timed by; without one it is not timed. */
+  now?: () => number;
 }
 
 /** A model call read to its end: the response, and what it cost when the port says. */
 export interface CompletedCall {
   response: ModelResponse;
   usage?: TokenUsage;
+  responseModel?: string;
+  /** When the first text or reasoning arrived (the sink's clock), for time to first token (issue 27). */
+  firstOutputAtMs?: number;
 }
 
 /**
@@ -42,6 +47,7 @@ export async function consumeModelStream(
 ): Promise<CompletedCall> {
   let completed: CompletedCall | undefined;
   let semantic = false;
+  let firstOutputAtMs: number | undefined;
   // A getter, so the signal is made only if the port reads it.
   const options = {
     get signal() {
@@ -52,8 +58,15 @@ export async function consumeModelStream(
     for await (const event of port.stream(request, options)) {
       if (cancellation.aborted) throw new ModelCallError('provider', 'model call aborted', semantic);
       if (completed) throw new ModelCallError('protocol', 'the model completed a response twice', true);
-      if (event.type === 'response_completed') completed = event.usage ? { response: event.response, usage: event.usage } : { response: event.response };
-      else {
+      if (event.type === 'response_completed') {
+        completed = {
+          response: event.response,
+          ...(event.usage && { usage: event.usage }),
+          ...(event.responseModel && { responseModel: event.responseModel }),
+          ...(firstOutputAtMs !== undefined && { firstOutputAtMs }),
+        };
+      } else {
+        firstOutputAtMs ??= sink.now?.();
         semantic = true;
         if (event.type === 'text_delta') sink.text(event.text);
         else sink.reasoning(event.text);

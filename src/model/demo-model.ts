@@ -11,6 +11,7 @@ import { DEFAULT_CAPABILITIES, replay, type ScriptedReply } from './scripted-mod
 export function demoModel(): ModelPort {
   return {
     capabilities: DEFAULT_CAPABILITIES,
+    identity: { provider: 'turnchart', model: 'demo' },
     async *stream(request: ModelRequest) {
       yield* replay(decide(request));
     },

@@ -39,6 +39,7 @@ export function scriptedModel(steps: ScriptedStep[], options: { capabilities?: P
   const requests: ModelRequest[] = [];
   return {
     capabilities: { ...DEFAULT_CAPABILITIES, ...options.capabilities },
+    identity: { provider: 'scripted', model: 'scripted' },
     requests,
     get remaining() {
       return queue.length - next;

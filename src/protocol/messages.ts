@@ -1,5 +1,6 @@
 /** The conversation vocabulary shared by chat state, storage and the model request. */
 
+import type { TurnTermination } from './outcome.js';
 import type { AssistantProviderData, ProviderMetadata } from './provider-data.js';
 
 /** `guardrail_note`: guidance the host's `onMistakeLimit` gave (GR-2), written before the next model call; `agent_note`: the session's agent was switched (agent.switch). */
@@ -62,6 +63,11 @@ export interface ToolResultMessage {
   data?: DataBlock[];
   /** For the UI only: never sent to the model, never counted in the budget (CW-7). */
   artifact?: unknown;
+  /**
+   * Issue 26: this result ended its turn (a denial, a loop stop). Stored with it, so a host that
+   * resumes a turn whose end was never written ends it the same way instead of calling the model.
+   */
+  endedTurn?: TurnTermination;
 }
 
 export type ChatMessage = UserMessage | AssistantMessage | ToolResultMessage;

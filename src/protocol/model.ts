@@ -51,16 +51,23 @@ export interface ModelResponse {
 export type ModelStreamEvent =
   | { type: 'text_delta'; text: string }
   | { type: 'reasoning_delta'; text: string }
-  /** `usage`: the tokens this call cost, when the provider reports them. */
-  | { type: 'response_completed'; response: ModelResponse; usage?: TokenUsage };
+  /** `usage`: the tokens this call cost, when the provider reports them; `responseModel`: the model that answered, when it says. */
+  | { type: 'response_completed'; response: ModelResponse; usage?: TokenUsage; responseModel?: string };
 
 export interface ModelCallOptions {
   signal: AbortSignal;
 }
 
+export interface ModelIdentity {
+  provider: string;
+  model: string;
+}
+
 /** What the runtime needs from a model provider. */
 export interface ModelPort {
   readonly capabilities: ModelCapabilities;
+  /** Who serves the model, for traces and metrics (issue 27): e.g. `{ provider: 'openai', model: 'gpt-4.1' }`. */
+  readonly identity?: ModelIdentity;
   stream(request: ModelRequest, options: ModelCallOptions): AsyncIterable<ModelStreamEvent>;
 }
 

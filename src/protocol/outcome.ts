@@ -30,6 +30,9 @@ export type FailureCode =
   /** The last call made under the token budget still asked for tools. */
   | 'budget_exhausted';
 
+/** Why a tool call ended the turn, if it did (RT-12, RT-16, RT-17). */
+export type TurnTermination = { kind: 'cancelled' } | { kind: 'failed'; code: FailureCode; message: string };
+
 /** Which guardrail ended a completed turn early, with an explanatory final text. */
 export type StoppedBy = 'mistake_limit' | 'token_budget';
 

@@ -1,5 +1,7 @@
 /** Trace spans (RT-23, RT-26): a side channel that never decides a branch. */
 
+import type { TokenUsage } from './usage.js';
+
 export type SpanKind = 'turn' | 'model_call' | 'tool_call';
 export type SpanSource = 'model' | 'registry' | 'control_tool' | 'system';
 export type SpanStatus = 'running' | 'succeeded' | 'failed' | 'cancelled' | 'denied' | 'outcome_unknown';
@@ -15,4 +17,41 @@ export interface TraceSpan {
   errorCode: string | null;
   startedAtMs: number;
   endedAtMs: number | null;
+  /** What is known of the span as it starts, for the span's observers (OpenTelemetry, metrics); never stored. */
+  facts?: SpanFacts;
+}
+
+/**
+ * Issue 27: what a span says beyond its row, in turnchart's own words. The span observers map it to
+ * their vocabularies (the OpenTelemetry GenAI conventions, Prometheus names), so the recorder stays
+ * the one place spans come from. Each kind sets its own fields; any may be missing.
+ */
+export interface SpanFacts {
+  // A turn.
+  agent?: string;
+  runId?: string;
+  trigger?: string;
+  /** The turn goes on after its host went away (issue 26), and why. */
+  resumeReason?: string;
+  /** The session was taken from another owner as it opened. */
+  leaseTakeover?: boolean;
+  // A model call.
+  provider?: string;
+  requestModel?: string;
+  responseModel?: string;
+  usage?: TokenUsage;
+  finishReasons?: string[];
+  /** Milliseconds from the call's start to its first text or reasoning. */
+  firstTokenMs?: number;
+  /** The call was the token budget's last one, or came after a compaction. */
+  concluding?: boolean;
+  // A tool call.
+  toolCallId?: string;
+  /** `function` (a registry tool), `extension` (an MCP tool), `control` (turnchart's own: plans, delegation). */
+  toolType?: 'function' | 'extension' | 'control';
+  /** Who let the call through or stopped it, and how long it waited for a person. */
+  permissionDecision?: string;
+  permissionWaitMs?: number;
+  /** Guardrails that acted on the call or the turn (loop stop, mistake limit, hook). */
+  guardrails?: string[];
 }

@@ -28,7 +28,7 @@ import { SessionHandle, type SessionLifecycle } from './session-handle.js';
 import type { SessionLogic } from './session-logic.js';
 import { createSessionEnv, type RuntimeServices, type SessionEnv } from './session-env.js';
 import { installSessionAgent, type SessionAgent } from './session-config.js';
-import { TRACE_BATCH_MS, TRACE_QUEUE_CAPACITY, TRACE_SIGNALS_PER_SESSION, TraceRecorder } from './trace-recorder.js';
+import { TRACE_BATCH_MS, TRACE_QUEUE_CAPACITY, TRACE_SIGNALS_PER_SESSION, TraceRecorder, type SpanObserver } from './trace-recorder.js';
 import { Delegation } from './delegation.js';
 import { SEQUENCE_BLOCK } from './update-stream.js';
 import { checkRuntimeOptions, type RuntimeOptions } from './runtime-options.js';
@@ -36,7 +36,7 @@ import { Embedding } from './embedding.js';
 import { agentLinks, auditLog, sessionExists, type AgentLinks } from './stored-queries.js';
 import { messageOf } from '../protocol/error-message.js';
 import type { StoredMessage } from '../protocol/messages.js';
-import { turnToResume, type TurnToResume } from './turn-resumption.js';
+import { storedEnding, turnToResume, type TurnToResume } from './turn-resumption.js';
 
 export type { ChartClock, RuntimeOptions };
 
@@ -138,6 +138,7 @@ export class Runtime {
       ...this.services,
       env: (id) => this.envOf(id),
       releaseLease: (id) => this.releaseLease(id),
+      ownedElsewhere: (id) => this.lose(id),
       toolset,
       trace,
       skills: this.skills,
@@ -167,6 +168,14 @@ export class Runtime {
   /** Trace signals lost to a full queue or a failing write (RT-26). */
   get droppedSignals(): number {
     return this.trace.droppedSignals;
+  }
+
+  /**
+   * Issue 27: sees every span (turn, model call, tool call) as it starts and ends, with its facts —
+   * what the OpenTelemetry exporter and the metrics are built on. Returns the way to stop.
+   */
+  observeSpans(observer: SpanObserver): () => void {
+    return this.trace.observe(observer);
   }
 
   /** Sessions open in this runtime right now. */
@@ -380,8 +389,14 @@ export class Runtime {
       await storage.endTurn(turn.id, { status: 'interrupted', errorCode: 'process_restart', errorMessage: null, finalText: null, finishedAtMs: now }, fence);
       return null;
     }
-    if (turn.cancelRequestedAtMs !== undefined) {
+    // A result that ended the turn (a denial, a loop stop) was stored, but not the end: it ends as it would have.
+    const ended = storedEnding(messages, turn.id);
+    if (turn.cancelRequestedAtMs !== undefined || ended?.kind === 'cancelled') {
       await storage.endTurn(turn.id, { status: 'cancelled', errorCode: null, errorMessage: null, finalText: null, finishedAtMs: now }, fence);
+      return null;
+    }
+    if (ended) {
+      await storage.endTurn(turn.id, { status: 'failed', errorCode: ended.code, errorMessage: ended.message, finalText: null, finishedAtMs: now }, fence);
       return null;
     }
     if (agent.runTimeoutMs !== null && turn.startedAtMs + agent.runTimeoutMs <= now) {
@@ -423,7 +438,7 @@ export class Runtime {
     });
     if (loaded.resume) {
       // The continuation is everything this owner issues: its first number, whatever the chart emits first.
-      env.turns.resumed = { turnId: loaded.resume.chart.turnId, messages: loaded.resumeMessages ?? [], notRun: loaded.resume.notRun, asked: loaded.resume.asked, fromSequence: env.output.updates.lastSequence + 1 };
+      env.turns.resumed = { turnId: loaded.resume.chart.turnId, messages: loaded.resumeMessages ?? [], notRun: loaded.resume.notRun, asked: loaded.resume.asked, fromSequence: env.output.updates.lastSequence + 1, reason: loaded.resume.chart.reason };
       for (const [callId, expiry] of loaded.resume.expiries) env.turns.approvalExpiries.set(callId, expiry);
     }
     const actor = createActor(this.machine, {

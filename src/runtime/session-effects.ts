@@ -2,7 +2,7 @@ import type { SessionContext, SessionEvent } from '../../machines/session.machin
 import type { ApprovalAnswerParams, FinishTurnInput, FinishTurnOutput, PermissionRequestParams, QueuedTurnParams, SessionEffects } from '../../machines/session.effects.js';
 import { abandonTurnEffects } from './effect-port.js';
 import type { EffectHandlers } from './effect-port.js';
-import type { SpanEnd, TurnEnd } from '../../storage/session-storage.js';
+import { FencedWriteError, type SpanEnd, type TurnEnd } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import { emit, type SessionEnv } from './session-env.js';
 import { abandonStartedReads } from './parallel-reads.js';
@@ -11,9 +11,14 @@ import type { TurnEffectDeps } from './turn-effects.js';
 
 type Args = { context: SessionContext; event: SessionEvent };
 
+/** Failures a guardrail decided (GR-1, GR-2, RL-4), named on the turn's span (issue 27). */
+const GUARDRAIL_FAILURES: ReadonlySet<string> = new Set(['doom_loop', 'mistake_limit', 'stalled', 'max_model_calls', 'hook_failed', 'hook_timeout', 'budget_exhausted']);
+
 export interface SessionEffectDeps extends TurnEffectDeps {
   /** Gives up the session's lease with its last update sequence; writes nothing for a session another owner took. */
   releaseLease: (sessionId: string) => Promise<void>;
+  /** The session's lease is gone (a write was fenced): it is parked here, for its new owner. */
+  ownedElsewhere: (sessionId: string) => void;
 }
 
 /** The session chart's effects: announcing a turn, queueing and closing it (RT-1, RT-9, RL-2), and closing the session. */
@@ -29,7 +34,10 @@ export function sessionEffects(deps: SessionEffectDeps) {
     abandonStartedReads(env);
     if (env.turns.openTurnRow !== input.turnId) return { stored: false }; // the first write never happened: nothing to close
     env.turns.openTurnRow = null;
-    const spanEnd: SpanEnd = { status: spanStatusOf(input.outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs };
+    const { outcome } = input;
+    const guardrail = outcome.status === 'completed' ? outcome.stoppedBy : outcome.status === 'failed' && GUARDRAIL_FAILURES.has(outcome.code) ? outcome.code : undefined;
+    const facts = { ...(outcome.usage && { usage: outcome.usage }), ...(guardrail && { guardrails: [guardrail] }) };
+    const spanEnd: SpanEnd = { status: spanStatusOf(outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs, facts };
     trace.end(`turn:${input.turnId}`, spanEnd);
     // Issue 26: a resumed turn's span here is its own (the first one was settled `outcome_unknown` by the correction).
     if (env.turns.resumedSpan === input.turnId) {
@@ -39,6 +47,11 @@ export function sessionEffects(deps: SessionEffectDeps) {
     try {
       await storage.endTurn(input.turnId, end, env.config.fence);
     } catch (error) {
+      // Issue 26: another host holds the session now. The turn is its to end or go on with; this one parks.
+      if (error instanceof FencedWriteError) {
+        deps.ownedElsewhere(input.sessionId);
+        return { stored: false, ownedElsewhere: true };
+      }
       // The row may still say `running`: the next turn closes it before its own first write.
       env.turns.unclosedTurn = { turnId: input.turnId, end };
       throw error;

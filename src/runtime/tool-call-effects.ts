@@ -125,7 +125,19 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     const { call, result } = input;
     env.turns.callTools.delete(call.id);
     const audit = toolCallAudit(input, env.turns.audits.take(call.id, now()), toolset.isControlTool(call.name), env.config.principal);
-    const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: result.status, content: result.content } as const;
+    env.turns.callSpanFacts.set(call.id, {
+      ...(audit.decidedBy !== null && { permissionDecision: `${audit.verdict} by ${audit.decidedBy}` }),
+      ...(audit.permissionWaitMs !== null && { permissionWaitMs: audit.permissionWaitMs }),
+      ...(input.termination?.kind === 'failed' && input.termination.code === 'doom_loop' && { guardrails: ['doom_loop'] }),
+    });
+    const message = {
+      role: 'tool',
+      toolCallId: call.id,
+      toolName: call.name,
+      status: result.status,
+      content: result.content,
+      ...(input.termination && { endedTurn: input.termination }),
+    } as const;
     await persistAndAppend(env, deps, input.turnId, message, undefined, audit);
   };
 
@@ -224,8 +236,10 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     actions: {
       assignApprovalPaths: approvalPathsAction(approvalPaths),
       startSpan: ({ context }: Ctx) => {
-        const source = toolset.isControlTool(context.call.name) ? 'control_tool' : 'registry';
-        trace.start(span(context, toolSpanId(context.turnId, context.call.id), 'tool_call', context.call.name, source, now()));
+        const control = toolset.isControlTool(context.call.name);
+        const tool = control ? undefined : callTool(context);
+        const facts = { toolCallId: context.call.id, toolType: control ? 'control' : tool?.mcpServer !== undefined ? 'extension' : 'function' } as const;
+        trace.start(span(context, toolSpanId(context.turnId, context.call.id), 'tool_call', context.call.name, control ? 'control_tool' : 'registry', now(), facts));
       },
       emitToolCallStarted: ({ context }: Ctx) =>
         emit(envOf(context.sessionId), context.turnId, {
@@ -249,7 +263,10 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       emitGuardrailTriggered: ({ context }: Ctx, params: GuardrailTriggered) => emitGuardrailTriggered(envOf(context.sessionId), context.turnId, params),
       finishCall: ({ context }: Ctx) => {
         const status = context.result?.status ?? 'outcome_unknown';
-        trace.end(toolSpanId(context.turnId, context.call.id), { status: spanStatus(status), errorCode: null, endedAtMs: now() });
+        const env = envOf(context.sessionId);
+        const facts = env.turns.callSpanFacts.get(context.call.id);
+        env.turns.callSpanFacts.delete(context.call.id);
+        trace.end(toolSpanId(context.turnId, context.call.id), { status: spanStatus(status), errorCode: null, endedAtMs: now(), ...(facts && { facts }) });
         emit(envOf(context.sessionId), context.turnId, { type: 'tool_call_finished', toolCallId: context.call.id, status });
       },
     },

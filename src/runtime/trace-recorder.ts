@@ -28,7 +28,10 @@ export const TRACE_SIGNALS_PER_SESSION = 64;
  */
 export class TraceRecorder {
   droppedSignals = 0;
+  /** Span observers that threw (each throw is counted, and the span goes on to the others and to storage). */
+  observerErrors = 0;
   private queue: SpanWrite[] = [];
+  private readonly observers = new Set<SpanObserver>();
   private writing: Promise<void> | null = null;
   private window: NodeJS.Timeout | null = null;
   private limit: number;
@@ -48,11 +51,31 @@ export class TraceRecorder {
   }
 
   start(span: TraceSpan): void {
+    for (const observer of this.observers) this.tell(() => observer.started(span));
     this.enqueue({ type: 'start', span });
   }
 
   end(spanId: string, end: SpanEnd): void {
+    for (const observer of this.observers) this.tell(() => observer.ended(spanId, end));
     this.enqueue({ type: 'end', spanId, end });
+  }
+
+  /**
+   * Issue 27: an observer sees every span as it starts and ends, synchronously and before storage
+   * does (a full queue drops the stored row, never the observed span). The OpenTelemetry exporter
+   * and the metrics are observers, so stored spans and exported ones come from the same calls.
+   */
+  observe(observer: SpanObserver): () => void {
+    this.observers.add(observer);
+    return () => this.observers.delete(observer);
+  }
+
+  private tell(call: () => void): void {
+    try {
+      call();
+    } catch {
+      this.observerErrors += 1;
+    }
   }
 
   /** Resolves once everything queued so far has been written or dropped; a pending window is cut short. */
@@ -100,6 +123,12 @@ export class TraceRecorder {
       this.droppedSignals += batch.length;
     }
   }
+}
+
+/** Sees spans as they start and end (issue 27). It must not keep the span object past its end: the recorder may change it. */
+export interface SpanObserver {
+  started(span: TraceSpan): void;
+  ended(spanId: string, end: SpanEnd): void;
 }
 
 /** A start whose end is in the same batch becomes one finished span. */

@@ -8,6 +8,7 @@ import type { TurnMeter } from './turn-meter.js';
 import type { StartedRead } from './parallel-reads.js';
 import { CallAudits } from './call-audits.js';
 import type { AnyTool } from '../tools/define-tool.js';
+import type { SpanFacts } from '../protocol/trace.js';
 
 /** A user message prepared before acceptance: skill snapshots first, then the user's text. */
 interface PreparedInput {
@@ -51,6 +52,8 @@ export interface TurnBookkeeping {
    * written: a call keeps its tool though a tool source drops or replaces it meanwhile (issue 24).
    */
   readonly callTools: Map<string, AnyTool>;
+  /** Issue 27: what a call's span end reports (its permission decision and wait), from its result's write to its end. */
+  readonly callSpanFacts: Map<string, SpanFacts>;
   /** A hold asked for: turns wait at their next checkpoint (before a model call) until it is released. */
   hold: HoldGate | null;
   /**
@@ -79,6 +82,8 @@ interface ResumedTurnRecord {
   asked: ReadonlySet<string>;
   /** The first update sequence this owner issues: where the turn's continuation starts. */
   fromSequence: number;
+  /** Why the turn goes on here (issue 26), for its span (issue 27). */
+  reason: string;
 }
 
 /**
@@ -99,6 +104,7 @@ export function createTurnBookkeeping(runs: Map<string, string>, queued: readonl
     cancelWrites: new Map(),
     audits: new CallAudits(),
     callTools: new Map(),
+    callSpanFacts: new Map(),
     hold: null,
     approvalExpiries: new Map(),
     approvalRequests: new Map(),

@@ -28,6 +28,7 @@ import { TurnFailure } from '../protocol/tool-result.js';
 import type { Toolset } from '../tools/toolset.js';
 import { emit, persistAndAppend, type RuntimeDeps, type SessionEnv } from './session-env.js';
 import type { TraceRecorder } from './trace-recorder.js';
+import type { SpanFacts, TraceSpan } from '../protocol/trace.js';
 import { assignToolCallIds } from './tool-call-ids.js';
 import { recordFinishReason, recordUsage, turnTokens } from './turn-meter.js';
 import { budgetAtStart, chargePrincipal } from './principal-budget.js';
@@ -136,7 +137,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     );
     conversation.turnStartSequence = plan.startSequence ?? conversation.chat.nextSequence;
     conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools());
-    trace.start(span(input, `turn:${input.turnId}:resumed`, 'turn', 'turn (resumed)', 'system', now()));
+    trace.start(span(input, `turn:${input.turnId}:resumed`, 'turn', 'turn (resumed)', 'system', now(), turnFacts(env, input.turnId, own?.reason)));
     turns.resumedSpan = input.turnId;
     if (plan.interrupted) {
       const call = plan.interrupted;
@@ -151,11 +152,12 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
   const openTurn = (env: SessionEnv, input: TurnEffectInput, messages: StoredMessage[]): void => {
     const { turns, conversation, config } = env;
     turns.stored.settle(input.turnId);
+    const facts = turnFacts(env, input.turnId);
     turns.preparedInputs.delete(input.turnId);
     turns.openTurnRow = input.turnId;
     conversation.turnStartSequence = messages[0]?.sequence ?? conversation.chat.nextSequence;
     for (const message of messages) conversation.chat.append(message);
-    trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now()));
+    trace.start(span(input, `turn:${input.turnId}`, 'turn', 'turn', 'system', now(), facts));
     conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools());
   };
 
@@ -202,13 +204,23 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     env.conversation.prepared = null;
     const request = input.concluding ? concludingRequest(prepared) : prepared;
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
-    trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', now()));
+    const identity = env.config.model.identity;
+    const startedAtMs = now();
+    const startFacts: SpanFacts = { ...(identity && { provider: identity.provider, requestModel: identity.model }), ...(input.concluding && { concluding: true }) };
+    trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', startedAtMs, startFacts));
     try {
-      const { response, usage } = await consumeModelStream(env.config.model, request, cancellation, {
+      const { response, usage, responseModel, firstOutputAtMs } = await consumeModelStream(env.config.model, request, cancellation, {
         text: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'text_delta', text }),
         reasoning: (text) => cancellation.aborted || emit(env, input.turnId, { type: 'reasoning_delta', text }),
+        now,
       });
-      trace.end(spanId, { status: 'succeeded', errorCode: null, endedAtMs: now() });
+      const facts: SpanFacts = {
+        ...(responseModel && { responseModel }),
+        ...(usage && { usage }),
+        ...(response.finishReason && { finishReasons: [response.finishReason] }),
+        ...(firstOutputAtMs !== undefined && { firstTokenMs: firstOutputAtMs - startedAtMs }),
+      };
+      trace.end(spanId, { status: 'succeeded', errorCode: null, endedAtMs: now(), facts });
       if (usage) {
         recordUsage(env, input.turnId, usage);
         await chargePrincipal(deps, env, usage);
@@ -306,8 +318,21 @@ export function span(
   name: string,
   source: 'model' | 'registry' | 'control_tool' | 'system',
   startedAtMs: number,
-) {
-  return { id, sessionId: input.sessionId, turnId: input.turnId, kind, name, source, status: 'running' as const, errorCode: null, startedAtMs, endedAtMs: null };
+  facts?: SpanFacts,
+): TraceSpan {
+  return { id, sessionId: input.sessionId, turnId: input.turnId, kind, name, source, status: 'running', errorCode: null, startedAtMs, endedAtMs: null, ...(facts && { facts }) };
+}
+
+/** What a turn's span starts with (issue 27): its agent, run and trigger, and why it goes on here if it was resumed. */
+function turnFacts(env: SessionEnv, turnId: string, resumeReason?: string): SpanFacts {
+  const prepared = env.turns.preparedInputs.get(turnId);
+  const runId = prepared?.runId ?? env.turns.runs.get(turnId);
+  return {
+    agent: env.config.agentName,
+    ...(runId && { runId }),
+    ...(prepared && { trigger: prepared.trigger }),
+    ...(resumeReason && { resumeReason, leaseTakeover: resumeReason === 'owner_lost' }),
+  };
 }
 
 /** The token budget's last call: no tools, and an instruction to conclude after the rest of the system context. */

@@ -4,6 +4,7 @@ import type { ApprovalRow, TurnRow } from '../../storage/session-storage.js';
 import type { HeldAnswer, ResumedTurn } from '../../machines/session.machine.js';
 import { INTERRUPTED_RESULT_TEXT, type StoredMessage, type ToolCallPart } from '../protocol/messages.js';
 import type { TurnResumeReason } from '../protocol/updates.js';
+import type { TurnTermination } from '../protocol/outcome.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { skippedCallAudit } from './tool-audit.js';
 import type { SessionConfig } from './session-config.js';
@@ -112,6 +113,12 @@ export function planResumption(
   const call = toolCalls[first]!;
   if (notRun(call) || repeatable(call)) return { point: { response, toolIndex: first, modelCallIndex }, interrupted: null, startSequence };
   return { point: { response, toolIndex: first + 1, modelCallIndex }, interrupted: call, startSequence };
+}
+
+/** How the turn ended, when one of its stored results ended it and its host went away before storing the end. */
+export function storedEnding(messages: readonly StoredMessage[], turnId: string): TurnTermination | null {
+  for (const m of messages) if (m.turnId === turnId && m.message.role === 'tool' && m.message.endedTurn) return m.message.endedTurn;
+  return null;
 }
 
 /** The `interrupted` result of a call that may have run before its host went away, with its audit row. */

@@ -49,10 +49,12 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   inputJsonSchema?: Record<string, unknown>;
   /**
    * Calling it twice with the same arguments has the effect of calling it once (an MCP tool's
-   * `idempotentHint`). Recorded for the durable-turns issue, which may re-run such a call after a
-   * crash instead of reporting it `interrupted`; nothing reads it yet.
+   * `idempotentHint`). A turn resumed after its host went away (issue 26) runs such a call again
+   * instead of giving it the `interrupted` result.
    */
   idempotent?: boolean;
+  /** The MCP server whose tool this is (traces call it an `extension`, issue 27). */
+  mcpServer?: string;
   /**
    * The sandbox the tool's work runs in, for a tool that runs it outside the host process
    * (run_command's commands): the world state's sandbox policy tells the model of it.

@@ -198,6 +198,8 @@ describe('aiSdkModel stream translation', () => {
           finishReason: 'tool_calls',
         },
         usage: { inputTokens: 10, outputTokens: 5, cachedInputTokens: 0, reasoningTokens: 0 },
+        // The model the provider says answered (its `response-metadata` part), for traces.
+        responseModel: 'm',
       },
     ]);
   });

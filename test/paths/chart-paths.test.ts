@@ -37,7 +37,14 @@ const RESUME_TRANSITIONS = {
     'toolCall.active.waiting_permission.deadline always#0',
     'toolCall.active.waiting_permission.expiring xstate.after.approvalExpiry.toolCall.active.waiting_permission.expiring#0',
   ],
-  session: ['session.idle always#0', 'session.running session.resolve_permission#1', 'session.running session.park#0', 'session.running turn.permission_requested#0'],
+  session: [
+    'session.idle always#0',
+    'session.running session.resolve_permission#1',
+    'session.running session.park#0',
+    'session.running turn.permission_requested#0',
+    // A turn's end refused by the fence: test/runtime/durability/resume.test.ts takes it.
+    'session.finishing effect.done#0',
+  ],
 };
 
 /** Drives one generated turn path through a fresh runtime and returns what went wrong, if anything. */

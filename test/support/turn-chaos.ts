@@ -614,11 +614,13 @@ async function judge(run: {
     if (terminal >= 0 && terminal < turn.seen.length - 1) problems.push(`${turn.tag} ${turn.turnId}: read ${turn.seen[terminal]}, later ${turn.seen.slice(terminal + 1).join(' then ')}: a terminal status changed`);
     const caught = turn.caughtBy.length > 0 ? ` (its owner killed by kill ${turn.caughtBy.join(', ')}; resumed ${turn.resumed.map((r) => r.reason).join(', ') || 'never'})` : '';
     const outcome = JSON.stringify(turn.outcome ?? {});
+    const deniedEnd = turn.status === 'failed' && (turn.outcome as { code?: string } | undefined)?.code === 'permission_denied';
     if (turn.cancel) {
-      if (turn.status !== 'cancelled' && turn.status !== 'completed') problems.push(`${turn.tag} ${turn.turnId}: a cancel was sent (${turn.cancel.result}); ended ${turn.status} ${outcome}${caught}`);
+      // The cancel either took, or came after the turn had ended as it would have: completed, or failed on its denial.
+      const uncancelled = turn.deny ? deniedEnd : turn.status === 'completed';
+      if (turn.status !== 'cancelled' && !uncancelled) problems.push(`${turn.tag} ${turn.turnId}: a cancel was sent (${turn.cancel.result}); ended ${turn.status} ${outcome}${caught}`);
     } else if (turn.deny) {
-      const code = (turn.outcome as { code?: string } | undefined)?.code;
-      if (turn.status !== 'failed' || code !== 'permission_denied') problems.push(`${turn.tag} ${turn.turnId}: its approval was denied; ended ${turn.status} ${outcome}${caught}`);
+      if (!deniedEnd) problems.push(`${turn.tag} ${turn.turnId}: its approval was denied; ended ${turn.status} ${outcome}${caught}`);
     } else if (turn.status !== 'completed') {
       problems.push(`${turn.tag} ${turn.turnId}: ended ${turn.status} ${outcome}${caught}`);
     } else if ((turn.outcome as { finalText?: string } | undefined)?.finalText !== `done ${turn.tag}`) {

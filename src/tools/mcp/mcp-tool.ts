@@ -59,6 +59,7 @@ export function mcpTool(name: string, server: string, info: McpToolInfo, call: M
     effect: options.effect ?? (annotations.readOnlyHint === true ? 'read' : 'execute'),
     input,
     inputJsonSchema: schema,
+    mcpServer: server,
     ...(annotations.idempotentHint !== undefined && { idempotent: annotations.idempotentHint }),
     ...(options.timeoutMs !== undefined && { timeoutMs: options.timeoutMs }),
     execute: (args, ctx) =>

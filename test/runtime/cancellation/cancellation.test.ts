@@ -138,7 +138,7 @@ describe('a tool that ignores its signal (issue 4, item 7)', () => {
     expect(returned).toBe(true);
     const results = (await h.storage.listMessages(h.session.id)).filter((m) => m.message.role === 'tool');
     expect(results.map((m) => m.message)).toEqual([
-      { role: 'tool', toolCallId: 's1', toolName: 'stubborn', status: 'cancelled', content: 'tool call cancelled by the user' },
+      { role: 'tool', toolCallId: 's1', toolName: 'stubborn', status: 'cancelled', content: 'tool call cancelled by the user', endedTurn: { kind: 'cancelled' } },
     ]);
     expect(h.updates.at(-1)?.update.type).toBe('turn_finished');
     expect(h.model.requests).toHaveLength(1);

@@ -225,6 +225,68 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
     expect(model.requests).toHaveLength(0);
   });
 
+  it.skipIf(skip)('a denial whose result was stored but not the turn end: the turn ends permission_denied, with no model call', async () => {
+    db = create();
+    const log: string[] = [];
+    const deploy = hangingTool('deploy', 'write', log);
+    // The denial's result reaches storage; the turn's end never does: the host dies between the two.
+    const faulty = withFaults(db.open());
+    faulty.failAlways('endTurn');
+    const first = await firstRuntime(scriptedModel([{ text: 'asking', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }]), [deploy.tool], { storage: faulty });
+    const session = await first.createSession({ permissionMode: 'ask' });
+    const turnId = await startTurn(session, 'deploy it');
+    await until('the approval is pending', () => (session.snapshot().runtime as { pendingApproval?: unknown }).pendingApproval != null);
+    expect(await session.resolvePermission({ turnId, toolCallId: 'dep-1', decision: 'deny' })).toEqual({ ok: true });
+    await until('the denial to be stored', async () => (await faulty.listMessages(session.id)).some((m) => m.message.role === 'tool'));
+    expect(await faulty.getTurn(turnId)).toMatchObject({ status: 'running' });
+
+    const model = scriptedModel([{ text: 'this reply must never be asked for' }]);
+    const { runtime: second, storage } = await restartAfter(first, { model, tools: [deploy.tool] });
+    expect(await storage.getTurn(turnId)).toMatchObject({ status: 'failed', errorCode: 'permission_denied', errorMessage: 'the user denied the tool call' });
+    expect(await (await second.openSession(session.id)).waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'permission_denied' });
+    expect(model.requests).toHaveLength(0);
+    expect(log).toEqual([]);
+  });
+
+  it.skipIf(skip)('a host that lost its lease mid-turn announces no end of its own: its waiters are told parked, and the new owner ends the turn', async () => {
+    db = create();
+    const log: string[] = [];
+    let finish: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (finish = r));
+    let started: () => void = () => undefined;
+    const ran = new Promise<void>((r) => (started = r));
+    const deploy = defineTool({
+      name: 'deploy',
+      description: 'deploys, slowly',
+      effect: 'write',
+      input: z.object({}),
+      execute: async () => {
+        log.push('deploy');
+        started();
+        await gate;
+        return { status: 'succeeded', content: 'deployed' };
+      },
+    });
+    const first = await firstRuntime(scriptedModel([{ text: 'deploying', toolCalls: [{ id: 'dep-1', name: 'deploy', args: {} }] }, { text: 'never asked' }]), [deploy]);
+    const session = await first.createSession({ permissionMode: 'auto' });
+    const seen: UpdateEnvelope[] = [];
+    session.updates$.subscribe((u) => seen.push(u));
+    const turnId = await startTurn(session, 'deploy it');
+    await ran;
+
+    // The first host stalls past its lease; the second takes the session over and ends the turn.
+    const model = scriptedModel([{ text: 'the deploy may have happened; not repeating it' }]);
+    const { runtime: second, storage } = await restartAfter(first, { model, tools: [deploy] });
+    expect(await (await second.openSession(session.id)).waitForTurn(turnId)).toEqual({ status: 'completed', finalText: 'the deploy may have happened; not repeating it' });
+
+    // The stalled host wakes: its result and its turn's end are fenced out, and it says nothing of an end.
+    finish();
+    expect(await session.waitForTurn(turnId)).toEqual({ status: 'parked' });
+    expect(seen.filter((u) => u.update.type === 'turn_finished')).toEqual([]);
+    expect(await storage.getTurn(turnId)).toMatchObject({ status: 'completed' });
+    expect(log).toEqual(['deploy']);
+  });
+
   it.skipIf(skip)('an agent with resume: false keeps the old way: the turn ends interrupted', async () => {
     db = create();
     const log: string[] = [];

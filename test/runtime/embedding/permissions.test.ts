@@ -78,7 +78,15 @@ describe('approvals and permission modes (RT-3, RT-5, RT-16)', () => {
     expect(h.model.requests).toHaveLength(1);
     const results = (await h.storage.listMessages(h.session.id)).flatMap((m) => (m.message.role === 'tool' ? [m.message] : []));
     expect(results).toEqual([
-      { role: 'tool', toolCallId: 'w1', toolName: 'write_file', status: 'denied', content: 'denied by the user' },
+      // The denial is stored as what ended the turn (issue 26: a host resuming the turn ends it the same way).
+      {
+        role: 'tool',
+        toolCallId: 'w1',
+        toolName: 'write_file',
+        status: 'denied',
+        content: 'denied by the user',
+        endedTurn: { kind: 'failed', code: 'permission_denied', message: 'the user denied the tool call' },
+      },
       { role: 'tool', toolCallId: 'r1', toolName: 'read_file', status: 'cancelled', content: NOT_EXECUTED_RESULT_TEXT },
       { role: 'tool', toolCallId: 'w3', toolName: 'write_file', status: 'cancelled', content: NOT_EXECUTED_RESULT_TEXT },
     ]);
