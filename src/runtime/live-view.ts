@@ -1,7 +1,7 @@
 import type { Plan } from '../protocol/plan.js';
 import type { LiveToolCallStatus, QueuedTurnView, UpdateEnvelope } from '../protocol/updates.js';
 import type { TokenUsage } from '../protocol/usage.js';
-import type { RuntimeView } from '../protocol/session-snapshot.js';
+import type { PendingApproval, RuntimeView } from '../protocol/session-snapshot.js';
 
 /**
  * The in-memory picture a reconnecting UI reads (RT-21), folded from the same updates the
@@ -60,9 +60,13 @@ export class LiveView {
         run.draftText = '';
         run.draftReasoning = '';
         break;
-      case 'tool_call_started':
-        run.toolCalls.push({ toolCallId: update.toolCallId, name: update.name, status: update.status });
+      case 'tool_call_started': {
+        // A resumed turn's awaited call is shown from the opening on (`awaitApproval`); it starts again here.
+        const shown = run.toolCalls.find((c) => c.toolCallId === update.toolCallId);
+        if (shown) shown.status = update.status;
+        else run.toolCalls.push({ toolCallId: update.toolCallId, name: update.name, status: update.status });
         break;
+      }
       case 'tool_call_finished':
         this.setToolStatus(update.toolCallId, update.status);
         break;
@@ -81,6 +85,18 @@ export class LiveView {
   /** The running turn's usage so far: it has no update of its own (the outcome carries the total). */
   setUsage(turnId: string, usage: TokenUsage): void {
     if (this.runtime.kind === 'running' && this.runtime.turnId === turnId) this.runtime.usage = usage;
+  }
+
+  /**
+   * Issue 26: a resumed turn waits for this approval, stored before its host went away. The snapshot
+   * shows it pending from the opening on, not only once the call has asked again a few steps later.
+   */
+  awaitApproval(turnId: string, approval: PendingApproval): void {
+    const run = this.runtime;
+    if (run.kind !== 'running' || run.turnId !== turnId) return;
+    run.phase = 'waiting_permission';
+    run.pendingApproval = approval;
+    if (!run.toolCalls.some((c) => c.toolCallId === approval.toolCallId)) run.toolCalls.push({ toolCallId: approval.toolCallId, name: approval.name, status: 'waiting_permission' });
   }
 
   /** Status changes that have no update of their own (e.g. approved → running). */

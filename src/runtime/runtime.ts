@@ -464,6 +464,8 @@ export class Runtime {
     this.trace.sessionsOpen(this.sessions.size);
     actor.subscribe(() => this.checkIdle(row.id));
     actor.start();
+    // The chart has announced the resumed turn (`turn_resumed`); what it waits for is known already.
+    if (loaded.resume?.pending) env.output.live.awaitApproval(loaded.resume.chart.turnId, loaded.resume.pending);
     this.checkIdle(row.id);
     return handle;
   }

@@ -5,6 +5,7 @@ import type { HeldAnswer, ResumedTurn } from '../../machines/session.machine.js'
 import { INTERRUPTED_RESULT_TEXT, type StoredMessage, type ToolCallPart } from '../protocol/messages.js';
 import type { TurnResumeReason } from '../protocol/updates.js';
 import type { TurnTermination } from '../protocol/outcome.js';
+import type { PendingApproval } from '../protocol/session-snapshot.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { skippedCallAudit } from './tool-audit.js';
 import type { SessionConfig } from './session-config.js';
@@ -52,6 +53,8 @@ export interface TurnToResume {
   /** Calls that asked for an approval (whatever came of it). */
   asked: Set<string>;
   expiries: Map<string, number | null>;
+  /** The first approval still awaited: the snapshot shows it pending from the opening on. */
+  pending: PendingApproval | null;
 }
 
 /** Reads the turn's stored approvals: awaited ones, answers not yet acted on, and what that says of its calls. */
@@ -62,11 +65,13 @@ export function turnToResume(turn: TurnRow, messages: readonly StoredMessage[], 
   const notRun = new Set<string>();
   const asked = new Set<string>();
   const expiries = new Map<string, number | null>();
+  let pending: PendingApproval | null = null;
   for (const approval of approvals) {
     asked.add(approval.toolCallId);
     expiries.set(approval.toolCallId, approval.expiresAtMs);
     if (results.has(approval.toolCallId)) continue;
     if (approval.decision === null) {
+      pending ??= { toolCallId: approval.toolCallId, name: approval.toolName, paths: approval.paths };
       awaited.push(approval.toolCallId);
       notRun.add(approval.toolCallId);
     } else if (approval.decision === 'allow_once' || approval.decision === 'deny') {
@@ -75,7 +80,7 @@ export function turnToResume(turn: TurnRow, messages: readonly StoredMessage[], 
       if (approval.decision === 'deny' || !approval.startedAtMs) notRun.add(approval.toolCallId);
     }
   }
-  return { chart: { turnId: turn.id, clientRequestId: turn.clientRequestId, reason, awaited, answered }, notRun, asked, expiries };
+  return { chart: { turnId: turn.id, clientRequestId: turn.clientRequestId, reason, awaited, answered }, notRun, asked, expiries, pending };
 }
 
 /** Where the turn goes on, and the call (if any) that must be given its `interrupted` result first. */

@@ -158,8 +158,15 @@ describe.each(durableTargets)('durable turns on $name (issue 26)', ({ skip, crea
     await until('the approval is pending', () => (session.snapshot().runtime as { pendingApproval?: unknown }).pendingApproval != null);
     const { runtime: second } = await restartAfter(first, { model: scriptedModel([{ text: 'denied, so I stop' }]), tools: [deploy.tool] });
     const reopened = await second.openSession(session.id);
-    await until('the reopened approval is pending', () => (reopened.snapshot().runtime as { pendingApproval?: { toolCallId: string } | null }).pendingApproval?.toolCallId === 'dep-1');
-    expect(reopened.snapshot().runtime).toMatchObject({ kind: 'running', turnId, phase: 'waiting_permission' });
+    const updates: UpdateEnvelope[] = [];
+    reopened.updates$.subscribe((u) => updates.push(u));
+    // From the opening's first snapshot on, not only once the resumed call has asked again.
+    const pending = { toolCallId: 'dep-1', name: 'deploy', paths: [] };
+    const waiting = [{ toolCallId: 'dep-1', name: 'deploy', status: 'waiting_permission' }];
+    expect(reopened.snapshot().runtime).toMatchObject({ kind: 'running', turnId, phase: 'waiting_permission', pendingApproval: pending, toolCalls: waiting });
+    // The call asks again: the same call, shown once.
+    await until('the call to have asked again', () => updates.some((u) => u.update.type === 'permission_requested'));
+    expect(reopened.snapshot().runtime).toMatchObject({ kind: 'running', turnId, phase: 'waiting_permission', pendingApproval: pending, toolCalls: waiting });
     expect(await reopened.resolvePermission({ turnId, toolCallId: 'dep-1', decision: 'deny' })).toEqual({ ok: true });
     expect(await reopened.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'permission_denied' });
   });
