@@ -20,8 +20,8 @@ const FLOORS = [
   { name: 'runtime', why: 'the runtime that provides the charts with their effects', folders: ['src/runtime'] },
   {
     name: 'wings',
-    why: 'what is built on the runtime: the HTTP host, the command line, the cluster, tasks, the inspector',
-    folders: ['src/host', 'src/cli', 'src/cluster', 'src/tasks', 'src/inspect'],
+    why: 'what is built on the runtime: the HTTP host, the command line, the cluster, tasks, the inspector, telemetry',
+    folders: ['src/host', 'src/cli', 'src/cluster', 'src/tasks', 'src/inspect', 'src/telemetry'],
   },
   { name: 'entry', why: 'the package\u2019s public entry, and the demo that uses it', folders: ['src/index.ts', 'src/demo'] },
 ];
@@ -33,12 +33,14 @@ const NEIGHBOURS = {
   // The skill catalog is a world-state section; compaction builds on the conversation and its request.
   'src/context': ['src/skills'],
   'src/compaction': ['src/context', 'src/skills'],
-  // The host serves the task routes and the inspector page.
-  'src/host': ['src/tasks', 'src/inspect'],
+  // The host serves the task routes and the inspector page, and reports its runtime's spans (issue 27).
+  'src/host': ['src/tasks', 'src/inspect', 'src/telemetry'],
+  // Span content leaves the host as the inspector's does: through its sanitizer; a worker's metrics count its tasks.
+  'src/telemetry': ['src/inspect', 'src/tasks'],
   // The cluster reaches sessions through the host's seam (SessionAccess, HostContext); the host knows it only as a join.
   'src/cluster': ['src/host'],
-  // The command line starts a host (in a cluster or not), a worker, and submits tasks.
-  'src/cli': ['src/host', 'src/cluster', 'src/tasks'],
+  // The command line starts a host (in a cluster or not), a worker, and submits tasks; with --otel, OpenTelemetry's SDK.
+  'src/cli': ['src/host', 'src/cluster', 'src/tasks', 'src/telemetry'],
   'src/demo': ['src/index.ts'],
 };
 

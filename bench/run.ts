@@ -6,6 +6,10 @@
  *   orchestration_ratio: X          the same with null storage on both sides (orchestration alone); issue 14's bar ≤ 8
  *   xstate_floor_ratio: X           (bare loop + two charts reduced to a step's events) ÷ bare loop: the least the line above could be
  *   inspect_overhead_ratio: X       µs/step with an inspector page's watch ÷ without, median of per-round ratios   bar ≤ 1.5
+ *   metrics_overhead_ratio: X       µs/step with a SpanMetrics observer (Prometheus) ÷ without, median of per-round ratios   bar ≤ 1.1
+ *   otel_overhead_ratio: X          µs/step with an OtelSpans observer on the OpenTelemetry SDK's tracer (batch processor,
+ *                                   in-memory exporter), content off ÷ without, median of per-round ratios   bar ≤ 1.3
+ *   otel_content_overhead_ratio: X  the same with recordContent: true (informational)
  *   idle_session_bytes: X           JS heap per idle open session                    bar ≤ 51200
  *   concurrent_sessions_completed: X  of 1 000 concurrent 3-step turns               expect 1000
  *   delta_throughput_per_s: X       text deltas model → updates$ subscriber          bar ≥ 100000
@@ -58,6 +62,7 @@ import { measureConcurrentSessions } from './concurrency.js';
 import { measureIdleSessionMemory, type MemoryResult } from './memory.js';
 import { measureStepOverhead } from './step-overhead.js';
 import { measureInspectOverhead } from './inspect-overhead.js';
+import { measureTelemetryOverhead, type TelemetryOverheadPair } from './telemetry-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
 import { measureCancelLatency } from './cancel.js';
@@ -85,6 +90,8 @@ const FLOOD_DELTAS = 200_000;
 const STEP = { toolSteps: 10, turnsPerRep: 20, warmupReps: 20, reps: 21, orchestrationReps: 7 };
 const FLOOR = { toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 };
 const INSPECT = { toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 };
+// Three pairs of sides; the overheads are a few per cent, so more rounds than [inspect overhead] for a steady median.
+const TELEMETRY = { toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 21 };
 const CLUSTER = { requests: 200, chatRequests: 50, warmupRounds: 1, rounds: 5 };
 const PG_ROUND_TRIPS = { turns: 5 };
 const HTTP = { sessions: 50, turnsPerSession: 4, toolSteps: 3, warmupRounds: 2, rounds: 5 };
@@ -165,6 +172,28 @@ async function main(): Promise<void> {
   log(`  watched   median ${round(inspect.watched.median, 1)} µs/step  (samples ${samples(inspect.watched.samples)})`);
   log(`  median of the per-round ratios ${inspectRatio}× — bar ≤ 1.5×: ${verdict(inspectRatio <= 1.5)}`);
   log(`  informational: ratio of the medians ${round(inspect.ratio, 2)}×; ${round(inspect.bytesPerStep)} B of stream messages per model step`);
+  log();
+
+  // 2c. Issue 27's span observers: Prometheus metrics and OpenTelemetry spans, each against the same runtime without.
+  const telemetry = await measureTelemetryOverhead(TELEMETRY);
+  const metricsRatio = round(telemetry.metrics.pairedRatio, 2);
+  const otelRatio = 'skipped' in telemetry.otel ? null : round(telemetry.otel.pair.pairedRatio, 2);
+  const otelContentRatio = 'skipped' in telemetry.otel ? null : round(telemetry.otel.content.pairedRatio, 2);
+  const telemetryPair = (label: string, p: TelemetryOverheadPair) =>
+    `  ${label} plain ${round(p.plain.median, 1)} µs/step, observed ${round(p.observed.median, 1)} µs/step  (samples ${samples(p.observed.samples)})`;
+  log(`[telemetry overhead] the [step overhead] runtime workload with and without a span observer, one pair of sides per observer, ${TELEMETRY.warmupReps} warm-up + ${TELEMETRY.reps} reps each`);
+  log(telemetryPair('SpanMetrics              ', telemetry.metrics));
+  log(`    median of the per-round ratios ${metricsRatio}× — bar ≤ 1.1×: ${verdict(metricsRatio <= 1.1)}`);
+  if ('skipped' in telemetry.otel) log(`  OtelSpans skipped — ${telemetry.otel.skipped}`);
+  else {
+    const { pair, content } = telemetry.otel;
+    log(telemetryPair('OtelSpans                ', pair));
+    log(`    median of the per-round ratios ${otelRatio}× — bar ≤ 1.3×: ${verdict(otelRatio !== null && otelRatio <= 1.3)}`);
+    log(telemetryPair('OtelSpans, recordContent ', content));
+    log(`    median of the per-round ratios ${otelContentRatio}× (informational)`);
+    log(`  informational: ratios of the medians ${round(telemetry.metrics.ratio, 2)}× / ${round(pair.ratio, 2)}× / ${round(content.ratio, 2)}×;` +
+      ` SDK BasicTracerProvider + BatchSpanProcessor, ${round(telemetry.otel.exportedPerStep, 2)} spans exported per model step, flushed before the clock stops`);
+  }
   log();
 
   // 3. Text-delta throughput.
@@ -315,6 +344,9 @@ async function main(): Promise<void> {
   log(`orchestration_ratio: ${step.orchestration ? round(step.orchestration.ratio, 1) : 'skipped'}`);
   log(`xstate_floor_ratio: ${floorRatio}`);
   log(`inspect_overhead_ratio: ${inspectRatio}`);
+  log(`metrics_overhead_ratio: ${metricsRatio}`);
+  log(`otel_overhead_ratio: ${otelRatio ?? 'skipped'}`);
+  log(`otel_content_overhead_ratio: ${otelContentRatio ?? 'skipped'}`);
   log(`idle_session_bytes: ${idleBytes}`);
   log(`concurrent_sessions_completed: ${conc.completed}`);
   log(`delta_throughput_per_s: ${perSecond}`);

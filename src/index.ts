@@ -76,9 +76,12 @@ export type { AdmissionDecision, RiskLevel } from '../machines/task.effects.js';
 export * from './tasks/index.js';
 export { AmqpLink, type AmqpLinkOptions } from './transport/amqp-link.js';
 export { startHost, type HostOptions, type RunningHost } from './host/host.js';
+export { otelSpans, OtelSpans, type OtelSpanOptions } from './telemetry/otel-spans.js';
+export type { ContentLimits } from './telemetry/genai-content.js';
 export type { Authenticate } from './host/auth.js';
 export type { JwtSettings, JwtKeys } from './host/jwt-verifier.js';
 export { ADMIN_ROLE, type Caller } from './protocol/principal.js';
+export type { LogFields, Warn } from './protocol/log-fields.js';
 
 export { sqliteStorage } from '../storage/sqlite.js';
 export { postgresStorage, postgresTaskStorage } from '../storage/postgres.js';

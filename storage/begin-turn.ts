@@ -20,6 +20,7 @@ function turnRow(turn: TurnStart) {
     started_at_ms: turn.startedAtMs,
     finished_at_ms: null,
     principal: turn.principal ?? null,
+    trace_parent: turn.traceParent ?? null,
   };
 }
 
@@ -34,7 +35,7 @@ function notQueued(turn: TurnStart): Error {
 /** The statements of beginning a turn on SQLite, each built once and then run with the values listed (kept-statement.ts). */
 const turnInsert = new KeptStatement<TurnStart>(
   (db, _dialect, turn) => db.insertInto('turns').values(turnRow(turn)).compile(),
-  (turn) => [turn.id, turn.sessionId, turn.clientRequestId, 'running', null, null, null, turn.startedAtMs, null, turn.principal ?? null],
+  (turn) => [turn.id, turn.sessionId, turn.clientRequestId, 'running', null, null, null, turn.startedAtMs, null, turn.principal ?? null, turn.traceParent ?? null],
 );
 const runInsert = new KeptStatement<{ turn: TurnStart; run: { id: string; trigger: string } }>(
   (db, _dialect, { turn, run }) => db.insertInto('runs').values(runRow(turn.sessionId, turn.id, run, turn.startedAtMs)).compile(),

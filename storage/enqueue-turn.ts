@@ -20,6 +20,7 @@ function queuedRow<P>(turn: QueuedTurnRow, queuePosition: P) {
     input: JSON.stringify(turn.input),
     queue_position: queuePosition,
     principal: turn.principal ?? null,
+    trace_parent: turn.traceParent ?? null,
   };
 }
 

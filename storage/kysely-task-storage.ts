@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { TaskState } from '../machines/task.machine.js';
-import { TERMINAL_TASK_STATES } from '../machines/task.machine.js';
+import { TASK_TRANSITIONS, TERMINAL_TASK_STATES } from '../machines/task.machine.js';
 import type { TaskSpec } from '../src/protocol/task-spec.js';
 import { assertFence } from './fencing.js';
 import { KyselySessionStorage, type KyselyStorageOptions } from './kysely-storage.js';
@@ -19,6 +19,7 @@ import {
 } from './task-storage.js';
 
 const TERMINAL = [...TERMINAL_TASK_STATES];
+const LIVE = (Object.keys(TASK_TRANSITIONS) as TaskState[]).filter((state) => !TERMINAL_TASK_STATES.has(state));
 
 /** Tasks on the same database as the sessions they run in, for both dialects. */
 export class KyselyTaskStorage implements TaskStorage {
@@ -51,6 +52,17 @@ export class KyselyTaskStorage implements TaskStorage {
   async listTasks(limit: number): Promise<TaskRow[]> {
     const rows = await this.db.selectFrom('tasks').selectAll().orderBy('created_at_ms', 'desc').orderBy('id', 'desc').limit(limit).execute();
     return rows.map(rowToTask);
+  }
+
+  async countLiveTasks(): Promise<Partial<Record<TaskState, number>>> {
+    // `ix_tasks_state` leads with the state: a range of the index per live state, never the finished history.
+    const rows = await this.db
+      .selectFrom('tasks')
+      .select(['state', (eb) => eb.fn.countAll<number | string | bigint>().as('count')])
+      .where('state', 'in', LIVE)
+      .groupBy('state')
+      .execute();
+    return Object.fromEntries(rows.map((row) => [row.state, Number(row.count)])) as Partial<Record<TaskState, number>>;
   }
 
   async claimTask(id: string, agentSessionId: string, nowMs: number): Promise<TaskRow | undefined> {

@@ -78,6 +78,7 @@ export function rowToTurn(row: TurnWithRun): TurnRow {
     finishedAtMs: toMs(row.finished_at_ms),
     ...(trackers && { trackers }),
     ...(row.cancel_requested_at_ms !== null && row.cancel_requested_at_ms !== undefined && { cancelRequestedAtMs: toMs(row.cancel_requested_at_ms) }),
+    ...(row.trace_parent && { traceParent: row.trace_parent }),
   };
 }
 
@@ -90,6 +91,7 @@ export function rowToQueuedTurn(row: TurnWithRun): QueuedTurnRow {
     trigger: (row.trigger_type ?? 'message') as TriggerType,
     input: JSON.parse(row.input ?? '[]') as ChatMessage[],
     queuedAtMs: toMs(row.started_at_ms),
+    ...(row.trace_parent && { traceParent: row.trace_parent }),
   };
 }
 

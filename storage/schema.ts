@@ -54,6 +54,8 @@ export interface TurnsTable {
   principal: ColumnType<string | null, string | null | undefined, string | null>;
   /** Issue 26 (010): when the owner accepted a cancel of this running turn; a turn left running with one is not resumed. */
   cancel_requested_at_ms: ColumnType<number | string | null, number | null | undefined, number | null>;
+  /** Issue 27 (011): the W3C `traceparent` of the turn's parent, written with its row; null before 011. */
+  trace_parent: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 interface RunsTable {

@@ -92,6 +92,8 @@ export interface QueuedTurnRow {
   queuedAtMs: number;
   /** Issue 25: the session's principal, written into the turn's row for the principal's quotas. */
   principal?: string | null;
+  /** Issue 27: the W3C `traceparent` of the turn's parent (the caller's, or a synthetic root); absent for a row stored before 011. */
+  traceParent?: string | null;
 }
 
 export interface TurnStart {
@@ -105,6 +107,8 @@ export interface TurnStart {
   fromQueue?: boolean;
   /** Issue 25: the session's principal, written into the turn's row for the principal's quotas (a queued row has it already). */
   principal?: string | null;
+  /** Issue 27: the W3C `traceparent` of the turn's parent, written into a new row (a queued row has it already). */
+  traceParent?: string | null;
 }
 
 /** Issue 25: what a principal's turns come to, for its quotas (`turnActivity`). */
@@ -170,6 +174,8 @@ export interface TurnRow {
   trackers?: GuardrailTrackers;
   /** Issue 26: when its owner accepted a cancel while it ran; a turn left running with one is ended `cancelled`, not resumed. */
   cancelRequestedAtMs?: number;
+  /** Issue 27: the W3C `traceparent` of the turn's parent, as stored with it; absent for a turn stored before 011. */
+  traceParent?: string;
 }
 
 export interface TurnEnd {

@@ -92,6 +92,12 @@ export interface TaskStorage {
   getTask(id: string): Promise<TaskRow | undefined>;
   /** Tasks newest first, `limit` at most. */
   listTasks(limit: number): Promise<TaskRow[]>;
+  /**
+   * How many tasks are in each state that is not terminal (issue 27: the metrics' `turnchart_tasks`);
+   * a state with none is absent. Terminal ones are not counted: they only ever grow, and counting
+   * them would read the whole table's history on every scrape.
+   */
+  countLiveTasks(): Promise<Partial<Record<TaskState, number>>>;
   /** Gives the task its agent session unless it has one; resolves with the row as it then is (whoever won). */
   claimTask(id: string, agentSessionId: string, nowMs: number): Promise<TaskRow | undefined>;
   /**
@@ -118,6 +124,7 @@ export const TASK_STORAGE_METHODS = [
   'createTask',
   'getTask',
   'listTasks',
+  'countLiveTasks',
   'claimTask',
   'appendTaskEvent',
   'markPublished',

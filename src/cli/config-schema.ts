@@ -7,6 +7,7 @@ import { sandboxChoiceSchema } from '../tools/sandbox/command-sandbox.js';
 import { agentSandboxSchema } from '../protocol/sandbox.js';
 import { guardrailsSchema } from '../runtime/guardrail-profiles.js';
 import { permissionRulesSchema } from '../tools/permission-rules.js';
+import { logFormatSchema, logLevelSchema } from '../host/logger.js';
 import type { PermissionRules } from '../protocol/permission-rule.js';
 
 /**
@@ -63,6 +64,13 @@ export const SETTING_KEYS = {
   commandEnv: list,
   sandbox: sandboxChoiceSchema,
   resumeTurns: z.enum(['on', 'off']),
+  metricsPort: count,
+  metricsHost: text,
+  logFormat: logFormatSchema,
+  logLevel: logLevelSchema,
+  /** Issue 27: `true`/`false` or `on`/`off`, as `--otel` and `--otel-content` (serve and worker). */
+  otel: z.union([z.boolean(), z.enum(['on', 'off'])]),
+  otelContent: z.union([z.boolean(), z.enum(['on', 'off'])]),
   /** `turnchart worker` only. */
   concurrency: count,
 } as const;

@@ -2,10 +2,13 @@
 /** The `turnchart` command: argument parsing and wiring only. */
 import { chatSettings, chatUsage, runChat } from './chat.js';
 import { hideSecretArguments } from './process-title.js';
-import { SECRET_FLAGS, serve, serveSettings, serveUsage } from './serve.js';
-import { runSubmit, submitSettings, submitUsage } from './submit.js';
-import { runWorker, workerSettings, workerUsage } from './worker.js';
+import { SECRET_FLAGS, serve, serveLogger, serveSettings, serveUsage } from './serve.js';
+import { runSubmit, submitLogger, submitSettings, submitUsage } from './submit.js';
+import { runWorker, workerLogger, workerSettings, workerUsage } from './worker.js';
+import type { Logger } from 'pino';
+import type { RunningHost } from '../host/host.js';
 import { messageOf } from '../protocol/error-message.js';
+import { TurnchartError } from '../protocol/errors.js';
 import { ConfigError, configPathOf, loadConfigFile, type LoadedConfig } from './config-file.js';
 
 const USAGE = [
@@ -50,31 +53,36 @@ async function main(argv: string[]): Promise<number> {
     return refuse(error, serveUsage);
   }
   hideSecretArguments('serve', rest, SECRET_FLAGS);
-  let host;
+  // From here on everything the host says is a log line, in the format its settings chose (issue 27);
+  // a line about a turn names its trace once the host (and its exporter, with --otel) is up.
+  let host: RunningHost | undefined;
+  const log = serveLogger(settings, (turnId) => host?.otel?.traceIdOf(turnId));
   try {
-    host = await serve(settings, (line) => console.log(line), file);
+    host = await serve(settings, log, file);
   } catch (error) {
     // What the file names is checked before anything starts: its mistakes are the user's, not a crash.
-    if (error instanceof ConfigError) return refuse(error, serveUsage);
-    throw error;
+    return failed(log, error);
   }
+  // The line scripts wait for, on stdout as before; the log says it too, for whoever reads only the log.
   console.log(`turnchart listening on ${host.url}`);
-  await new Promise<void>((resolve) => {
-    let signals = 0;
-    const stop = (signal: string) => {
-      signals += 1;
-      if (signals > 1) process.exit(130); // a second signal: do not wait for the clean shutdown
-      console.log(`turnchart: ${signal}, shutting down`);
-      void host.close().then(resolve, (error: unknown) => {
-        console.error('turnchart: shutdown failed:', error);
-        resolve();
-      });
-    };
-    process.on('SIGINT', () => stop('SIGINT'));
-    process.on('SIGTERM', () => stop('SIGTERM'));
-  });
-  console.log('turnchart: stopped');
+  log.info({ url: host.url }, `listening on ${host.url}`);
+  if (host.metricsUrl) log.info({ url: host.metricsUrl }, `metrics on ${host.metricsUrl}`);
+  await untilSignalled(() => host.close(), log);
+  log.info('stopped');
   return 0;
+}
+
+/**
+ * A command that failed once its log exists: said there, exit code 2 for the configuration's mistakes,
+ * 1 for the rest. A typed refusal (a sandbox that cannot be had) is its message; anything else a defect, with its stack.
+ */
+function failed(log: Logger, error: unknown): number {
+  if (error instanceof ConfigError) {
+    log.fatal(error.message);
+    return 2;
+  }
+  log.fatal(error instanceof TurnchartError ? {} : { err: error }, messageOf(error));
+  return 1;
 }
 
 /** The configuration file the arguments, the environment or the working directory name, loaded; null when there is none. */
@@ -98,16 +106,17 @@ async function worker(args: string[]): Promise<number> {
   } catch (error) {
     return refuse(error, workerUsage);
   }
+  const log = workerLogger(settings);
   let running;
   try {
-    running = await runWorker(settings, (line) => console.log(line), file);
+    running = await runWorker(settings, log, file);
   } catch (error) {
-    if (error instanceof ConfigError) return refuse(error, workerUsage);
-    throw error;
+    return failed(log, error);
   }
   console.log(`turnchart worker ready (owner ${running.ownerId})`);
-  await untilSignalled(() => running.close(), 'turnchart worker');
-  console.log('turnchart worker: stopped');
+  log.info({ ownerId: running.ownerId }, `ready (owner ${running.ownerId})`);
+  await untilSignalled(() => running.close(), log);
+  log.info('stopped');
   return 0;
 }
 
@@ -119,20 +128,26 @@ async function submit(args: string[]): Promise<number> {
     console.error(`turnchart: ${messageOf(error)}\n\n${submitUsage()}`);
     return 2;
   }
-  console.log(await runSubmit(settings));
+  const log = submitLogger(settings);
+  try {
+    // stdout holds only the task, as JSON: what a script reads.
+    console.log(await runSubmit(settings, log));
+  } catch (error) {
+    return failed(log, error);
+  }
   return 0;
 }
 
-/** Waits for SIGINT or SIGTERM, then closes cleanly; a second signal exits at once. */
-function untilSignalled(close: () => Promise<void>, name: string): Promise<void> {
+/** Waits for SIGINT or SIGTERM, then closes cleanly; a second signal exits at once (the log is written synchronously: nothing said is lost). */
+function untilSignalled(close: () => Promise<void>, log: Logger): Promise<void> {
   return new Promise<void>((resolve) => {
     let signals = 0;
     const stop = (signal: string) => {
       signals += 1;
       if (signals > 1) process.exit(130);
-      console.log(`${name}: ${signal}, shutting down`);
+      log.info(`${signal}, shutting down`);
       void close().then(resolve, (error: unknown) => {
-        console.error(`${name}: shutdown failed:`, error);
+        log.error({ err: error }, `shutdown failed: ${messageOf(error)}`);
         resolve();
       });
     };

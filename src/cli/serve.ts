@@ -11,6 +11,11 @@ import { readSecretFile } from './secret-file.js';
 import { secretsWrittenIn, type LoadedConfig } from './config-file.js';
 import { resolveConfig, type ResolvedConfig } from './config-resolve.js';
 import { layeredValues, settingsProblem } from './setting-layers.js';
+import { LOG_FLAGS, loggerOf, logSettingsSchema } from './log-settings.js';
+import type { Logger } from 'pino';
+import { warnTo } from '../host/logger.js';
+import type { TraceIdOf } from '../host/log-trace.js';
+import { OTEL_FLAGS, otelSettingsProblem, otelSettingsSchema, withOtel } from './otel-settings.js';
 
 /**
  * `turnchart serve`: each flag also read from its environment variable and from the configuration
@@ -59,6 +64,10 @@ const FLAGS = {
   'command-env': { env: 'TURNCHART_COMMAND_ENV', multiple: true, help: "variables run_command's commands get besides PATH, HOME, LANG, TERM, LC_* (repeatable or comma-separated; never TURNCHART_*, DATABASE_URL)" },
   sandbox: { env: 'TURNCHART_SANDBOX', help: "run_command's sandbox: auto (bubblewrap when it works, else none with a warning), bwrap (or refuse to start) or off (default auto)" },
   'resume-turns': { env: 'TURNCHART_RESUME_TURNS', help: "on: a turn whose host went away goes on when its session is next opened, a shutdown parks running turns; off: they end interrupted / actor_stopped (default on; an agent's resume: false opts it out)" },
+  'metrics-port': { env: 'TURNCHART_METRICS_PORT', help: 'also serve GET /metrics (Prometheus) on this port, without a token, for a scraper on a private network (default: none; GET /metrics on the API port needs the token either way)' },
+  'metrics-host': { env: 'TURNCHART_METRICS_HOST', help: "interface of the --metrics-port listener (default: --host's)" },
+  ...LOG_FLAGS,
+  ...OTEL_FLAGS,
 } as const;
 
 type Flag = keyof typeof FLAGS;
@@ -117,6 +126,10 @@ const settingsSchema = z.object({
   'command-env': commandEnvFlagSchema.default([]),
   sandbox: sandboxChoiceSchema.default('auto'),
   'resume-turns': z.enum(['on', 'off']).default('on'),
+  'metrics-port': z.coerce.number().int().min(0).max(65_535).optional(),
+  'metrics-host': z.string().min(1).max(255).optional(),
+  ...logSettingsSchema,
+  ...otelSettingsSchema,
 });
 
 export type ServeSettings = z.infer<typeof settingsSchema> & {
@@ -144,28 +157,40 @@ export function serveSettings(args: string[], env: NodeJS.ProcessEnv, file: Load
   const parsed = settingsSchema.safeParse(merged);
   if (!parsed.success) throw new Error(settingsProblem(parsed.error, source));
   if (parsed.data['jwt-secret'] !== undefined && parsed.data['jwks-url'] !== undefined) throw new Error(`${source('jwt-secret')} and ${source('jwks-url')} are both set; give one`);
+  const otelProblem = otelSettingsProblem(parsed.data, source);
+  if (otelProblem) throw new Error(otelProblem);
   return { ...parsed.data, modelFromFlags: layers.origin('model') !== 'file' && parsed.data.model !== undefined };
 }
 
 /**
- * Starts the host from settings and the configuration file, and reports on the terminal. What the
+ * The host's log (issue 27), masking every secret the settings hold wherever it would appear; a line
+ * about a turn carries its trace id when `traceIdOf` (the host's OpenTelemetry exporter) knows it.
+ */
+export function serveLogger(settings: ServeSettings, traceIdOf?: TraceIdOf): Logger {
+  return loggerOf(settings, 'turnchart', [settings.token, settings['jwt-secret'], settings['database-url'], settings['amqp-url'], settings.apiKey], traceIdOf);
+}
+
+/**
+ * Starts the host from settings and the configuration file, and reports to the log. What the
  * file names is checked first: a mistake in it stops the start before anything is opened.
  */
-export async function serve(settings: ServeSettings, log: (line: string) => void, file: LoadedConfig | null = null): Promise<RunningHost> {
+export async function serve(settings: ServeSettings, log: Logger, file: LoadedConfig | null = null): Promise<RunningHost> {
   const provider = providerSettings(settings);
   const configured: ResolvedConfig | null = file
     ? await resolveConfig(file, { modelOverride: settings.modelFromFlags ? settings.model : undefined, provider })
     : null;
   const choice = configured?.model ?? (await modelFromSpec(settings.model, provider));
   if (file) {
-    log(`turnchart: config: ${file.name}; agents: ${Object.keys(configured!.agents).join(', ') || '(none of its own)'}`);
-    for (const key of secretsWrittenIn(file)) log(`turnchart: ${file.name} holds ${key} as written text: keep the file out of version control, or read it from the environment (process.env) or a file (tokenFile, databaseUrlFile)`);
+    log.info(`config: ${file.name}; agents: ${Object.keys(configured!.agents).join(', ') || '(none of its own)'}`);
+    for (const key of secretsWrittenIn(file)) log.warn(`${file.name} holds ${key} as written text: keep the file out of version control, or read it from the environment (process.env) or a file (tokenFile, databaseUrlFile)`);
   }
-  log(`turnchart: model: ${choice.description}`);
-  log(`turnchart: storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
-  log(`turnchart: auth: ${authDescription(settings)}`);
-  if (settings['amqp-url']) log(`turnchart: cluster: RabbitMQ ${settings['amqp-url'].replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
-  return startHost({
+  log.info(`model: ${choice.description}`);
+  log.info(`storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
+  log.info(`auth: ${authDescription(settings)}`);
+  if (settings['amqp-url']) log.info(`cluster: RabbitMQ ${settings['amqp-url'].replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
+  if (settings.otel) log.info(`otel: traces exported over OTLP as the OTEL_* variables say${settings['otel-content'] ? ', with message contents' : ''}`);
+  // Issue 27: the SDK (with --otel) starts before the host and is shut down, its last spans exported, after it closes.
+  return withOtel(settings, 'turnchart', () => startHost({
     host: settings.host,
     port: settings.port,
     ...(settings.db && { db: settings.db }),
@@ -198,11 +223,13 @@ export async function serve(settings: ServeSettings, log: (line: string) => void
       ...(settings['resume-turns'] === 'off' && { resumeTurns: false }),
       ...(configured && runtimeOptionsOf(configured)),
     },
-    warn: (message) => log(`turnchart: ${message}`),
+    warn: warnTo(log),
     ...(settings['stately-inspect'] && { statelyInspect: settings['stately-inspect'] }),
     ...(settings['command-env'].length > 0 && { commandEnv: settings['command-env'] }),
     sandbox: settings.sandbox,
-  });
+    ...(settings['metrics-port'] !== undefined && { metricsPort: settings['metrics-port'], ...(settings['metrics-host'] && { metricsHost: settings['metrics-host'] }) }),
+    ...(settings.otel && { otel: { recordContent: settings['otel-content'] } }),
+  }));
 }
 
 /** Who may call the host, as the start says it (never a secret). */

@@ -8,6 +8,8 @@ import { PATH_KEYS, type SettingKey } from './config-schema.js';
 export interface FlagSpec {
   env?: string | undefined;
   multiple?: boolean;
+  /** A switch: given on the command line without a value (`--otel`), it reads as `on`; its variable and file key say `on`/`off`. */
+  switch?: boolean;
 }
 
 /** Flags the configuration file never sets: the one that names it. */
@@ -34,13 +36,15 @@ export interface Layered {
  * lists them. The defaults are the flag schemas', so they come last.
  */
 export function layeredValues(args: string[], env: NodeJS.ProcessEnv, flags: Record<string, FlagSpec>, file: LoadedConfig | null, allowPositionals = false): Layered {
-  const options = Object.fromEntries(Object.keys(flags).map((name) => [name, { type: 'string' as const, multiple: flags[name]!.multiple === true }]));
+  const options = Object.fromEntries(
+    Object.keys(flags).map((name) => [name, { type: flags[name]!.switch === true ? ('boolean' as const) : ('string' as const), multiple: flags[name]!.multiple === true }]),
+  );
   const parsed = parseArgs({ args, options, strict: true, allowPositionals });
   const values: Record<string, string | undefined> = {};
   const origins = new Map<string, 'flag' | 'env' | 'file'>();
   for (const [name, spec] of Object.entries(flags)) {
-    const given = parsed.values[name] as string | string[] | undefined;
-    const flag = Array.isArray(given) ? given.join(',') : given;
+    const given = parsed.values[name] as string | string[] | boolean | undefined;
+    const flag = given === true ? 'on' : Array.isArray(given) ? given.join(',') : given === false ? undefined : given;
     const variable = spec.env !== undefined && env[spec.env] !== '' ? env[spec.env] : undefined;
     const inFile = file && !NOT_IN_FILE.has(name) ? fileValue(file, keyOfFlag(name)) : undefined;
     values[name] = flag ?? variable ?? inFile;

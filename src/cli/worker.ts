@@ -13,6 +13,14 @@ import type { LoadedConfig } from './config-file.js';
 import { resolveConfig } from './config-resolve.js';
 import { providerSettings, runtimeOptionsOf } from './serve.js';
 import { layeredValues, settingsProblem, type FlagSpec } from './setting-layers.js';
+import { TurnchartMetrics } from '../telemetry/metrics.js';
+import { countingStorageErrors } from '../telemetry/metrics-storage.js';
+import { exposeWorkerMetrics } from '../telemetry/metrics-worker.js';
+import { LOG_FLAGS, loggerOf, logSettingsSchema } from './log-settings.js';
+import { OTEL_FLAGS, otelSettingsProblem, otelSettingsSchema, withOtel } from './otel-settings.js';
+import type { Logger } from 'pino';
+import { warnTo } from '../host/logger.js';
+import type { Warn } from '../protocol/log-fields.js';
 
 /** `turnchart worker` and `turnchart submit` share how they reach storage and the broker. */
 export const CONNECTION_FLAGS = {
@@ -32,6 +40,10 @@ const FLAGS = {
   'owner-host': { env: 'TURNCHART_OWNER_HOST', help: 'host name this worker holds leases under (default: os.hostname())' },
   'command-env': { env: 'TURNCHART_COMMAND_ENV', help: 'as for serve: variables run_command passes to commands (repeatable or comma-separated)', multiple: true },
   sandbox: { env: 'TURNCHART_SANDBOX', help: "as for serve: run_command's sandbox, auto, bwrap or off (default auto)" },
+  'metrics-port': { env: 'TURNCHART_METRICS_PORT', help: 'serve GET /metrics (Prometheus) on this port, without a token (default: none)' },
+  'metrics-host': { env: 'TURNCHART_METRICS_HOST', help: 'interface of the --metrics-port listener (default 127.0.0.1)' },
+  ...LOG_FLAGS,
+  ...OTEL_FLAGS,
 } as const;
 
 const connectionSchema = {
@@ -52,6 +64,10 @@ const settingsSchema = z.object({
   'owner-host': z.string().min(1).max(255).optional(),
   'command-env': commandEnvFlagSchema.default([]),
   sandbox: sandboxChoiceSchema.default('auto'),
+  'metrics-port': z.coerce.number().int().min(0).max(65_535).optional(),
+  'metrics-host': z.string().min(1).max(255).default('127.0.0.1'),
+  ...logSettingsSchema,
+  ...otelSettingsSchema,
 });
 
 export type WorkerSettings = z.infer<typeof settingsSchema>;
@@ -72,6 +88,8 @@ export function workerSettings(args: string[], env: NodeJS.ProcessEnv, file: Loa
   merged.apiKey = env.TURNCHART_API_KEY || undefined;
   const parsed = settingsSchema.safeParse(merged);
   if (!parsed.success) throw new Error(settingsProblem(parsed.error, (name) => (name === 'apiKey' ? 'TURNCHART_API_KEY' : layers.sourceOf(name))));
+  const otelProblem = otelSettingsProblem(parsed.data, layers.sourceOf);
+  if (otelProblem) throw new Error(otelProblem);
   return { ...parsed.data, modelFromFlags: layers.origin('model') !== 'file' && parsed.data.model !== undefined };
 }
 
@@ -92,12 +110,17 @@ function sqliteFileName(settings: { db?: string | undefined }): string {
   return settings.db ?? resolve('.turnchart', 'turnchart.db');
 }
 
-/** Starts a worker from settings and the configuration file, and reports on the terminal. */
-export async function runWorker(settings: WorkerSettings & { modelFromFlags?: boolean }, log: (line: string) => void, file: LoadedConfig | null = null): Promise<TaskWorker> {
+/** The worker's log (issue 27), masking the secrets its settings hold. */
+export function workerLogger(settings: WorkerSettings): Logger {
+  return loggerOf(settings, 'turnchart worker', [settings['database-url'], settings['amqp-url'], settings.apiKey]);
+}
+
+/** Starts a worker from settings and the configuration file, and reports to the log. */
+export async function runWorker(settings: WorkerSettings & { modelFromFlags?: boolean }, log: Logger, file: LoadedConfig | null = null): Promise<TaskWorker> {
   const provider = providerSettings(settings);
   const configured = file ? await resolveConfig(file, { modelOverride: settings.modelFromFlags ? settings.model : undefined, provider }) : null;
   const choice = configured?.model ?? (await modelFromSpec(settings.model, provider));
-  const warn = (message: string) => log(`turnchart worker: ${message}`);
+  const warn: Warn = warnTo(log);
   // Built before storage is opened: a variable that may not reach commands is a startup error.
   const tools = workspaceTools({
     root: resolve(settings.workspace),
@@ -108,37 +131,52 @@ export async function runWorker(settings: WorkerSettings & { modelFromFlags?: bo
     hostSecrets: [settings['database-url'], settings['amqp-url'], settings.apiKey],
     warn,
   });
-  const { sessions, tasks, description } = storagesOf(settings);
-  log(`turnchart worker: model: ${choice.description}; storage: ${description}; concurrency ${settings.concurrency}`);
+  const { sessions: stored, tasks, description } = storagesOf(settings);
+  // Issue 27: with --metrics-port, the worker's storage failures are counted as a host's are.
+  const metrics = settings['metrics-port'] === undefined ? null : new TurnchartMetrics();
+  const sessions = metrics ? countingStorageErrors(stored, metrics) : stored;
+  log.info(`model: ${choice.description}; storage: ${description}; concurrency ${settings.concurrency}`);
   // Commands (and MCP servers) a dead worker left running end before its tasks' turns are corrected.
   await reapLeftoverCommands({ warn });
-  // The file's MCP servers, shared by the worker's sessions as a host shares them.
-  const mcp = configured?.mcpServers
-    ? await McpServers.start(configured.mcpServers, { warn, secrets: [settings['database-url'], settings['amqp-url'], settings.apiKey] })
-    : null;
-  const worker = await startWorker({
-    sessions,
-    tasks,
-    amqpUrl: settings['amqp-url'],
-    ...(settings['amqp-namespace'] && { namespace: settings['amqp-namespace'] }),
-    model: choice.model,
-    tools: [...tools, ...(configured?.tools ?? [])],
-    ...(configured && { agents: configured.agents, runtime: { ...runtimeOptionsOf(configured), ...(mcp && { toolSources: mcp.sources }) } }),
-    concurrency: settings.concurrency,
-    leaseTtlMs: Math.round(settings['lease-ttl'] * 1000),
-    ...(settings['owner-host'] && { ownerHost: settings['owner-host'] }),
-    warn,
-  }).catch(async (error: unknown) => {
-    await mcp?.close();
-    throw error;
-  });
-  if (mcp) {
-    // The servers close after the worker's runtime, whose sessions may still be calling them.
-    const closeWorker = worker.close.bind(worker);
-    worker.close = async () => {
-      await closeWorker();
-      await mcp.close();
-    };
-  }
-  return worker;
+  // Issue 27: the SDK (with --otel) starts before the worker's servers and runtime, and is shut down, its last spans exported, after they close.
+  return withOtel(
+    settings,
+    'turnchart-worker',
+    async () => {
+      // The file's MCP servers, shared by the worker's sessions as a host shares them.
+      const mcp = configured?.mcpServers
+        ? await McpServers.start(configured.mcpServers, { warn, secrets: [settings['database-url'], settings['amqp-url'], settings.apiKey] })
+        : null;
+      const worker = await startWorker({
+        sessions,
+        tasks,
+        amqpUrl: settings['amqp-url'],
+        ...(settings['amqp-namespace'] && { namespace: settings['amqp-namespace'] }),
+        model: choice.model,
+        tools: [...tools, ...(configured?.tools ?? [])],
+        ...(configured && { agents: configured.agents, runtime: { ...runtimeOptionsOf(configured), ...(mcp && { toolSources: mcp.sources }) } }),
+        concurrency: settings.concurrency,
+        leaseTtlMs: Math.round(settings['lease-ttl'] * 1000),
+        ...(settings['owner-host'] && { ownerHost: settings['owner-host'] }),
+        warn,
+      }).catch(async (error: unknown) => {
+        await mcp?.close();
+        throw error;
+      });
+      if (mcp) {
+        // The servers close after the worker's runtime, whose sessions may still be calling them.
+        const closeWorker = worker.close.bind(worker);
+        worker.close = async () => {
+          await closeWorker();
+          await mcp.close();
+        };
+      }
+      if (metrics) {
+        const listener = await exposeWorkerMetrics(metrics, worker, tasks, settings['metrics-host'], settings['metrics-port']!);
+        log.info({ url: listener.url }, `metrics on ${listener.url}`);
+      }
+      return worker;
+    },
+    (worker) => worker.runtime,
+  );
 }

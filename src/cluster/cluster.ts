@@ -55,6 +55,7 @@ async function joinCluster(host: HostContext, options: ClusterOptions, leaseTtlM
   return {
     router: { remote: (sessionId, holder, caller) => new RemoteSession(sessionId, holder, routing, caller) },
     quiesce: stopSweeping,
+    readings: () => ({ routedCommands: routing.rpc.results, brokerReconnects: link.reconnects }),
     close: async () => {
       stopSweeping();
       routing.follower.close();

@@ -2,6 +2,7 @@ import type { SessionStorage } from '../../storage/session-storage.js';
 import { SessionOwnedElsewhereError } from '../protocol/errors.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { messageOf } from '../protocol/error-message.js';
+import type { Warn } from '../protocol/log-fields.js';
 
 /**
  * A host that dies (SIGKILL, a lost machine) leaves its sessions under leases that simply run out.
@@ -10,7 +11,7 @@ import { messageOf } from '../protocol/error-message.js';
  * are corrected (RT-24) and their queued turns started — here, by whichever host gets there first.
  * Returns the function that stops it.
  */
-export function sweepExpiredLeases(runtime: Runtime, storage: SessionStorage, everyMs: number, warn: (message: string) => void): () => void {
+export function sweepExpiredLeases(runtime: Runtime, storage: SessionStorage, everyMs: number, warn: Warn): () => void {
   let running = false;
   const sweep = async () => {
     await runtime.ownership.reapGoneOwners();
@@ -18,7 +19,7 @@ export function sweepExpiredLeases(runtime: Runtime, storage: SessionStorage, ev
     for (const sessionId of await storage.unheldSessionsWithWork()) {
       // Another host may take it first: then it is that host's to run.
       await runtime.openSession(sessionId).catch((error: unknown) => {
-        if (!(error instanceof SessionOwnedElsewhereError)) warn(`could not resume the queue of session ${sessionId}: ${messageOf(error)}`);
+        if (!(error instanceof SessionOwnedElsewhereError)) warn(`could not resume the queue of session ${sessionId}: ${messageOf(error)}`, { sessionId });
       });
     }
   };

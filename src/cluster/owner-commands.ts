@@ -21,7 +21,8 @@ export async function answerCommand(host: HostContext, body: unknown): Promise<C
   } catch (error) {
     if (error instanceof SessionOwnedElsewhereError) return { ok: false, error: { code: SESSION_MOVED, message: error.message } };
     const what = parsed.data.op === 'command' ? parsed.data.name : parsed.data.op;
-    return { ok: false, error: typedError(error, (detail) => host.warn(`routed command ${what} failed: ${detail}`)) };
+    const about = 'sessionId' in parsed.data ? { sessionId: parsed.data.sessionId } : {};
+    return { ok: false, error: typedError(error, (detail) => host.warn(`routed command ${what} failed: ${detail}`, about)) };
   }
 }
 

@@ -23,6 +23,17 @@ interface Watch {
   probing: boolean;
 }
 
+/** How a routed call ended: the owner answered (whatever its answer), or why it did not. */
+type RouteResult = 'answered' | 'owner_unavailable' | 'owner_timeout' | 'transport_unavailable' | 'unreadable_reply';
+
+function routeResultOf(error: unknown): RouteResult {
+  const code = error instanceof ApiError ? error.code : null;
+  if (code === 'OwnerUnavailable') return 'owner_unavailable';
+  if (code === 'OwnerTimeout') return 'owner_timeout';
+  if (code === 'TransportUnavailable') return 'transport_unavailable';
+  return 'unreadable_reply';
+}
+
 /**
  * How often an owner with calls still waiting is probed. Well under a second, so that a caller learns
  * within one that the owner's queue went (issue 26); only calls slower than this cost a probe at all.
@@ -50,6 +61,8 @@ export interface CallOptions {
  * that owner with `OwnerUnavailable`, as a returned request does.
  */
 export class RpcClient {
+  /** Issue 27: calls so far by how they ended (`turnchart_routed_commands_total`). */
+  readonly results: Record<RouteResult, number> = { answered: 0, owner_unavailable: 0, owner_timeout: 0, transport_unavailable: 0, unreadable_reply: 0 };
   private replyQueue: string | null = null;
   private readonly pending = new Map<string, Pending>();
   /** By owner id: only owners with calls waiting. */
@@ -66,7 +79,10 @@ export class RpcClient {
 
   async call(ownerId: string, request: CommandRequest, options: CallOptions): Promise<CommandReply> {
     const replyTo = this.replyQueue;
-    if (this.closed || replyTo === null) throw new ApiError('TransportUnavailable', 'this host has no connection to the cluster broker right now');
+    if (this.closed || replyTo === null) {
+      this.results.transport_unavailable += 1;
+      throw new ApiError('TransportUnavailable', 'this host has no connection to the cluster broker right now');
+    }
     const correlationId = randomUUID();
     // The lease's end, not its remainder now: a call failed by a probe later tells what is left then.
     const leaseEndsAt = Date.now() + Math.max(0, options.retryAfterMs);
@@ -85,7 +101,10 @@ export class RpcClient {
     // The broker may return the request (no queue for the owner) before it confirms the publish: the
     // reply then fails while this call still awaits the confirm. Observed here, that is no unhandled
     // rejection (which ends the process); the caller still gets it from `return reply`.
-    reply.catch(() => undefined);
+    void reply.then(
+      () => (this.results.answered += 1),
+      (error: unknown) => (this.results[routeResultOf(error)] += 1),
+    );
     try {
       await this.link.publish('', commandQueueOf(ownerId), request, {
         correlationId,

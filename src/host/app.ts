@@ -16,6 +16,7 @@ import { eventRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
 import { inspectDataRoutes } from './routes/inspect-data.js';
 import { inspectPageRoutes, isInspectorPagePath } from './routes/inspect-page.js';
+import { metricsRoutes } from './routes/metrics.js';
 import { sessionCommandRoutes } from './routes/session-commands.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { taskRoutes } from './routes/tasks.js';
@@ -61,6 +62,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   inspectPageRoutes(app, host);
   inspectDataRoutes(app, host);
   if (host.tasks) taskRoutes(app, host.tasks);
+  metricsRoutes(app, host);
   app.doc31('/openapi.json', {
     openapi: '3.1.0',
     info: { title: 'turnchart', version: '0.1.0', description: 'Agent sessions as a service: turns, approvals, live updates over SSE; tasks run by workers over RabbitMQ.' },

@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { FencedWriteError } from '../../storage/session-storage.js';
 import { TurnchartError } from '../protocol/errors.js';
 import { messageOf } from '../protocol/error-message.js';
+import type { Warn } from '../protocol/log-fields.js';
 
 /** What every error response carries: `{ error: { code, message, … } }`, never a stack trace. */
 interface ApiErrorBody {
@@ -33,6 +34,8 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   InvalidCursor: 400,
   Unauthorized: 401,
   ForbiddenOrigin: 403,
+  /** Issue 27: a route for admins only (`GET /metrics`) asked by another caller. */
+  Forbidden: 403,
   UnknownSession: 404,
   UnknownTurn: 404,
   UnknownCompaction: 404,
@@ -79,10 +82,14 @@ export function commandError(c: Context, error: { code: string } & Record<string
   return c.json({ error: { ...details, code, message: text } } satisfies ApiErrorBody, statusOf(code));
 }
 
-/** Anything a route threw, as a typed error: storage failures are 503, defects 500 without detail. */
-export function errorResponse(c: Context, error: unknown, report: (message: string) => void): Response {
-  return commandError(c, typedError(error, (detail) => report(`request ${c.req.method} ${c.req.path} failed: ${detail}`)));
+/** Anything a route threw, as a typed error: storage failures are 503, defects 500 without detail (reported, with the session the path names). */
+export function errorResponse(c: Context, error: unknown, report: Warn): Response {
+  const sessionId = SESSION_PATH.exec(c.req.path)?.[1];
+  return commandError(c, typedError(error, (detail) => report(`request ${c.req.method} ${c.req.path} failed: ${detail}`, sessionId === undefined ? {} : { sessionId })));
 }
+
+/** The routes under a session: `/sessions/:id/…`, and a chat's `/api/chat/:id/…` (its id is the session's). */
+const SESSION_PATH = /^\/(?:sessions|api\/chat)\/([^/]+)/;
 
 /** What an error thrown while answering a request says to the client; a defect is reported and told as `InternalError`. */
 export function typedError(error: unknown, report: (detail: string) => void): { code: string; message: string } & Record<string, unknown> {

@@ -1,4 +1,5 @@
 import type { SessionStorage } from '../../storage/session-storage.js';
+import type { Warn } from '../protocol/log-fields.js';
 import type { InspectHub } from '../inspect/inspect-hub.js';
 import type { SessionListFeed } from '../inspect/session-list.js';
 import { sessionIdSchema, type PermissionMode } from '../protocol/commands.js';
@@ -16,6 +17,8 @@ import type { TaskClient } from '../tasks/task-client.js';
 import type { LeaseHolder } from '../protocol/session-owner.js';
 import type { AgentDirectory } from './agent-directory.js';
 import { mayAccess, type Caller } from '../protocol/principal.js';
+import type { ClusterReadings } from '../telemetry/metrics-sources.js';
+import type { TurnchartMetrics } from '../telemetry/metrics.js';
 
 /** How a host in a cluster reaches a session another host holds. */
 interface SessionRouter {
@@ -30,6 +33,8 @@ export interface ClusterMembership {
   quiesce(): void;
   /** Ends remote streams, waits for unconfirmed updates (the sessions' `closed` among them), closes the connection. */
   close(): Promise<void>;
+  /** Issue 27: routed commands by result and the broker link's reconnects, for the host's metrics. */
+  readings?(): ClusterReadings;
 }
 
 /** A cluster for the host to join once its runtime runs (`clusterOf` in `src/cluster`, which builds on this seam). */
@@ -50,7 +55,7 @@ export interface HostContext {
   /** The agents a request may pick, described (`GET /agents`). */
   agents: AgentDirectory;
   sse: SseOptions;
-  warn: (message: string) => void;
+  warn: Warn;
   /** Submitting and controlling tasks: null when the host runs without RabbitMQ. */
   tasks: TaskClient | null;
   /** Whether the last storage check failed (read by `/healthz`). */
@@ -64,6 +69,8 @@ export interface HostContext {
    * both also hold the caller to its principal's quotas, which turn requests go through too (issue 25).
    */
   limits: { sessions: SessionLimit; streams: StreamLimit; principals: PrincipalQuotas };
+  /** What `GET /metrics` serves (issue 27). */
+  metrics: TurnchartMetrics;
 }
 
 /**

@@ -36,6 +36,13 @@ import { DEFAULT_SSE_OPTIONS, type SseOptions } from './sse-stream.js';
 import { DEFAULT_MAX_STREAMS, StreamLimit } from './stream-limit.js';
 import { DEFAULT_PRINCIPAL_QUOTAS, PrincipalQuotas } from './principal-quotas.js';
 import { messageOf } from '../protocol/error-message.js';
+import { TurnchartMetrics } from '../telemetry/metrics.js';
+import { listenForMetrics, type MetricsListener } from '../telemetry/metrics-server.js';
+import { SpanMetrics } from '../telemetry/metrics-spans.js';
+import { readSources } from '../telemetry/metrics-sources.js';
+import { countingStorageErrors } from '../telemetry/metrics-storage.js';
+import type { Warn } from '../protocol/log-fields.js';
+import { otelSpans, type OtelSpanOptions, type OtelSpans } from '../telemetry/otel-spans.js';
 
 export interface HostOptions {
   /** Interface to bind; anything but loopback needs a token, JWT keys or `authenticate`. */
@@ -106,7 +113,8 @@ export interface HostOptions {
   taskStorage?: TaskStorage;
   /** Passed to the runtime as they are (agents, lease length, …). */
   runtime?: Partial<Omit<RuntimeOptions, 'storage' | 'model'>>;
-  warn?: (message: string) => void;
+  /** Where non-fatal notes go, with the session, turn or task they are about as fields (issue 27); default `console.warn`. */
+  warn?: Warn;
   /** Where the built inspector page is (default: `dist/visualizer` of the package). */
   inspectorAssets?: string;
   /** A WebSocket URL to forward every session's inspection events to, in `@statelyai/inspect`'s format. */
@@ -133,11 +141,29 @@ export interface HostOptions {
    * `headersTimeout` (60 s), `requestTimeout` (300 s) and `connectionsCheckingInterval` (30 s) by default.
    */
   requestTimeouts?: { headersMs?: number; requestMs?: number; checkIntervalMs?: number };
+  /**
+   * Issue 27: a second listener on this port (0 picks a free one) that serves only `GET /metrics`,
+   * without a token, for a scraper on a private network; none by default (`GET /metrics` on the API
+   * is there either way, behind its authentication).
+   */
+  metricsPort?: number | null;
+  /** The interface of the metrics listener: `host`'s by default. */
+  metricsHost?: string;
+  /**
+   * Issue 27: report the runtime's turns, model calls and tool calls as OpenTelemetry spans (GenAI
+   * conventions) to `@opentelemetry/api`'s global tracer — the SDK is the embedder's to register
+   * (`turnchart serve --otel` starts one); `recordContent` adds message contents. Off by default.
+   */
+  otel?: OtelSpanOptions | null;
 }
 
 export interface RunningHost {
   url: string;
   runtime: Runtime;
+  /** `http://…/metrics` of the `metricsPort` listener; null without one. */
+  metricsUrl: string | null;
+  /** The span exporter with `otel` set: `traceIdOf(turnId)` names an open turn's trace (for log lines); null without. */
+  otel: OtelSpans | null;
   /** Ends running turns (`actor_stopped`), closes SSE streams and connections, then storage. */
   close(): Promise<void>;
 }
@@ -153,6 +179,8 @@ const limitsSchema = z.object({
   turnsPerMinutePerPrincipal: z.number().int().min(1).default(DEFAULT_PRINCIPAL_QUOTAS.turnsPerMinute),
   maxStreamsPerPrincipal: z.number().int().min(1).default(DEFAULT_PRINCIPAL_QUOTAS.streams),
   dailyTokensPerPrincipal: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).nullable().default(null),
+  metricsPort: z.number().int().min(0).max(65_535).nullable().default(null),
+  metricsHost: z.string().min(1).optional(),
 });
 
 /** Starts the service: storage, runtime, the HTTP API; resolves once it accepts connections. */
@@ -175,10 +203,12 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     turnsPerMinutePerPrincipal: options.turnsPerMinutePerPrincipal,
     maxStreamsPerPrincipal: options.maxStreamsPerPrincipal,
     dailyTokensPerPrincipal: options.dailyTokensPerPrincipal,
+    metricsPort: options.metricsPort,
+    metricsHost: options.metricsHost,
   });
   if (!checked.success) throw new TurnchartError('InvalidOptions', z.prettifyError(checked.error));
   const { allowedHosts, maxSessions, maxStreams, dailyTokensPerPrincipal } = checked.data;
-  const warn = options.warn ?? ((message: string) => console.warn(`turnchart: ${message}`));
+  const warn: Warn = options.warn ?? ((message: string) => console.warn(`turnchart: ${message}`));
   const workspaceDir = resolve(options.workspace);
   // What must never reach a command or an MCP server's environment.
   const hostSecrets = [token, options.jwt && 'secret' in options.jwt.keys ? options.jwt.keys.secret : null, options.databaseUrl, options.amqpUrl, ...(options.cluster?.secrets ?? [])];
@@ -196,11 +226,15 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   });
   // Commands a dead host left running end before restart correction reports their turns interrupted.
   await reapLeftoverCommands({ warn });
-  const context = { storageDown: false } as HostContext;
-  const storage = openStorage(options, (error) => {
-    context.storageDown = true;
-    warn(`database connection lost: ${error.message}`);
-  });
+  const metrics = new TurnchartMetrics();
+  const context = { storageDown: false, metrics } as HostContext;
+  const storage = countingStorageErrors(
+    openStorage(options, (error) => {
+      context.storageDown = true;
+      warn(`database connection lost: ${error.message}`);
+    }),
+    metrics,
+  );
   const forward: StatelyForward | null = options.statelyInspect ? statelyForward(options.statelyInspect, { warn }) : null;
   // Before the runtime, whose toolset reads their tools; a required server that cannot start stops the host here.
   const mcp = options.mcpServers && Object.keys(options.mcpServers).length > 0
@@ -227,6 +261,9 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await mcp?.close();
     throw error;
   });
+  // From the runtime's first span: no turn runs before the host is built.
+  const otel = options.otel ? otelSpans(runtime, options.otel) : null;
+  runtime.observeSpans(new SpanMetrics(metrics));
   // A session-scoped MCP server's own connection for a session ends with the session (the runtime completes this on shutdown).
   if (mcp) runtime.sessionClosed$.subscribe((sessionId) => void mcp.closeSession(sessionId));
   const defaultPermissionMode = permissionModeSchema.parse(options.permissionMode ?? 'ask');
@@ -258,7 +295,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   );
   const limits = { sessions: new SessionLimit(runtime, maxSessions, principals), streams: new StreamLimit(maxStreams, principals), principals };
   const agents = new AgentDirectory(runtime, options.agentNotes ?? {}, options.modelDescription ?? "the host's model");
-  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, agents, sse: { ...DEFAULT_SSE_OPTIONS, ...options.sse }, warn, inspector, tasks, limits });
+  const sse = { ...DEFAULT_SSE_OPTIONS, ...options.sse, lagged: () => limits.streams.clientLagged() };
+  Object.assign(context, { runtime, storage, workspaceDir, defaultPermissionMode, agents, sse, warn, inspector, tasks, limits });
   const cluster = options.cluster
     ? await options.cluster.join(context, options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS).catch(async (error: unknown) => {
         await runtime.shutdown();
@@ -270,8 +308,15 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
       })
     : null;
   context.router = cluster?.router ?? null;
+  readSources(metrics, {
+    runtime,
+    streams: limits.streams,
+    cluster: () => cluster?.readings?.() ?? null,
+    brokerLinks: () => tasks?.link.reconnects ?? 0,
+    tasks: tasks?.tasks ?? null,
+  });
   const app = createApp(context, { auth, corsOrigin: options.corsOrigin ?? null, hosts: { bound: options.host, allowed: allowedHosts } });
-  const server = await listen(app.fetch, options.host, options.port, options.requestTimeouts ?? {}).catch(async (error: unknown) => {
+  const abandon = async (error: unknown): Promise<never> => {
     cluster?.quiesce();
     await runtime.shutdown();
     await forward?.close();
@@ -280,20 +325,34 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     await cluster?.close();
     await mcp?.close();
     throw error;
-  });
+  };
+  const server = await listen(app.fetch, options.host, options.port, options.requestTimeouts ?? {}).catch(abandon);
+  const { metricsPort } = checked.data;
+  const metricsListener: MetricsListener | null =
+    metricsPort === null
+      ? null
+      : await listenForMetrics(metrics, checked.data.metricsHost ?? options.host, metricsPort).catch(async (error: unknown) => {
+          await new Promise<void>((done) => server.close(() => done()));
+          return abandon(error);
+        });
   const { port } = server.address() as AddressInfo;
   const hostPart = options.host.includes(':') ? `[${options.host}]` : options.host;
   let closing: Promise<void> | null = null;
   return {
     url: `http://${hostPart}:${port}`,
     runtime,
+    metricsUrl: metricsListener?.url ?? null,
+    otel: otel?.spans ?? null,
     close: () =>
       (closing ??= (async () => {
         const stopped = new Promise<void>((done) => server.close(() => done()));
+        const metricsStopped = metricsListener?.close();
         cluster?.quiesce();
         // Before storage closes with the runtime: this host's stream slots stop counting against their principals.
         await principals.close();
         await runtime.shutdown();
+        // After the runtime, whose turns have ended their spans: what is still open ends now, to be exported.
+        otel?.stop();
         // After the runtime: no turn calls their tools any more.
         await mcp?.close();
         await forward?.close();
@@ -304,6 +363,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         // SSE streams ended with their sessions; what is left are idle keep-alive sockets and held `?wait` requests.
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
         await stopped;
+        await metricsStopped;
       })()),
   };
 }

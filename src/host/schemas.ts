@@ -203,6 +203,19 @@ export const UiChatParams = z.object({ id: idSchema });
 /** `/api/chat?agent=NAME`: the agent of a chat whose session is created by this request (the body's `agent` wins). */
 export const UiChatQuery = z.object({ agent: idSchema.optional() });
 
+/**
+ * Issue 27: the W3C trace context of the routes that start turns. Any value is taken: one that is not
+ * a valid traceparent is ignored, as W3C has receivers do (`traceParentFromHeader`), never refused.
+ */
+export const TraceHeaders = z.object({
+  traceparent: z.string().optional().openapi({
+    description:
+      "W3C Trace Context (version 00): the turn's span becomes a child of this span, stored with the turn so a resumed turn stays in the trace. " +
+      'An invalid value is ignored; without one the turn gets a trace of its own.',
+    example: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+  }),
+});
+
 /** A text part of the user message that starts a turn. */
 export const UiTextPart = z.object({ type: z.literal('text'), text: z.string().max(MAX_TEXT_CHARS) }).loose();
 

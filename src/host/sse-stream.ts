@@ -6,6 +6,8 @@ export interface SseOptions {
   heartbeatMs: number;
   /** Bytes a client may fall behind by before it is disconnected (it resumes with its last id). */
   bufferBytes: number;
+  /** Told each time a client is cut off for falling behind (issue 27: counted by the host's metrics). */
+  lagged?: () => void;
 }
 
 export const DEFAULT_SSE_OPTIONS: SseOptions = { heartbeatMs: 15_000, bufferBytes: 4 * 1024 * 1024 };
@@ -49,6 +51,7 @@ export function sessionEventStream(
           if (!open) return;
           if ((controller.desiredSize ?? 0) >= 0) return controller.enqueue(encoder.encode(text));
           stop();
+          options.lagged?.();
           if (disconnect) disconnect();
           else controller.error(new Error('the client fell too far behind'));
         };

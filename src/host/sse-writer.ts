@@ -45,6 +45,7 @@ export function sseBody(options: SseOptions, disconnect: (() => void) | undefine
             if (!open) return;
             if ((controller.desiredSize ?? 0) >= 0) return controller.enqueue(encoder.encode(text));
             stop();
+            options.lagged?.();
             if (disconnect) disconnect();
             else controller.error(new Error('the client fell too far behind'));
           },

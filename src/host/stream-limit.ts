@@ -16,11 +16,27 @@ export const DEFAULT_MAX_STREAMS = 1_000;
  */
 export class StreamLimit {
   private held = 0;
+  private cutOff = 0;
 
   constructor(
     readonly max: number,
     private readonly quotas: PrincipalQuotas,
   ) {}
+
+  /** Streams open now (issue 27: the `turnchart_sse_clients` gauge). */
+  get openStreams(): number {
+    return this.held;
+  }
+
+  /** Clients cut off so far for falling too far behind (`SseOptions.lagged` tells of each). */
+  get lagged(): number {
+    return this.cutOff;
+  }
+
+  /** A stream's client fell too far behind and was cut off. */
+  clientLagged(): void {
+    this.cutOff += 1;
+  }
 
   /**
    * Opens a stream in a slot of its own. The slot is given back when the stream ends, fails or is

@@ -110,6 +110,8 @@ export interface ChunkStreamOptions {
   bufferBytes: number;
   /** Drops the client's connection at once; without it the stream errors. */
   disconnect?: () => void;
+  /** Told when the client is cut off for falling behind (`SseOptions.lagged`). */
+  lagged?: () => void;
   /** Aborted when the client goes away. */
   signal?: AbortSignal;
 }
@@ -137,6 +139,7 @@ export function uiChunkStream(tap: UpdateTap, turn: PreparedTurn, options: Chunk
           if (stopped) return false;
           if ((controller.desiredSize ?? 0) < 0) {
             stop();
+            options.lagged?.();
             if (options.disconnect) options.disconnect();
             else controller.error(new Error('the client fell too far behind'));
             return false;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { principalSchema } from './principal.js';
 import { storable, STORABLE } from './storable.js';
+import { traceParentSchema } from './trace-context.js';
 
 /** Validation of everything a host hands a session: one schema per command. */
 
@@ -63,6 +64,11 @@ export const startTurnSchema = readSafely(
     input: z.array(inputPartSchema).max(100),
     /** What started the run (RL-1); `message` by default. */
     trigger: triggerTypeSchema.default('message'),
+    /**
+     * Issue 27: the W3C traceparent of the caller's span: the turn's span is its child. Hosts take it
+     * from the `traceparent` header; it travels with routed commands. Absent: a synthetic root.
+     */
+    traceParent: traceParentSchema.optional(),
   }),
 );
 

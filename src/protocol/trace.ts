@@ -1,5 +1,8 @@
 /** Trace spans (RT-23, RT-26): a side channel that never decides a branch. */
 
+import type { ModelRequest, ModelResponse } from './model.js';
+import type { ToolCallPart } from './messages.js';
+import type { ToolResult } from './tool-result.js';
 import type { TokenUsage } from './usage.js';
 
 export type SpanKind = 'turn' | 'model_call' | 'tool_call';
@@ -29,6 +32,14 @@ export interface TraceSpan {
 export interface SpanFacts {
   // A turn.
   agent?: string;
+  /**
+   * The W3C `traceparent` (version 00) of the turn's parent — the caller's span, or the span the turn
+   * was first started under before it was resumed here — on the turn span's start. The OpenTelemetry
+   * exporter makes the turn span its child; without it the turn starts a trace of its own.
+   */
+  traceParent?: string;
+  /** Compactions made inside the turn (CP-1), on the turn span's end. */
+  compactions?: number;
   runId?: string;
   trigger?: string;
   /** The turn goes on after its host went away (issue 26), and why. */
@@ -54,4 +65,22 @@ export interface SpanFacts {
   permissionWaitMs?: number;
   /** Guardrails that acted on the call or the turn (loop stop, mistake limit, hook). */
   guardrails?: string[];
+  /**
+   * What the span carried — only while an observer records content (`TraceRecorder.recordsContent`),
+   * so nothing is gathered otherwise. References to what the runtime holds anyway, never copies: an
+   * observer reads them as the span starts or ends, and bounds and redacts what it keeps.
+   */
+  content?: SpanContent;
+}
+
+/** Issue 27: the content of a span (see {@link SpanFacts.content}). */
+export interface SpanContent {
+  /** A model call's start: the request as sent. */
+  request?: ModelRequest;
+  /** A model call's end: the response. */
+  response?: ModelResponse;
+  /** A tool call's start: the call with its arguments. */
+  call?: ToolCallPart;
+  /** A tool call's end: its result. */
+  result?: ToolResult;
 }

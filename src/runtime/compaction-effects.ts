@@ -6,7 +6,7 @@ import type { SessionEnv, RuntimeDeps } from './session-env.js';
 import { loadConversation } from './load-conversation.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
 import type { EffectCancellation } from './effect-port.js';
-import { recordUsage } from './turn-meter.js';
+import { recordCompaction, recordUsage } from './turn-meter.js';
 import { chargePrincipal } from './principal-budget.js';
 import { messageOf } from '../protocol/error-message.js';
 
@@ -45,6 +45,7 @@ export function compactionEffects(deps: RuntimeDeps) {
       throw new CompactionError(`the checkpoint could not be stored: ${messageOf(error)}`);
     }
     await install(env);
+    if (input.turnId) recordCompaction(env, input.turnId);
     return { compactionId: id };
   };
 

@@ -1,6 +1,7 @@
 import type { ToolEffectInput, WaitAgentOutput } from '../../machines/tool-call.effects.js';
 import type { AgentLink, SessionStorage } from '../../storage/session-storage.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
+import type { Warn } from '../protocol/log-fields.js';
 import type { ToolResult } from '../protocol/tool-result.js';
 import type { ChartClock } from './chart-clock.js';
 import { EffectAborted } from './effect-aborted.js';
@@ -17,7 +18,7 @@ export interface DelegationHost {
   /** The session's handle only when it is open here (the mailbox is memory only). */
   openHandle(sessionId: string): SessionHandle | undefined;
   clock: ChartClock;
-  warn(message: string): void;
+  warn: Warn;
 }
 
 /** One child session as its parent sees it: the turn it runs now and how that turn ended. */
@@ -120,9 +121,9 @@ export class Delegation {
       if (!handle) continue;
       handle.cancelTurn(child.turnId).then(
         (cancelled) => {
-          if (!cancelled.ok && cancelled.error.code !== 'TurnNotActive') this.host.warn(`could not cancel sub-agent ${child.id}: ${cancelled.error.code}`);
+          if (!cancelled.ok && cancelled.error.code !== 'TurnNotActive') this.host.warn(`could not cancel sub-agent ${child.id}: ${cancelled.error.code}`, { sessionId: child.id, turnId: child.turnId });
         },
-        (error: unknown) => this.host.warn(`could not cancel sub-agent ${child.id}: ${String(error)}`),
+        (error: unknown) => this.host.warn(`could not cancel sub-agent ${child.id}: ${String(error)}`, { sessionId: child.id, turnId: child.turnId }),
       );
     }
   }
@@ -158,7 +159,7 @@ export class Delegation {
     if (delivered.ok) return;
     const notice = `Sub-agent '${child.agent}' (${child.id}) ended ${outcome.status}; its answer is too long for a message (${delivered.error.code}): wait_agent returns it.`;
     const fallback = await parent.deliverAgentMessage({ from: child.id, text: notice });
-    if (!fallback.ok) this.host.warn(`the answer of sub-agent ${child.id} could not be delivered: ${fallback.error.code}`);
+    if (!fallback.ok) this.host.warn(`the answer of sub-agent ${child.id} could not be delivered: ${fallback.error.code}`, { sessionId: child.link.sessionId, turnId: child.link.turnId });
   }
 
   /** A child of this session: from the registry, or from its stored link (after a restart, or once the parent reopened). */

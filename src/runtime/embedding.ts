@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { embedSessionSchema, type CreateSessionOptions } from '../protocol/commands.js';
 import { TurnchartError } from '../protocol/errors.js';
 import { messageOf } from '../protocol/error-message.js';
+import type { Warn } from '../protocol/log-fields.js';
 import type { SessionEnv } from './session-env.js';
 import type { SessionHandle } from './session-handle.js';
 import { createSessionLogic, type SessionLogic } from './session-logic.js';
@@ -27,7 +28,7 @@ export class Embedding {
 
   constructor(
     private readonly registry: EmbeddingRegistry,
-    private readonly warn: (message: string) => void,
+    private readonly warn: Warn,
   ) {
     this.logic = createSessionLogic(
       {
@@ -79,6 +80,6 @@ export class Embedding {
   /** The embedding actor stopped (or its session closed): the session closes as `session.close()` closes it. */
   private unembed(handle: SessionHandle): void {
     if (this.embedded.get(handle.id) === handle) this.embedded.delete(handle.id);
-    handle.close().catch((error: unknown) => this.warn(`could not close embedded session ${handle.id}: ${messageOf(error)}`));
+    handle.close().catch((error: unknown) => this.warn(`could not close embedded session ${handle.id}: ${messageOf(error)}`, { sessionId: handle.id }));
   }
 }

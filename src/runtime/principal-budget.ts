@@ -36,7 +36,7 @@ export async function budgetAtStart(deps: RuntimeDeps, env: SessionEnv): Promise
     const spent = await deps.storage.principalTokens(principal, utcDay(now));
     return { principal, limit: deps.dailyTokensPerPrincipal!, spent, resetsAtMs: (Math.floor(now / DAY_MS) + 1) * DAY_MS };
   } catch (error) {
-    deps.warn(`could not read the daily token count of principal '${principal}'; the turn runs unchecked: ${messageOf(error)}`);
+    deps.warn(`could not read the daily token count of principal '${principal}'; the turn runs unchecked: ${messageOf(error)}`, { sessionId: env.config.id });
     return null;
   }
 }
@@ -52,6 +52,6 @@ export async function chargePrincipal(deps: RuntimeDeps, env: SessionEnv, usage:
   try {
     await deps.storage.addPrincipalTokens(principal, utcDay(deps.now()), tokens);
   } catch (error) {
-    deps.warn(`could not add ${tokens} tokens to the daily count of principal '${principal}': ${messageOf(error)}`);
+    deps.warn(`could not add ${tokens} tokens to the daily count of principal '${principal}': ${messageOf(error)}`, { sessionId: env.config.id });
   }
 }

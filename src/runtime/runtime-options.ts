@@ -10,6 +10,7 @@ import type { ToolSource } from '../tools/tool-source.js';
 import type { PermissionRules } from '../protocol/permission-rule.js';
 import { permissionRulesSchema } from '../tools/permission-rules.js';
 import { messageOf } from '../protocol/error-message.js';
+import type { Warn } from '../protocol/log-fields.js';
 import { checkSystemContexts, resolveAgents, type AgentConfig, type AgentDefinition } from './agents.js';
 import type { ChartClock } from './chart-clock.js';
 import { hooksSchema, type Hooks } from './hooks.js';
@@ -29,8 +30,12 @@ export interface RuntimeOptions {
   traceQueueCapacity?: number;
   /** A skills directory: its catalog is world state, its skills can be picked as turn input (RT-1, CW-2). */
   skills?: SkillsConfig;
-  /** Where non-fatal notes go (e.g. a skill folder without SKILL.md, a subscriber that threw); default `console.warn`. */
-  warn?: (message: string) => void;
+  /**
+   * Where non-fatal notes go (e.g. a skill folder without SKILL.md, a subscriber that threw); default
+   * `console.warn`. A second argument names the session, turn or task the note is about (issue 27);
+   * a one-argument function still works, the text names them too.
+   */
+  warn?: Warn;
   /**
    * Close a session after this long (ms) with no turn running or queued and no update subscriber;
    * it reopens from storage on its next use. Default: sessions stay open until closed.

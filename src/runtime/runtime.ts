@@ -35,6 +35,7 @@ import { checkRuntimeOptions, type RuntimeOptions } from './runtime-options.js';
 import { Embedding } from './embedding.js';
 import { agentLinks, auditLog, sessionExists, type AgentLinks } from './stored-queries.js';
 import { messageOf } from '../protocol/error-message.js';
+import type { Warn } from '../protocol/log-fields.js';
 import type { StoredMessage } from '../protocol/messages.js';
 import { storedEnding, turnToResume, type TurnToResume } from './turn-resumption.js';
 
@@ -71,6 +72,7 @@ interface Loaded {
  */
 export class Runtime {
   private readonly sessions = new Map<string, OpenSession>();
+  private takeovers = 0;
   private readonly opening = new Map<string, Promise<SessionHandle>>();
   private readonly runtimeSubject = new Subject<UpdateEnvelope>();
   private readonly closedSubject = new Subject<string>();
@@ -82,7 +84,7 @@ export class Runtime {
   private stopping: Promise<void> | null = null;
   private readonly skills: SkillsConfig | null;
   private readonly reaper: IdleReaper;
-  private readonly warn: (message: string) => void;
+  private readonly warn: Warn;
   private readonly sequenceBlock: number;
   /**
    * The session as XState logic for a host's own machine: `invoke` or `spawnChild` it with input
@@ -117,7 +119,8 @@ export class Runtime {
     readonly correction: CorrectionReport,
   ) {
     const now = options.now ?? Date.now;
-    this.warn = options.warn ?? ((message) => console.warn(`turnchart: ${message}`));
+    // Without a `warn` of the embedder's, the console: an error behind the note (a chart's defect) with its stack.
+    this.warn = options.warn ?? ((message, fields) => console.warn(`turnchart: ${message}`, ...(fields?.error instanceof Error ? [fields.error] : [])));
     this.sequenceBlock = options.sequenceBlock ?? SEQUENCE_BLOCK;
     this.skills = options.skills ? { dir: resolve(options.skills.dir), disabled: options.skills.disabled ?? [] } : null;
     this.services = { storage: options.storage, now, newId: (prefix) => `${prefix}_${orderedUuid()}` };
@@ -181,6 +184,22 @@ export class Runtime {
   /** Sessions open in this runtime right now. */
   get openSessionCount(): number {
     return this.sessions.size;
+  }
+
+  /** Issue 27: sessions this runtime opened by taking them from an owner whose lease ran out. */
+  get leaseTakeovers(): number {
+    return this.takeovers;
+  }
+
+  /** Issue 27: turns running and queued in the open sessions, read from their live views (one pass, for a metrics scrape). */
+  get turnCounts(): { running: number; queued: number } {
+    let running = 0;
+    let queued = 0;
+    for (const { env } of this.sessions.values()) {
+      if (env.output.live.runtime.kind === 'running') running += 1;
+      queued += env.output.live.queue.length;
+    }
+    return { running, queued };
   }
 
   /** Whether the session is held in this runtime: open, or closing and not yet released. */
@@ -340,7 +359,7 @@ export class Runtime {
   /** Opens the sessions whose queued turns nobody is running (after a restart, or their owner left). */
   async startQueuedSessions(): Promise<void> {
     for (const id of await this.options.storage.unheldSessionsWithWork()) {
-      await this.openSession(id).catch((error: unknown) => this.warn(`could not resume the queue of session ${id}: ${messageOf(error)}`));
+      await this.openSession(id).catch((error: unknown) => this.warn(`could not resume the queue of session ${id}: ${messageOf(error)}`, { sessionId: id }));
     }
   }
 
@@ -351,6 +370,7 @@ export class Runtime {
       if (acquired.reason === 'unknown') throw new TurnchartError('UnknownSession', `no session '${sessionId}'`);
       throw new SessionOwnedElsewhereError(sessionId, acquired.holder);
     }
+    if (acquired.tookOver) this.takeovers += 1;
     const [{ chat, plan, messages }, turns, queued] = await Promise.all([
       loadConversation(storage, sessionId).catch((error: unknown) => {
         throw error instanceof ChatStateError ? new TurnchartError(error.reason, error.message) : error;
@@ -429,7 +449,7 @@ export class Runtime {
             block: this.sequenceBlock,
             reserve: (upTo) => this.options.storage.reserveUpdateSequence(row.id, upTo, fence),
           },
-          onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${messageOf(error)}`),
+          onSubscriberError: (error) => this.warn(`an update subscriber of session ${row.id} threw: ${messageOf(error)}`, { sessionId: row.id, error }),
           onSubscribers: () => this.checkIdle(row.id),
           // The agent may change (agent.switch), so the check is per update, and only when some agent watches.
           ...(this.watchesProgress && { onEmit: () => env.config.agent.guardrails.stallTimeoutMs !== null && reportProgress(sessionActor.ref) }),
@@ -438,7 +458,7 @@ export class Runtime {
     });
     if (loaded.resume) {
       // The continuation is everything this owner issues: its first number, whatever the chart emits first.
-      env.turns.resumed = { turnId: loaded.resume.chart.turnId, messages: loaded.resumeMessages ?? [], notRun: loaded.resume.notRun, asked: loaded.resume.asked, fromSequence: env.output.updates.lastSequence + 1, reason: loaded.resume.chart.reason };
+      env.turns.resumed = { turnId: loaded.resume.chart.turnId, messages: loaded.resumeMessages ?? [], notRun: loaded.resume.notRun, asked: loaded.resume.asked, fromSequence: env.output.updates.lastSequence + 1, reason: loaded.resume.chart.reason, traceParent: loaded.resume.traceParent };
       for (const [callId, expiry] of loaded.resume.expiries) env.turns.approvalExpiries.set(callId, expiry);
     }
     const actor = createActor(this.machine, {
@@ -458,7 +478,7 @@ export class Runtime {
     });
     sessionActor.ref = actor;
     // An error inside a chart is a defect; observing it keeps it from becoming an unhandled crash.
-    actor.subscribe({ error: (error) => console.error(`turnchart session ${row.id} failed:`, error) });
+    actor.subscribe({ error: (error) => this.warn(`session ${row.id} failed: ${messageOf(error)}`, { sessionId: row.id, error }) });
     const handle = new SessionHandle(row.id, actor, env, this.services, this.skills, this.lifecycle);
     this.sessions.set(row.id, { handle, env, lost: false });
     this.trace.sessionsOpen(this.sessions.size);
@@ -533,7 +553,7 @@ export class Runtime {
     open.lost = true;
     // Kept until its chart has closed: a turn it stops still ends and is announced (its writes now fail
     // on the fence). One that was closing anyway may just have given the lease up itself.
-    if (open.handle.isOpen) this.warn(`session ${sessionId} is now held by another owner; closing it here`);
+    if (open.handle.isOpen) this.warn(`session ${sessionId} is now held by another owner; closing it here`, { sessionId });
     // Issue 26: its running turn goes on with the new owner; here it is parked (its effects abandoned, nothing
     // written, waiters told `parked`), never ended — an ending here would be an outcome storage never has.
     void open.handle.close('park');
@@ -548,7 +568,7 @@ export class Runtime {
       await this.options.storage.releaseSession(sessionId, this.ownership.identity.ownerId, open.env.output.updates.lastSequence, open.env.config.fence);
     } catch (error) {
       // The lease then simply runs out; nothing is lost.
-      this.warn(`could not release session ${sessionId}: ${messageOf(error)}`);
+      this.warn(`could not release session ${sessionId}: ${messageOf(error)}`, { sessionId });
       throw error;
     }
   }

@@ -36,7 +36,10 @@ export function sessionEffects(deps: SessionEffectDeps) {
     env.turns.openTurnRow = null;
     const { outcome } = input;
     const guardrail = outcome.status === 'completed' ? outcome.stoppedBy : outcome.status === 'failed' && GUARDRAIL_FAILURES.has(outcome.code) ? outcome.code : undefined;
-    const facts = { ...(outcome.usage && { usage: outcome.usage }), ...(guardrail && { guardrails: [guardrail] }) };
+    // The turn's meter is read here, before `announceTurnFinished` folds it into the outcome and forgets it.
+    const meter = env.turns.turnMeters.get(input.turnId);
+    const usage = outcome.usage ?? meter?.usage;
+    const facts = { ...(usage && { usage }), ...(guardrail && { guardrails: [guardrail] }), ...(meter?.compactions && { compactions: meter.compactions }) };
     const spanEnd: SpanEnd = { status: spanStatusOf(outcome), errorCode: end.errorCode, endedAtMs: end.finishedAtMs, facts };
     trace.end(`turn:${input.turnId}`, spanEnd);
     // Issue 26: a resumed turn's span here is its own (the first one was settled `outcome_unknown` by the correction).
@@ -76,6 +79,7 @@ export function sessionEffects(deps: SessionEffectDeps) {
         input: prepared.messages,
         queuedAtMs: now(),
         principal: env.config.principal,
+        traceParent: prepared.traceParent,
       },
       env.config.fence,
     );

@@ -6,6 +6,7 @@ import type { SkillsConfig } from '../skills/types.js';
 import type { ChatState } from './chat-state.js';
 import type { ChartClock } from './chart-clock.js';
 import type { ToolAudit } from '../protocol/audit.js';
+import type { Warn } from '../protocol/log-fields.js';
 import { createSessionConfig, type SessionAgent, type SessionConfig } from './session-config.js';
 import { createSessionConversation, type SessionConversation } from './session-conversation.js';
 import { createTurnBookkeeping, type TurnBookkeeping } from './turn-bookkeeping.js';
@@ -58,7 +59,7 @@ export interface RuntimeDeps extends RuntimeServices {
   env: (sessionId: string) => SessionEnv;
   skills: SkillsConfig | null;
   /** Where non-fatal notes go (skill scan warnings): never into the model's context. */
-  warn: (message: string) => void;
+  warn: Warn;
   /** The charts' clock: hooks' time limits run on it (RL-4). */
   clock: ChartClock;
   /** Issue 25: input plus output tokens each principal may spend per UTC day; null for no limit (nothing is counted then). */

@@ -27,6 +27,7 @@ import { limitsOf, type AgentDefinition } from './agents.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
 import { holdGate } from './turn-bookkeeping.js';
+import { newTraceParent } from './trace-root.js';
 import { AGENT_MESSAGE_TOKEN_LIMIT } from '../protocol/item-limits.js';
 import { MAILBOX_MAX_MESSAGES, MAILBOX_MAX_TOKENS } from '../protocol/input-limits.js';
 import { resolveSkill, skillInstructionText } from '../skills/skill-directory.js';
@@ -141,7 +142,7 @@ export class SessionHandle implements SessionCommands {
     if (this.stopped) return this.closedError();
     const parsed = commandCatalog.startTurn.input.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
-    const { clientRequestId, input, trigger } = parsed.data;
+    const { clientRequestId, input, trigger, traceParent } = parsed.data;
     const known = this.actor.getSnapshot().context;
     if (known.reloadRequired || Object.hasOwn(known.accepted, clientRequestId)) {
       // The chart answers a retried request (or a session that needs a reload) without this input: no files are read.
@@ -160,7 +161,8 @@ export class SessionHandle implements SessionCommands {
     const messages: ChatMessage[] = [...skills, { role: 'user', kind: 'normal', text: texts.join('\n\n') }];
     const turnId = this.services.newId('turn');
     const runId = this.services.newId('run');
-    this.env.turns.preparedInputs.set(turnId, { clientRequestId, messages, runId, trigger, fromQueue: false });
+    // Issue 27: a turn without a caller's trace context gets a synthetic root now, stored with its row.
+    this.env.turns.preparedInputs.set(turnId, { clientRequestId, messages, runId, trigger, fromQueue: false, traceParent: traceParent ?? newTraceParent() });
     // Taken before the chart decides: the write may succeed or fail (and the turn end) before this call resumes.
     const stored = this.env.turns.stored.wait(turnId);
     const reply = await this.command({ type: 'session.start_turn', commandId: '', turnId, clientRequestId });

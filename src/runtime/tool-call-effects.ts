@@ -12,7 +12,7 @@ import type {
 import type { GuardrailTriggered } from '../../machines/guardrails.js';
 import type { EffectCancellation, EffectHandlers } from './effect-port.js';
 import { planSchema } from '../protocol/plan.js';
-import type { SpanStatus } from '../protocol/trace.js';
+import type { SpanFacts, SpanStatus } from '../protocol/trace.js';
 import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
 import type { AnyTool, ToolExecutionResult } from '../tools/define-tool.js';
 import type { ToolCallInput } from '../../machines/tool-call.contract.js';
@@ -238,7 +238,12 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       startSpan: ({ context }: Ctx) => {
         const control = toolset.isControlTool(context.call.name);
         const tool = control ? undefined : callTool(context);
-        const facts = { toolCallId: context.call.id, toolType: control ? 'control' : tool?.mcpServer !== undefined ? 'extension' : 'function' } as const;
+        const facts: SpanFacts = {
+          toolCallId: context.call.id,
+          toolType: control ? 'control' : tool?.mcpServer !== undefined ? 'extension' : 'function',
+          // Content only for an observer that records it (issue 27): the call itself, not a copy.
+          ...(trace.recordsContent && { content: { call: context.call } }),
+        };
         trace.start(span(context, toolSpanId(context.turnId, context.call.id), 'tool_call', context.call.name, control ? 'control_tool' : 'registry', now(), facts));
       },
       emitToolCallStarted: ({ context }: Ctx) =>
@@ -264,8 +269,9 @@ export function toolCallEffects(deps: TurnEffectDeps) {
       finishCall: ({ context }: Ctx) => {
         const status = context.result?.status ?? 'outcome_unknown';
         const env = envOf(context.sessionId);
-        const facts = env.turns.callSpanFacts.get(context.call.id);
+        const stored = env.turns.callSpanFacts.get(context.call.id);
         env.turns.callSpanFacts.delete(context.call.id);
+        const facts = context.result && trace.recordsContent ? { ...stored, content: { result: context.result } } : stored;
         trace.end(toolSpanId(context.turnId, context.call.id), { status: spanStatus(status), errorCode: null, endedAtMs: now(), ...(facts && { facts }) });
         emit(envOf(context.sessionId), context.turnId, { type: 'tool_call_finished', toolCallId: context.call.id, status });
       },

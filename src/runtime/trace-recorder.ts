@@ -70,6 +70,15 @@ export class TraceRecorder {
     return () => this.observers.delete(observer);
   }
 
+  /**
+   * Whether an observer records content: the call sites gather `facts.content` only then, so a
+   * runtime whose observers take none pays nothing for it.
+   */
+  get recordsContent(): boolean {
+    for (const observer of this.observers) if (observer.recordsContent === true) return true;
+    return false;
+  }
+
   private tell(call: () => void): void {
     try {
       call();
@@ -129,6 +138,8 @@ export class TraceRecorder {
 export interface SpanObserver {
   started(span: TraceSpan): void;
   ended(spanId: string, end: SpanEnd): void;
+  /** The observer reads `facts.content` (model messages, tool arguments and results): the runtime gathers it only for such an observer. */
+  readonly recordsContent?: boolean;
 }
 
 /** A start whose end is in the same batch becomes one finished span. */

@@ -9,6 +9,7 @@ import type { StartedRead } from './parallel-reads.js';
 import { CallAudits } from './call-audits.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import type { SpanFacts } from '../protocol/trace.js';
+import { newTraceParent } from './trace-root.js';
 
 /** A user message prepared before acceptance: skill snapshots first, then the user's text. */
 interface PreparedInput {
@@ -19,6 +20,8 @@ interface PreparedInput {
   trigger: TriggerType;
   /** Stored `queued` first (RL-2): starting it moves that row to running. */
   fromQueue: boolean;
+  /** Issue 27: the W3C traceparent of the turn's parent (the caller's, or a synthetic root), stored with its row. */
+  traceParent: string;
 }
 
 /**
@@ -84,6 +87,8 @@ interface ResumedTurnRecord {
   fromSequence: number;
   /** Why the turn goes on here (issue 26), for its span (issue 27). */
   reason: string;
+  /** Issue 27: the traceparent stored with the turn, so its resumed span is of the same trace; null for a turn stored before 011. */
+  traceParent: string | null;
 }
 
 /**
@@ -113,7 +118,9 @@ export function createTurnBookkeeping(runs: Map<string, string>, queued: readonl
     resumedSpan: null,
   };
   for (const q of queued) {
-    turns.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true });
+    // A row queued before 011 has no traceparent: the turn gets a root of its own as it starts here (not stored: its row exists).
+    const traceParent = q.traceParent ?? newTraceParent();
+    turns.preparedInputs.set(q.id, { clientRequestId: q.clientRequestId, messages: q.input, runId: q.runId, trigger: q.trigger, fromQueue: true, traceParent });
     turns.stored.settle(q.id);
   }
   return turns;

@@ -104,6 +104,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
           run: { id: prepared.runId, trigger: prepared.trigger },
           fromQueue: prepared.fromQueue,
           principal: env.config.principal,
+          traceParent: prepared.traceParent,
         },
         messages,
         env.config.fence,
@@ -137,7 +138,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     );
     conversation.turnStartSequence = plan.startSequence ?? conversation.chat.nextSequence;
     conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools());
-    trace.start(span(input, `turn:${input.turnId}:resumed`, 'turn', 'turn (resumed)', 'system', now(), turnFacts(env, input.turnId, own?.reason)));
+    trace.start(span(input, `turn:${input.turnId}:resumed`, 'turn', 'turn (resumed)', 'system', now(), turnFacts(env, input.turnId, own?.reason, own?.traceParent)));
     turns.resumedSpan = input.turnId;
     if (plan.interrupted) {
       const call = plan.interrupted;
@@ -206,7 +207,13 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     const spanId = `model:${input.turnId}:${input.modelCallIndex}`;
     const identity = env.config.model.identity;
     const startedAtMs = now();
-    const startFacts: SpanFacts = { ...(identity && { provider: identity.provider, requestModel: identity.model }), ...(input.concluding && { concluding: true }) };
+    // Content only for an observer that records it (issue 27): a reference to the request, never a copy.
+    const content = trace.recordsContent;
+    const startFacts: SpanFacts = {
+      ...(identity && { provider: identity.provider, requestModel: identity.model }),
+      ...(input.concluding && { concluding: true }),
+      ...(content && { content: { request } }),
+    };
     trace.start(span(input, spanId, 'model_call', `model call ${input.modelCallIndex}`, 'model', startedAtMs, startFacts));
     try {
       const { response, usage, responseModel, firstOutputAtMs } = await consumeModelStream(env.config.model, request, cancellation, {
@@ -219,6 +226,7 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
         ...(usage && { usage }),
         ...(response.finishReason && { finishReasons: [response.finishReason] }),
         ...(firstOutputAtMs !== undefined && { firstTokenMs: firstOutputAtMs - startedAtMs }),
+        ...(content && { content: { response } }),
       };
       trace.end(spanId, { status: 'succeeded', errorCode: null, endedAtMs: now(), facts });
       if (usage) {
@@ -323,12 +331,20 @@ export function span(
   return { id, sessionId: input.sessionId, turnId: input.turnId, kind, name, source, status: 'running', errorCode: null, startedAtMs, endedAtMs: null, ...(facts && { facts }) };
 }
 
-/** What a turn's span starts with (issue 27): its agent, run and trigger, and why it goes on here if it was resumed. */
-function turnFacts(env: SessionEnv, turnId: string, resumeReason?: string): SpanFacts {
+/**
+ * What a turn's span starts with (issue 27): its agent, run and trigger, the traceparent it is a child
+ * of (accepted with its input, or stored with its row for a resumed turn), and why it goes on here if it was resumed.
+ */
+function turnFacts(env: SessionEnv, turnId: string, resumeReason?: string, storedTraceParent?: string | null): SpanFacts {
   const prepared = env.turns.preparedInputs.get(turnId);
   const runId = prepared?.runId ?? env.turns.runs.get(turnId);
+  const identity = env.config.model.identity;
+  const traceParent = prepared?.traceParent ?? storedTraceParent;
   return {
     agent: env.config.agentName,
+    ...(traceParent && { traceParent }),
+    // The agent's model, as the GenAI conventions ask of an `invoke_agent` span at its start.
+    ...(identity && { provider: identity.provider, requestModel: identity.model }),
     ...(runId && { runId }),
     ...(prepared && { trigger: prepared.trigger }),
     ...(resumeReason && { resumeReason, leaseTakeover: resumeReason === 'owner_lost' }),

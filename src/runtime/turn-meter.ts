@@ -8,6 +8,8 @@ export interface TurnMeter {
   usage?: TokenUsage;
   /** The latest response's: when the turn completes, the final answer's. */
   finishReason?: FinishReason;
+  /** Compactions made inside the turn, for its span (issue 27). */
+  compactions?: number;
 }
 
 /** Adds one model call's usage to its turn's sum, which the running snapshot shows at once. */
@@ -15,6 +17,12 @@ export function recordUsage(env: SessionEnv, turnId: string, usage: TokenUsage):
   const meter = meterOf(env, turnId);
   meter.usage = addUsage(meter.usage, usage);
   env.output.live.setUsage(turnId, meter.usage);
+}
+
+/** One more compaction inside the turn (CP-1). */
+export function recordCompaction(env: SessionEnv, turnId: string): void {
+  const meter = meterOf(env, turnId);
+  meter.compactions = (meter.compactions ?? 0) + 1;
 }
 
 export function recordFinishReason(env: SessionEnv, turnId: string, finishReason: FinishReason | undefined): void {

@@ -55,6 +55,8 @@ export interface TurnToResume {
   expiries: Map<string, number | null>;
   /** The first approval still awaited: the snapshot shows it pending from the opening on. */
   pending: PendingApproval | null;
+  /** Issue 27: the traceparent stored with the turn: its resumed span joins the same trace. */
+  traceParent: string | null;
 }
 
 /** Reads the turn's stored approvals: awaited ones, answers not yet acted on, and what that says of its calls. */
@@ -80,7 +82,7 @@ export function turnToResume(turn: TurnRow, messages: readonly StoredMessage[], 
       if (approval.decision === 'deny' || !approval.startedAtMs) notRun.add(approval.toolCallId);
     }
   }
-  return { chart: { turnId: turn.id, clientRequestId: turn.clientRequestId, reason, awaited, answered }, notRun, asked, expiries, pending };
+  return { chart: { turnId: turn.id, clientRequestId: turn.clientRequestId, reason, awaited, answered }, notRun, asked, expiries, pending, traceParent: turn.traceParent ?? null };
 }
 
 /** Where the turn goes on, and the call (if any) that must be given its `interrupted` result first. */

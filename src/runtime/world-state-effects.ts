@@ -32,7 +32,7 @@ export function worldStateSampler(deps: RuntimeDeps & { toolset: Toolset }) {
     const capture =
       config.workspaceDir === null && deps.skills === null
         ? capturePolicyOnly(config.permissionMode, sandbox)
-        : await untilAborted(readWorldState({ workspaceDir: config.workspaceDir, skills: deps.skills, permissionMode: config.permissionMode, sandbox }, deps.warn), cancellation);
+        : await untilAborted(readWorldState({ workspaceDir: config.workspaceDir, skills: deps.skills, permissionMode: config.permissionMode, sandbox }, (message) => deps.warn(message, { sessionId: input.sessionId, turnId: input.turnId })), cancellation);
     // Nothing changed since the last sampling and the conversation was only appended to since: nothing to send.
     if (conversation.baselineChat === conversation.chat && sameBodies(capture, conversation.baseline)) return;
     const changed = renderWorldStateDiff(capture, conversation.baseline, scanRetainedSections(conversation.chat.conversation()));

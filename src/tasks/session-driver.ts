@@ -7,6 +7,7 @@ import type { SessionHandle } from '../runtime/session-handle.js';
 import type { TaskJournal } from './task-journal.js';
 import type { TaskSpec } from '../protocol/task-spec.js';
 import { messageOf } from '../protocol/error-message.js';
+import type { Warn } from '../protocol/log-fields.js';
 
 /** What a turn run again after its worker died is told: the conversation so far is its checkpoint. */
 export const RESUME_TEXT =
@@ -24,7 +25,9 @@ export interface SessionDriverDeps {
   newId: () => string;
   /** After each checkpoint: a control request whose notice was lost is picked up here. */
   onCheckpoint: () => void;
-  warn: (message: string) => void;
+  /** Issue 27: the submitter's W3C traceparent: every turn this driver starts is a child of it. */
+  traceParent?: string;
+  warn: Warn;
 }
 
 /**
@@ -64,7 +67,7 @@ export class SessionDriver {
       case 'abort':
         return void this.abort().catch((error: unknown) => {
           // Cleanup is best effort: the task is aborted all the same.
-          this.deps.warn(`task ${this.deps.taskId}: cleanup after abort failed: ${messageOf(error)}`);
+          this.deps.warn(`task ${this.deps.taskId}: cleanup after abort failed: ${messageOf(error)}`, { taskId: this.deps.taskId, sessionId: this.deps.handle.id });
           if (!this.stopped) this.sendBack({ type: 'session.aborted' });
         });
     }
@@ -140,7 +143,8 @@ export class SessionDriver {
     const resumed = last !== undefined;
     const text = resumed ? RESUME_TEXT : spec.prompts[index]!;
     const clientRequestId = resumed ? `${TURN_REQUEST}${index}-resume-${this.deps.newId()}` : `${TURN_REQUEST}${index}`;
-    const submitted = await handle.submitTurn({ clientRequestId, input: [{ type: 'text', text }], trigger: 'api_action' });
+    const { traceParent } = this.deps;
+    const submitted = await handle.submitTurn({ clientRequestId, input: [{ type: 'text', text }], trigger: 'api_action', ...(traceParent && { traceParent }) });
     if (!submitted.ok) {
       this.failed(new Error(`turn ${index} was not accepted: ${submitted.error.code}`));
       return null;

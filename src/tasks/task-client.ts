@@ -32,9 +32,10 @@ async function ready(client: TaskClient): Promise<TaskTopology> {
 /**
  * Submits a task: stores it PENDING, then queues its id for a worker (with the broker's confirm).
  * Idempotent by task id: a task already stored is returned as it is, and queued again only while
- * no worker has claimed it (its first queueing may have been lost).
+ * no worker has claimed it (its first queueing may have been lost). `traceParent` (issue 27, W3C) goes
+ * with the message: the worker's turns of the task are spans of the submitter's trace.
  */
-export async function submitTask(client: TaskClient, submission: unknown, principal?: string): Promise<{ created: boolean; task: TaskRow }> {
+export async function submitTask(client: TaskClient, submission: unknown, principal?: string, traceParent?: string): Promise<{ created: boolean; task: TaskRow }> {
   const parsed = taskSpecSchema.safeParse(submission);
   if (!parsed.success) throw new TurnchartError('InvalidInput', z.prettifyError(parsed.error));
   const spec = parsed.data;
@@ -43,7 +44,7 @@ export async function submitTask(client: TaskClient, submission: unknown, princi
   const theirs = !stored.created && principal !== undefined && stored.task.principal !== principal;
   if (!theirs && (stored.created || (stored.task.state === 'PENDING' && stored.task.agentSessionId === null))) {
     const topology = await ready(client);
-    await client.link.publish('', topology.queue, { taskId: spec.taskId } satisfies TaskMessage);
+    await client.link.publish('', topology.queue, { taskId: spec.taskId, ...(traceParent && { traceParent }) } satisfies TaskMessage);
   }
   return stored;
 }

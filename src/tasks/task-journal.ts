@@ -4,6 +4,7 @@ import type { AmqpLink } from '../transport/amqp-link.js';
 import { toEnvelope, type TaskEventType } from './task-envelope.js';
 import { eventRoutingKey, type TaskTopology } from './task-topology.js';
 import { messageOf } from '../protocol/error-message.js';
+import type { Warn } from '../protocol/log-fields.js';
 
 /** Sends one stored event to its consumers; resolves once the broker has confirmed it. */
 export type EventSender = (row: TaskEventRow) => Promise<void>;
@@ -35,7 +36,7 @@ export class TaskJournal {
     private readonly send: EventSender,
     private readonly fence: TaskFence | undefined,
     private readonly now: () => number,
-    private readonly warn: (message: string) => void,
+    private readonly warn: Warn,
   ) {
     this.failed = new Promise((resolve) => (this.fail = resolve));
   }
@@ -76,7 +77,7 @@ export class TaskJournal {
       await this.send(row);
       await this.storage.markPublished(row.taskId, [row.sequence], this.now());
     } catch (error) {
-      this.warn(`task ${row.taskId}: event ${row.sequence} left to the outbox relay (${messageOf(error)})`);
+      this.warn(`task ${row.taskId}: event ${row.sequence} left to the outbox relay (${messageOf(error)})`, { taskId: row.taskId, ...(this.fence && { sessionId: this.fence.sessionId }) });
     }
   }
 }

@@ -8,6 +8,7 @@ import type { SessionHandle } from '../runtime/session-handle.js';
 import { RunningTime } from './running-time.js';
 import { SessionDriver } from './session-driver.js';
 import type { TaskJournal } from './task-journal.js';
+import type { Warn } from '../protocol/log-fields.js';
 
 /** The host's admission gate (L3): it sees the stored task and approves with a risk level or rejects. */
 export type AdmissionGate = (task: TaskRow) => AdmissionDecision | Promise<AdmissionDecision>;
@@ -26,10 +27,12 @@ export interface TaskRunnerDeps {
   admit: AdmissionGate;
   now: () => number;
   newId: () => string;
-  warn: (message: string) => void;
+  warn: Warn;
   abortCleanupMs?: number;
   /** LC-4: RUNNING time the task has already spent, as `runningTimeOf` reads it from the task's events; 0 for a new task. */
   runningMs?: number;
+  /** Issue 27: the submitter's W3C traceparent, from the task's message: each turn's span is its child. */
+  traceParent?: string;
   clock?: ChartClock;
   /** XState inspection of the task actor (the generated paths record its transitions). */
   inspect?: (event: InspectionEvent) => void;
@@ -133,6 +136,7 @@ export class TaskRunner {
               newId: this.deps.newId,
               onCheckpoint: () => void this.checkControl().catch(() => undefined),
               warn: this.deps.warn,
+              ...(this.deps.traceParent && { traceParent: this.deps.traceParent }),
             },
             sendBack,
           );

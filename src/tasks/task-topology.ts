@@ -41,7 +41,9 @@ export async function declareTaskTopology(channel: ConfirmChannel, topology: Tas
   await channel.assertExchange(topology.controlExchange, 'topic', { durable: true });
 }
 
-/** What a task's queue message carries: only its id; the task itself is in storage. */
+/** What a task's queue message carries: its id (the task itself is in storage), and the submitter's trace context. */
 export interface TaskMessage {
   taskId: string;
+  /** Issue 27: the W3C traceparent of the submitting request: the task's turns are spans of that trace. */
+  traceParent?: string;
 }

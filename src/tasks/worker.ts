@@ -17,6 +17,8 @@ import { runningTimeOf } from './running-time.js';
 import { approveAll, TaskRunner, type AdmissionGate } from './task-runner.js';
 import { controlRoutingKey, declareTaskTopology, taskTopology, type TaskTopology } from './task-topology.js';
 import { messageOf } from '../protocol/error-message.js';
+import { traceParentSchema } from '../protocol/trace-context.js';
+import type { Warn } from '../protocol/log-fields.js';
 
 export interface WorkerOptions {
   sessions: SessionStorage;
@@ -37,7 +39,8 @@ export interface WorkerOptions {
   /** The charts' clock (a task's max duration); XState's `SimulatedClock` in tests. */
   clock?: ChartClock;
   now?: () => number;
-  warn?: (message: string) => void;
+  /** Where non-fatal notes go, with the task (and its session) as fields; default `console.warn`. */
+  warn?: Warn;
   /** Shown to RabbitMQ. */
   name?: string;
   /** The broker names' namespace (`turnchart` by default). */
@@ -49,6 +52,8 @@ export interface WorkerOptions {
 export interface TaskWorker {
   readonly runtime: Runtime;
   readonly ownerId: string;
+  /** Times its RabbitMQ connection was lost and made again (issue 27: the worker's metrics). */
+  readonly brokerReconnects: number;
   /** Ids of the tasks this worker runs now. */
   running(): string[];
   /** The runner of a task this worker runs (for inspection). */
@@ -69,7 +74,11 @@ interface Running {
   runner: TaskRunner | null;
 }
 
-const taskMessageSchema = z.object({ taskId: z.string().min(1).max(200) });
+const taskMessageSchema = z.object({
+  taskId: z.string().min(1).max(200),
+  // Issue 27: a trace context that is not a valid traceparent is dropped, not the task (W3C receivers ignore it).
+  traceParent: traceParentSchema.optional().catch(undefined),
+});
 
 const DEFAULT_WORKER_LEASE_TTL_MS = 10_000;
 const REQUEUE_DELAY_MS = 500;
@@ -82,7 +91,7 @@ const REQUEUE_DELAY_MS = 500;
  * starts the task from its last checkpoint.
  */
 export async function startWorker(options: WorkerOptions): Promise<TaskWorker> {
-  const warn = options.warn ?? ((message: string) => console.warn(`turnchart worker: ${message}`));
+  const warn: Warn = options.warn ?? ((message: string) => console.warn(`turnchart worker: ${message}`));
   const now = options.now ?? Date.now;
   const runtime = await createRuntime({
     ...options.runtime,
@@ -122,7 +131,7 @@ class Worker implements TaskWorker {
     private readonly options: WorkerOptions,
     readonly runtime: Runtime,
     private readonly link: AmqpLink,
-    private readonly warn: (message: string) => void,
+    private readonly warn: Warn,
     private readonly now: () => number,
   ) {
     this.topology = taskTopology(options.namespace);
@@ -133,6 +142,10 @@ class Worker implements TaskWorker {
 
   get ownerId(): string {
     return this.runtime.ownership.identity.ownerId;
+  }
+
+  get brokerReconnects(): number {
+    return this.link.reconnects;
   }
 
   running(): string[] {
@@ -168,7 +181,7 @@ class Worker implements TaskWorker {
   private onControl(message: ConsumeMessage): void {
     const parsed = parseMessage(message);
     const runner = parsed && this.tasks.get(parsed.taskId)?.runner;
-    if (runner) void runner.checkControl().catch((error: unknown) => this.warn(`control of task ${parsed.taskId}: ${messageOf(error)}`));
+    if (runner) void runner.checkControl().catch((error: unknown) => this.warn(`control of task ${parsed.taskId}: ${messageOf(error)}`, { taskId: parsed.taskId }));
   }
 
   private onTask(delivery: Delivery): void {
@@ -181,16 +194,16 @@ class Worker implements TaskWorker {
     // Delivered again while it runs here (the channel was replaced): this delivery is the one to acknowledge.
     if (known) return void (known.delivery = delivery);
     this.tasks.set(parsed.taskId, { delivery, runner: null });
-    void this.process(parsed.taskId);
+    void this.process(parsed.taskId, parsed.traceParent);
   }
 
-  private async process(taskId: string): Promise<void> {
+  private async process(taskId: string, traceParent: string | undefined): Promise<void> {
     let verdict: 'ack' | 'requeue' = 'requeue';
     try {
-      verdict = await this.run(taskId);
+      verdict = await this.run(taskId, traceParent);
     } catch (error) {
       if (error instanceof TaskStateConflict) verdict = 'ack';
-      else if (!this.closing) this.warn(`task ${taskId}: ${messageOf(error)}; it goes back to the queue`);
+      else if (!this.closing) this.warn(`task ${taskId}: ${messageOf(error)}; it goes back to the queue`, { taskId });
     } finally {
       const entry = this.tasks.get(taskId);
       this.tasks.delete(taskId);
@@ -201,7 +214,7 @@ class Worker implements TaskWorker {
   }
 
   /** Runs the task to its terminal state; 'ack' once that is durable (or it was already), 'requeue' when it must run elsewhere. */
-  private async run(taskId: string): Promise<'ack' | 'requeue'> {
+  private async run(taskId: string, traceParent: string | undefined): Promise<'ack' | 'requeue'> {
     const handle = await this.acquire(taskId);
     if (!handle) return 'ack';
     try {
@@ -225,6 +238,7 @@ class Worker implements TaskWorker {
         now: this.now,
         newId: randomUUID,
         warn: this.warn,
+        ...(traceParent && { traceParent }),
         ...(this.options.abortCleanupMs !== undefined && { abortCleanupMs: this.options.abortCleanupMs }),
         ...(this.options.clock && { clock: this.options.clock }),
       });
@@ -327,7 +341,7 @@ class Worker implements TaskWorker {
   }
 }
 
-function parseMessage(message: ConsumeMessage): { taskId: string } | null {
+function parseMessage(message: ConsumeMessage): { taskId: string; traceParent?: string | undefined } | null {
   try {
     const parsed = taskMessageSchema.safeParse(JSON.parse(message.content.toString('utf8')));
     return parsed.success ? parsed.data : null;

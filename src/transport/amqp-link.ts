@@ -26,6 +26,7 @@ export class AmqpLink {
   private current: ConfirmChannel | null = null;
   private readonly setups: ChannelSetup[] = [];
   private closing = false;
+  private reconnected = 0;
   private ready: Promise<void>;
   private readonly warn: (message: string) => void;
 
@@ -48,6 +49,11 @@ export class AmqpLink {
   /** The live channel; null while reconnecting. */
   get channel(): ConfirmChannel | null {
     return this.current;
+  }
+
+  /** Times the connection was lost and made again (issue 27: `turnchart_broker_reconnects_total`). */
+  get reconnects(): number {
+    return this.reconnected;
   }
 
   /** Runs `setup` on the current channel now and on every new channel after a reconnect. */
@@ -127,6 +133,7 @@ export class AmqpLink {
       if (this.closing) return;
       try {
         await this.connectOnce();
+        this.reconnected += 1;
         return;
       } catch (error) {
         this.warn(`AMQP ${this.options.name}: reconnect failed (${messageOf(error)}), next try in ${Math.min(maxMs, wait * 2)} ms`);

@@ -9,6 +9,7 @@ import { guardrailTrackers } from './007_guardrail_trackers.js';
 import { principals } from './008_principals.js';
 import { quotas } from './009_quotas.js';
 import { durableTurns } from './010_durable_turns.js';
+import { turnTraceContext } from './011_turn_trace_context.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '008_principals': principals,
   '009_quotas': quotas,
   '010_durable_turns': durableTurns,
+  '011_turn_trace_context': turnTraceContext,
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundled } from '../support/bundles.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
+import { logLines, logMessages } from '../support/log-lines.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 let dir: string;
@@ -36,7 +37,8 @@ describe('turnchart serve with a configuration file (a real process)', () => {
     );
     const { code, output } = await runCli(['serve', '--config', 'bad.ts', '--port', '0', '--db', path.join(dir, 'bad.db')], dir);
     expect(code).not.toBe(0);
-    expect(output).toContain("turnchart: bad.ts: agents.reviewer.model: no model named 'gpt5'; models are: default, local");
+    // Found once the settings are read: said in the log (JSON, stderr not being a terminal), as its last line.
+    expect(logLines(output).at(-1)).toMatchObject({ level: 'fatal', msg: "bad.ts: agents.reviewer.model: no model named 'gpt5'; models are: default, local" });
     expect(output).not.toContain('listening');
   });
 
@@ -61,7 +63,7 @@ describe('turnchart serve with a configuration file (a real process)', () => {
     let host: HostProcess | undefined;
     try {
       host = await spawnHost(['--config', 'examples/turnchart.config.ts', '--db', path.join(dir, 'good.db'), '--workspace', dir]);
-      expect(host.output()).toContain('turnchart: config: examples/turnchart.config.ts; agents: reviewer, builder');
+      expect(logMessages(host.stderr())).toContainEqual(expect.stringMatching(/^config: examples\/turnchart\.config\.ts; agents: reviewer, builder/));
       const response = await fetch(`${host.url}/agents`);
       const { agents } = (await response.json()) as { agents: { name: string; description: string | null; tools: string[] }[] };
       const names = agents.map((agent) => agent.name);

@@ -30,6 +30,7 @@ describe('the HTTP surface: validation, errors, OpenAPI, security defaults', () 
     expect(routes.sort()).toEqual(
       [
         'GET /healthz',
+        'GET /metrics',
         'GET /agents',
         'POST /sessions',
         'GET /sessions',

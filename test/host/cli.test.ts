@@ -8,6 +8,7 @@ import { sqliteStorage } from '../../src/index.js';
 import { sqliteFile } from '../support/databases.js';
 import { call } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
+import { logMessages } from '../support/log-lines.js';
 import { SseClient } from '../support/sse-client.js';
 import { useTempDirs } from '../support/workspace.js';
 import { bundled } from '../support/bundles.js';
@@ -60,7 +61,8 @@ describe('turnchart serve, as an operator runs it', { timeout: 60_000 }, () => {
     expect(await p.exited).toBe(0);
     await sse.ended;
     expect(sse.updates.map((u) => u.update.type)).not.toContain('turn_finished');
-    expect(p.output()).toContain('turnchart: stopped');
+    await p.closed;
+    expect(logMessages(p.stderr()).at(-1)).toBe('stopped');
     const storage = sqliteStorage({ filename: db.file });
     try {
       expect(await storage.getTurn(turnId)).toMatchObject({ status: 'running' });

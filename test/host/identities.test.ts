@@ -13,6 +13,7 @@ import { bundled } from '../support/bundles.js';
 import { sqliteFile, type DurableDatabase } from '../support/databases.js';
 import { call, testHost, type TestHost } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
+import { logMessages } from '../support/log-lines.js';
 import { useTempDirs } from '../support/workspace.js';
 
 /**
@@ -365,7 +366,7 @@ describe('turnchart serve with --jwt-secret', { timeout: 60_000 }, () => {
     const secret = `cli-jwt-secret-${Math.random().toString(36).slice(2)}-0123456789abcdef`;
     try {
       running = await spawnHost(['--db', dbFile.file, '--workspace', await tempDir(), '--jwt-secret', secret]);
-      expect(running.output()).toContain('turnchart: auth: HS256 JWTs, each user sees their own sessions');
+      expect(logMessages(running.stderr())).toContain('auth: HS256 JWTs, each user sees their own sessions');
       expect(running.output()).not.toContain(secret);
 
       const alice = bearer(await hs256({ sub: 'alice' }, secret));

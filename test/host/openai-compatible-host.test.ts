@@ -5,6 +5,7 @@ import { sqliteFile } from '../support/databases.js';
 import { startFakeOpenAiServer, sse, type FakeOpenAiServer } from '../support/fake-openai-server.js';
 import { call } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
+import { logMessages } from '../support/log-lines.js';
 import { useTempDirs } from '../support/workspace.js';
 
 const tempDir = useTempDirs('turnchart-provider-host-');
@@ -34,7 +35,7 @@ describe('turnchart serve --model openai-compatible:BASE_URL#MODEL', { timeout: 
       ['--db', db.file, '--workspace', workspace, '--model', `openai-compatible:${server.baseUrl}#fake-model`, '--max-output-tokens', '1024'],
       { TURNCHART_API_KEY: 'sk-from-env', TURNCHART_CONTEXT_WINDOW: '32000' },
     );
-    expect(host.output()).toContain(`turnchart: model: fake-model at ${server.baseUrl} (OpenAI-compatible)`);
+    expect(logMessages(host.stderr())).toContain(`model: fake-model at ${server.baseUrl} (OpenAI-compatible)`);
     expect(host.output()).not.toContain('sk-from-env');
 
     const sessionId = (await call(host.url, 'POST', '/sessions', { permissionMode: 'auto' })).body.sessionId as string;

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { serve, serveSettings } from '../../src/cli/serve.js';
+import { createLogger } from '../../src/host/logger.js';
 import type { RunningHost } from '../../src/host/host.js';
 import { createRuntime, scriptedModel, sqliteStorage } from '../../src/index.js';
 import { call } from '../support/host.js';
@@ -42,7 +43,7 @@ describe('turnchart serve --permission-mode', () => {
     const script = path.join(dir, 'script.json');
     await writeFile(script, JSON.stringify([{ text: 'writing', toolCalls: [{ name: 'write_file', args: { path: 'n.md', content: 'x' } }] }, { text: 'wrote it' }]));
     const settings = serveSettings(['--port', '0', '--db', path.join(dir, 'db.sqlite'), '--workspace', dir, '--model', `scripted:${script}`, ...args], env);
-    return serve(settings, () => undefined);
+    return serve(settings, createLogger({ name: 'turnchart', format: 'json', level: 'silent' }));
   }
 
   it('makes first-use chat sessions auto: a write runs without an approval', async () => {

@@ -16,6 +16,7 @@ import { sqliteFile } from '../support/databases.js';
 import { useFifoHolders } from '../support/fifo-holders.js';
 import { call } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
+import { logLines } from '../support/log-lines.js';
 import { useTempDirs } from '../support/workspace.js';
 import { eventually, isAlive } from '../tools/support.js';
 
@@ -102,7 +103,7 @@ describe('turnchart serve --sandbox', { timeout: 90_000 }, () => {
     const db = sqliteFile();
     try {
       await expect(spawnHost(['--db', db.file, '--workspace', await tempDir(), '--sandbox', 'bwrap'], NO_BWRAP)).rejects.toThrow(
-        /turnchart serve exited \(1\) before listening:[\s\S]*turnchart: --sandbox bwrap: bwrap not found \(apt-get install bubblewrap\); install bubblewrap where it can make namespaces, or choose --sandbox off/,
+        /turnchart serve exited \(1\) before listening:[\s\S]*"level":"fatal".*"msg":"--sandbox bwrap: bwrap not found \(apt-get install bubblewrap\); install bubblewrap where it can make namespaces, or choose --sandbox off"/,
       );
     } finally {
       await db.drop();
@@ -114,8 +115,8 @@ describe('turnchart serve --sandbox', { timeout: 90_000 }, () => {
     try {
       const host = await spawnHost(['--db', db.file, '--workspace', await tempDir()], NO_BWRAP);
       processes.push(host);
-      const warning = "turnchart: no sandbox: bwrap not found (apt-get install bubblewrap); run_command runs with the host user's file access";
-      expect(host.output().split('\n').filter((line) => line.includes('no sandbox'))).toEqual([warning]);
+      const warning = "no sandbox: bwrap not found (apt-get install bubblewrap); run_command runs with the host user's file access";
+      expect(logLines(host.stderr()).filter((line) => line.msg.includes('no sandbox'))).toEqual([expect.objectContaining({ level: 'warn', msg: warning })]);
     } finally {
       await db.drop();
     }

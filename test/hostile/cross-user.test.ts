@@ -155,7 +155,9 @@ type Row =
   /** Lists, or creates, the caller's own: checked by the list tests. */
   | { route: string; scope: 'own'; checkedBy: string }
   /** The same for every caller: no user's data (checked: every user gets the same answer). */
-  | { route: string; scope: 'public'; request: Req };
+  | { route: string; scope: 'public'; request: Req }
+  /** The operator's: every user is refused alike (403), an admin is served. */
+  | { route: string; scope: 'admin'; request: Req };
 
 const at = (ids: Ids) => `/sessions/${ids.sessionId}`;
 const turnAt = (ids: Ids) => `${at(ids)}/turns/${ids.turnId}`;
@@ -169,6 +171,8 @@ const ROUTES: Row[] = [
   { route: 'GET /inspect/', scope: 'public', request: { method: 'GET', path: '/inspect/' } },
   { route: 'GET /inspect/assets/{name}', scope: 'public', request: { method: 'GET', path: '/inspect/assets/index.js' } },
   { route: 'GET /inspect/api/charts', scope: 'public', request: { method: 'GET', path: '/inspect/api/charts' } },
+  // Issue 27: the host's figures, for its operator.
+  { route: 'GET /metrics', scope: 'admin', request: { method: 'GET', path: '/metrics' } },
 
   { route: 'POST /sessions', scope: 'own', checkedBy: 'lists only the caller\'s own' },
   { route: 'GET /sessions', scope: 'own', checkedBy: 'lists only the caller\'s own' },
@@ -534,6 +538,18 @@ describe('one host, many users (issue 25)', () => {
       const answers = [await send(h, row.request, ALICE), await send(h, row.request, BOB), await send(h, row.request, ADMIN)];
       expect(answers[1], row.route).toEqual(answers[0]);
       expect(answers[2], row.route).toEqual(answers[0]);
+    }
+  });
+
+  it('refuses every user alike on the operator\'s routes, and serves the admin', async () => {
+    const h = await open();
+    await sessionAs(h, ALICE);
+    for (const row of ROUTES) {
+      if (row.scope !== 'admin') continue;
+      const [alice, bob, admin] = [await send(h, row.request, ALICE), await send(h, row.request, BOB), await send(h, row.request, ADMIN)];
+      expect(alice, row.route).toMatchObject({ status: 403 });
+      expect(bob, row.route).toEqual(alice);
+      expect(admin.status, row.route).toBe(200);
     }
   });
 

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { until } from '../support/poll.js';
+import { logLines } from '../support/log-lines.js';
 import { AMQP_URL, TASK_SUITE_SKIP, TaskStack } from '../support/task-stack.js';
 import { useTempDirs } from '../support/workspace.js';
 import { bundled } from '../support/bundles.js';
@@ -43,8 +44,9 @@ describe.skipIf(TASK_SUITE_SKIP !== null)('turnchart worker and turnchart submit
     expect(JSON.parse(again.stdout.trim().split('\n').at(-1)!)).toMatchObject({ created: false, state: 'COMPLETED' });
 
     worker.kill('SIGTERM');
-    await new Promise((resolve) => worker.once('exit', resolve));
-    expect(output).toContain('turnchart worker: stopped');
+    // 'close', not 'exit': its last lines read.
+    await new Promise((resolve) => worker.once('close', resolve));
+    expect(logLines(output).at(-1)).toMatchObject({ name: 'turnchart worker', msg: 'stopped' });
   });
 
   it('refuses to start without a broker URL, naming the setting', () => {

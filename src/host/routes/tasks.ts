@@ -6,7 +6,8 @@ import { requestTaskControl, submitTask, type TaskClient } from '../../tasks/tas
 import { toEnvelope } from '../../tasks/task-envelope.js';
 import { ApiError, viaStorage } from '../errors.js';
 import { takesNoBody } from '../media-type.js';
-import { errors } from '../schemas.js';
+import { errors, TraceHeaders } from '../schemas.js';
+import { traceParentFromHeader } from '../../protocol/trace-context.js';
 import { SubmitTaskBody, TaskEventPage, TaskEventsQuery, TaskParams, TaskView, taskView } from '../task-schemas.js';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
@@ -16,7 +17,7 @@ const submit = createRoute({
   path: '/tasks',
   summary: 'Submit a task: stored PENDING, then queued for a worker',
   description: 'Idempotent by `taskId`: 201 when it is new, 200 with the stored task when that id was submitted before.',
-  request: { body: { content: json(SubmitTaskBody), required: true } },
+  request: { headers: TraceHeaders, body: { content: json(SubmitTaskBody), required: true } },
   responses: { 201: { description: 'submitted', content: json(TaskView) }, 200: { description: 'already submitted', content: json(TaskView) }, ...errors(400, 401, 403, 409, 413, 415, 503) },
 });
 
@@ -56,7 +57,9 @@ export function taskRoutes(app: OpenAPIHono, tasks: TaskClient): void {
 
   app.openapi(submit, async (c) => {
     const caller = callerOf(c);
-    const { created, task } = await viaStorage(() => submitTask(client(), c.req.valid('json'), caller.principal));
+    // Issue 27: the caller's trace context travels in the task's message to the worker that runs it.
+    const traceParent = traceParentFromHeader(c.req.valid('header').traceparent);
+    const { created, task } = await viaStorage(() => submitTask(client(), c.req.valid('json'), caller.principal, traceParent));
     // Task ids are the client's: one another principal already used is refused, never answered with their task.
     if (!mayAccess(caller, task.principal)) throw new ApiError('TaskExists', `task id '${task.id}' is taken; submit under another id`);
     return c.json(taskView(task), created ? 201 : 200);

@@ -2,7 +2,8 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { callerOf } from '../auth.js';
 import { sessionOf, unwrap, type HostContext } from '../host-context.js';
 import { takesNoBody } from '../media-type.js';
-import { AcceptedTurn, DecisionBody, errors, Ok, PermissionParams, SessionParams, StartTurnBody, TurnParams, TurnState, WaitQuery } from '../schemas.js';
+import { AcceptedTurn, DecisionBody, errors, Ok, PermissionParams, SessionParams, StartTurnBody, TraceHeaders, TurnParams, TurnState, WaitQuery } from '../schemas.js';
+import { traceParentFromHeader } from '../../protocol/trace-context.js';
 import type { TurnStatusResult } from '../../protocol/command-results.js';
 
 const json = <T>(schema: T) => ({ 'application/json': { schema } });
@@ -15,7 +16,7 @@ const start = createRoute({
     'Unlike the in-process `startTurn`, which answers before anything is written, this answers only after the durable write. ' +
     'The same `clientRequestId` answers with the same turn. Under the `reject` policy a busy session answers 409 Busy; ' +
     'under `enqueue` and `interrupt` the turn is queued (`status: "queued"`).',
-  request: { params: SessionParams, body: { content: json(StartTurnBody), required: true } },
+  request: { params: SessionParams, headers: TraceHeaders, body: { content: json(StartTurnBody), required: true } },
   responses: { 202: { description: 'accepted', content: json(AcceptedTurn) }, ...errors(400, 401, 403, 404, 409, 413, 415, 429, 503) },
 });
 
@@ -51,8 +52,10 @@ export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
     const session = await sessionOf(host, c.req.valid('param').sessionId, caller);
     // Issue 25: the caller's quotas of running turns and turns per minute (one read; none for an admin).
     const admitted = await host.limits.principals.admitTurn(caller, session.id, body.clientRequestId);
+    // Issue 27: the caller's trace context goes with the command (routed to the owner if another host holds the session).
+    const traceParent = traceParentFromHeader(c.req.valid('header').traceparent);
     try {
-      const accepted = unwrap(await session.call('submitTurn', { ...body, trigger: 'message' }));
+      const accepted = unwrap(await session.call('submitTurn', { ...body, trigger: 'message', ...(traceParent && { traceParent }) }));
       return c.json({ turnId: accepted.turnId, runId: accepted.runId, status: accepted.status }, 202);
     } finally {
       admitted();

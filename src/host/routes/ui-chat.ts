@@ -12,7 +12,8 @@ import { untilOwnerAnswers } from '../sse-takeover.js';
 import type { Caller } from '../../protocol/principal.js';
 import type { SessionAccess } from '../session-access.js';
 import { LocalSession } from '../local-session.js';
-import { errors, UiApprovalAnswer, UiChatParams, UiChatQuery, UiChatRequest, UiTextPart } from '../schemas.js';
+import { errors, TraceHeaders, UiApprovalAnswer, UiChatParams, UiChatQuery, UiChatRequest, UiTextPart } from '../schemas.js';
+import { traceParentFromHeader } from '../../protocol/trace-context.js';
 import { TurnRecords } from '../turn-records.js';
 import { UiMessageTranslator } from '../ui-message-stream.js';
 import { replayTurn, uiChunkStream, UpdateTap, type PreparedTurn } from '../ui-turn-stream.js';
@@ -29,7 +30,7 @@ const post = createRoute({
     'A last message from the assistant with tool parts in `approval-responded` answers the pending approval, and the response continues that message. ' +
     'A response ends with the turn, or at an approval request while the turn waits. Only the last message is read. ' +
     'The body\'s `agent` (or `?agent=`) picks the agent of a session this request creates; an unknown name is `400 UnknownAgent`.',
-  request: { query: UiChatQuery, body: { content: { 'application/json': { schema: UiChatRequest } }, required: true } },
+  request: { query: UiChatQuery, headers: TraceHeaders, body: { content: { 'application/json': { schema: UiChatRequest } }, required: true } },
   responses: { 200: { description: STREAM }, ...errors(400, 401, 403, 404, 409, 413, 415, 429, 503) },
 });
 
@@ -57,7 +58,8 @@ export function uiChatRoutes(app: OpenAPIHono, host: HostContext): void {
     host.agents.check(agent);
     const last = body.messages.at(-1)!;
     const caller = callerOf(c);
-    if (last.role === 'user') return respond(host, await host.limits.streams.open(c.req.method, caller, async () => startTurn(c, host, caller, await sessions.get(body.id, caller, agent), last)));
+    const traceParent = traceParentFromHeader(c.req.valid('header').traceparent);
+    if (last.role === 'user') return respond(host, await host.limits.streams.open(c.req.method, caller, async () => startTurn(c, host, caller, await sessions.get(body.id, caller, agent), last, traceParent)));
     if (last.role === 'assistant') return respond(host, await host.limits.streams.open(c.req.method, caller, async () => answerApprovals(c, host, await sessionOf(host, body.id, caller), last)));
     throw new ApiError('InvalidInput', 'the last message must be the user\'s new message or the assistant message whose approval was answered');
   });
@@ -106,7 +108,7 @@ async function runningTurnOf(host: HostContext, id: string, caller: Caller): Pro
  * The turn the user's message starts, or the one it started before (the same message id): replayed
  * from its start. A new turn counts against the caller's quotas of turns (issue 25).
  */
-async function startTurn(c: Context, host: HostContext, caller: Caller, session: SessionAccess, message: UiMessage): Promise<ReadableStream<UIMessageChunk>> {
+async function startTurn(c: Context, host: HostContext, caller: Caller, session: SessionAccess, message: UiMessage, traceParent: string | undefined): Promise<ReadableStream<UIMessageChunk>> {
   if (message.parts.some((part) => part.type === 'file')) throw new ApiError('InvalidInput', 'file parts are not supported; send text');
   const texts: string[] = [];
   for (const part of message.parts) {
@@ -123,7 +125,9 @@ async function startTurn(c: Context, host: HostContext, caller: Caller, session:
     await prepared(tap, async () => {
       const admitted = await host.limits.principals.admitTurn(caller, session.id, message.id);
       try {
-        const accepted = unwrap(await session.call('submitTurn', { clientRequestId: message.id, input: [{ type: 'text', text: texts.join('\n\n') }], trigger: 'message' }));
+        const input = [{ type: 'text' as const, text: texts.join('\n\n') }];
+        // Issue 27: the caller's trace context (W3C `traceparent`) goes with the command, routed or not.
+        const accepted = unwrap(await session.call('submitTurn', { clientRequestId: message.id, input, trigger: 'message', ...(traceParent && { traceParent }) }));
         return replayTurn(session, host.storage, accepted.turnId, accepted.turnId);
       } finally {
         admitted();
@@ -185,6 +189,7 @@ function chunks(c: Context, host: HostContext, tap: UpdateTap, turn: PreparedTur
   const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
   return uiChunkStream(tap, turn, {
     bufferBytes: host.sse.bufferBytes,
+    ...(host.sse.lagged && { lagged: host.sse.lagged }),
     signal: c.req.raw.signal,
     ...(outgoing && { disconnect: () => outgoing.destroy() }),
   });

@@ -13,7 +13,12 @@ const STACK_TRACE = /\bat .*\.(ts|js|mjs|cjs):\d+|node:internal|\n\s+at /;
 export function untypedAnswer(answer: HttpAnswer, storageMayFail = false): string | null {
   if (STACK_TRACE.test(answer.text)) return 'a stack trace in the body';
   if (answer.status === 204) return answer.text === '' ? null : 'a 204 with a body';
-  if (answer.status >= 200 && answer.status < 300) return answer.contentType.startsWith('text/event-stream') ? badStream(answer) : badJson(answer.text);
+  if (answer.status >= 200 && answer.status < 300) {
+    if (answer.contentType.startsWith('text/event-stream')) return badStream(answer);
+    // `GET /metrics` (issue 27): Prometheus's text format, not JSON.
+    if (answer.contentType.startsWith('text/plain; version=0.0.4')) return badExposition(answer.text);
+    return badJson(answer.text);
+  }
   if (!answer.contentType.startsWith('application/json')) return `status ${answer.status} with content type '${answer.contentType}'`;
   const error = errorOf(answer.text);
   if (!error) return `status ${answer.status} without { error: { code, message } }`;
@@ -39,6 +44,13 @@ function badJson(text: string): string | null {
   } catch {
     return 'a success whose body is not JSON';
   }
+}
+
+/** Every line a comment or `name{labels} value`: the Prometheus text exposition format. */
+function badExposition(text: string): string | null {
+  const sample = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[^}]*\})? \S+$/;
+  const bad = text.split('\n').find((line) => line !== '' && !line.startsWith('#') && !sample.test(line));
+  return bad === undefined ? null : `a metrics line that is not the text format: '${bad.slice(0, 80)}'`;
 }
 
 function badStream(answer: HttpAnswer): string | null {
