@@ -331,7 +331,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const metricsListener: MetricsListener | null =
     metricsPort === null
       ? null
-      : await listenForMetrics(metrics, checked.data.metricsHost ?? options.host, metricsPort).catch(async (error: unknown) => {
+      : await listenForMetrics(metrics, checked.data.metricsHost ?? options.host, metricsPort, allowedHosts).catch(async (error: unknown) => {
           await new Promise<void>((done) => server.close(() => done()));
           return abandon(error);
         });

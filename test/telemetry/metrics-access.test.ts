@@ -7,6 +7,7 @@ import { call, testHost, type TestHost } from '../support/host.js';
 import { spawnHost, type HostProcess } from '../support/host-process.js';
 import { until } from '../support/poll.js';
 import { parsePrometheusText, valueOf } from '../support/prometheus-text.js';
+import { rawRequest } from '../support/raw-http.js';
 import { useTempDirs } from '../support/workspace.js';
 
 const TOKEN = 'metrics-test-token-0123456789abcdef';
@@ -106,6 +107,10 @@ describe('turnchart serve --metrics-port (issue 27), a real process', { timeout:
     const base = metricsUrl.replace(/\/metrics$/, '');
     for (const route of ['/sessions', '/healthz', `/sessions/${sessionId}`, '/metrics/x']) expect((await get(base + route)).status).toBe(404);
     expect((await fetch(metricsUrl, { method: 'POST' })).status).toBe(404);
+    // A page that rebinds a name of its own to 127.0.0.1 is refused as on the API's port (issue 22's finding 1).
+    const port = new URL(metricsUrl).port;
+    expect((await rawRequest(base, { method: 'GET', path: '/metrics', headers: { host: `evil.example:${port}` } })).status).toBe(421);
+    expect((await rawRequest(base, { method: 'GET', path: '/metrics', headers: { host: `localhost:${port}` } })).status).toBe(200);
     // The API's own /metrics still asks for the token.
     expect((await get(`${host.url}/metrics`)).status).toBe(401);
     expect((await get(`${host.url}/metrics`, auth)).status).toBe(200);
