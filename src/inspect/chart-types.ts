@@ -11,6 +11,8 @@ export interface ChartNode {
   initial: boolean;
   /** Actors the state invokes while active (`src` names). */
   invokes: string[];
+  /** Set by the page on a compound state it draws folded into one box: how many states that box holds. */
+  folded?: number;
 }
 
 export type EdgeKind = 'event' | 'always' | 'done' | 'error' | 'after';
@@ -68,6 +70,8 @@ export interface LaidOutRoute {
   kind: EdgeKind;
   /** The member transitions' ids and labels, in definition order. */
   members: { edge: string; label: string }[];
+  /** What the arrow carries instead of the members' lines when they are too many or too long (chart-badge.ts); null writes them out. */
+  badge: string | null;
   /** Start to end. */
   points: Point[];
   labelBox: { x: number; y: number; width: number; height: number } | null;

@@ -89,14 +89,27 @@ function watch(
     // name arrives). Forgotten once bwrap has exited: the sandbox is gone, and its pid may be reused.
     let sandboxGroup: number | null = null;
     let exited = false;
+    // A stop that came before bwrap named the group: it waits for the name (see `stop`).
+    let stopWhenNamed: (() => void) | null = null;
+    const named = () => {
+      const pending = stopWhenNamed;
+      stopWhenNamed = null;
+      pending?.();
+    };
     if (info) {
       let text = '';
       info.setEncoding('utf8');
-      info.on('data', (chunk: string) => (text += chunk));
-      info.on('end', () => {
-        if (!exited) sandboxGroup = sandboxPidFrom(text);
+      info.on('data', (chunk: string) => {
+        text += chunk;
+        // The name is known as soon as its JSON is whole, which is before bwrap closes the fd.
+        if (!exited && sandboxGroup === null) sandboxGroup = sandboxPidFrom(text);
+        if (sandboxGroup !== null) named();
       });
-      info.on('error', () => undefined);
+      info.on('end', () => {
+        if (!exited && sandboxGroup === null) sandboxGroup = sandboxPidFrom(text);
+        named();
+      });
+      info.on('error', () => named());
     }
     const timers: NodeJS.Timeout[] = [];
     let ending: 'exited' | 'timed_out' | 'aborted' = 'exited';
@@ -108,12 +121,21 @@ function watch(
       if (fallback) sweep = sweep.then(() => killMarked([marker])).catch(() => undefined);
     };
 
+    const terminate = () => {
+      // The init and unshare of a namespace (and bwrap's init) ignore SIGTERM; the command's shell and its group get it.
+      signalGroup(sandboxGroup ?? child.pid!, 'SIGTERM');
+      timers.push(setTimeout(() => killEverything(child.pid!), options.killGraceMs));
+    };
     const stop = (why: 'timed_out' | 'aborted') => {
       if (ending !== 'exited' || child.pid === undefined) return;
       ending = why;
-      // The init and unshare of a namespace (and bwrap's init) ignore SIGTERM; the command's shell and its group get it.
-      signalGroup(sandboxGroup ?? child.pid, 'SIGTERM');
-      timers.push(setTimeout(() => killEverything(child.pid!), options.killGraceMs));
+      // Under bwrap, a stop right after the start may come before bwrap has named the sandbox's group
+      // (its info arrives on the event loop's time): SIGTERM to bwrap then ends the sandbox at once,
+      // without the command's grace. So it waits for the name, at most the grace itself.
+      if (info && sandboxGroup === null && !exited) {
+        stopWhenNamed = terminate;
+        timers.push(setTimeout(named, options.killGraceMs));
+      } else terminate();
     };
     const onAbort = () => stop('aborted');
     const cleanUp = () => {
@@ -134,6 +156,7 @@ function watch(
     child.on('exit', () => {
       exited = true;
       sandboxGroup = null;
+      stopWhenNamed = null;
       if (child.pid !== undefined) killEverything(child.pid);
       // Something that escaped every net may still hold the pipes: do not wait on it for ever.
       timers.push(setTimeout(() => [stdout, stderr, info].forEach((s) => s?.destroy()), options.killGraceMs + 1_000));
