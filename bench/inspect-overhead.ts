@@ -7,10 +7,10 @@
  * only once the watch has turned every step into messages and handed them to the listener.
  */
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
-import { createRuntime, sqliteStorage, type SessionHandle } from '../src/index.js';
+import { createRuntime, sqliteStorage } from '../src/index.js';
 import { InspectHub } from '../src/inspect/inspect-hub.js';
 import { median, readTool, stepModel, trackedStorage } from './common.js';
-import { compareSides, type Side } from './step-overhead.js';
+import { compareSides, timeTurns, type Side } from './step-overhead.js';
 
 export interface InspectOverheadOptions {
   toolSteps: number;
@@ -27,31 +27,15 @@ function side(toolSteps: number, watched: boolean): Side & { bytes: number } {
       const storage = trackedStorage(sqliteStorage({ filename: ':memory:' }));
       const runtime = await createRuntime({ storage, model: stepModel(toolSteps), tools: [readTool()], agents: { default: { maxModelCalls: 50 } } });
       const hub = new InspectHub();
-      const sessions: SessionHandle[] = [];
-      let updates = 0;
-      for (let i = 0; i < turns; i++) {
-        const session = await runtime.createSession({ agent: 'default', permissionMode: 'auto' });
-        session.updates$.subscribe(() => (updates += 1));
-        if (watched) hub.watch(session).listen({ item: (sent) => (result.bytes += sent.json.length), end: () => undefined }, null);
-        sessions.push(session);
-      }
-      await storage.idle();
-      const writesBefore = storage.writes;
-      const started = performance.now();
-      for (const session of sessions) {
-        const turn = await session.startTurn({ clientRequestId: 'bench', input: [{ type: 'text', text: 'read the files' }] });
-        if (!turn.ok) throw new Error(`startTurn refused: ${JSON.stringify(turn.error)}`);
-        const outcome = await session.waitForTurn(turn.turnId);
-        if (outcome.status !== 'completed') throw new Error(`bench turn did not complete: ${JSON.stringify(outcome)}`);
-      }
-      await runtime.flushTrace();
-      await storage.idle();
-      // The watch converts what it recorded a macrotask later: that work is part of the watched step.
-      await nextMacrotask();
-      const elapsed = performance.now() - started;
-      const writes = storage.writes - writesBefore;
+      const rep = await timeTurns(runtime, storage, turns, toolSteps, {
+        opened: (session) => {
+          if (watched) hub.watch(session).listen({ item: (sent) => (result.bytes += sent.json.length), end: () => undefined }, null);
+        },
+        // The watch converts what it recorded a macrotask later: that work is part of the watched step.
+        settle: () => nextMacrotask(),
+      });
       await runtime.shutdown();
-      return { usPerStep: (elapsed * 1000) / (turns * (toolSteps + 1)), updates: updates / turns, writes: writes / turns };
+      return rep;
     },
   };
   return result;

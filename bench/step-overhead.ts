@@ -5,7 +5,7 @@
  * repetition runs `turns` sequential turns (one per fresh session, so the conversation never grows
  * across repetitions) and then waits for background writes (the runtime's trace queue) to land.
  */
-import { createRuntime, sqliteStorage, type SessionHandle, type SessionStorage } from '../src/index.js';
+import { createRuntime, sqliteStorage, type Runtime, type SessionHandle, type SessionStorage } from '../src/index.js';
 import { BareLoop } from './bare-loop.js';
 import { median, NullStorage, readTool, stepModel, trackedStorage, type TrackedStorage } from './common.js';
 
@@ -23,6 +23,47 @@ export interface Side {
 }
 
 export type StorageKind = 'sqlite' | 'null';
+
+type Rep = Awaited<ReturnType<Side['rep']>>;
+
+/**
+ * One timed repetition on a runtime set up outside the clock: `turns` sessions are opened (each given
+ * to `opened`, say to watch it), then one turn runs in each, in sequence; the clock stops once the
+ * trace queue, the storage and `settle` (what an observer still holds) are done. µs per model step,
+ * and updates and writes per turn.
+ */
+export async function timeTurns(
+  runtime: Runtime,
+  storage: TrackedStorage,
+  turns: number,
+  toolSteps: number,
+  hooks: { opened?: (session: SessionHandle) => void; settle?: () => Promise<void> } = {},
+): Promise<Rep> {
+  const sessions: SessionHandle[] = [];
+  let updates = 0;
+  for (let i = 0; i < turns; i++) {
+    const session = await runtime.createSession({ agent: 'default', permissionMode: 'auto' });
+    session.updates$.subscribe(() => (updates += 1));
+    hooks.opened?.(session);
+    sessions.push(session);
+  }
+  await storage.idle();
+  const writesBefore = storage.writes;
+  const started = performance.now();
+  for (const session of sessions) {
+    const turn = await session.startTurn({ clientRequestId: 'bench', input: [{ type: 'text', text: 'read the files' }] });
+    if (!turn.ok) throw new Error(`startTurn refused: ${JSON.stringify(turn.error)}`);
+    const outcome = await session.waitForTurn(turn.turnId);
+    if (outcome.status !== 'completed') throw new Error(`bench turn did not complete: ${JSON.stringify(outcome)}`);
+  }
+  // The trace queue writes its batches a window apart: what is still queued is written now, inside the clock.
+  await runtime.flushTrace();
+  await storage.idle();
+  await hooks.settle?.();
+  const elapsed = performance.now() - started;
+  const writes = storage.writes - writesBefore;
+  return { usPerStep: (elapsed * 1000) / (turns * (toolSteps + 1)), updates: updates / turns, writes: writes / turns };
+}
 
 function makeStorage(kind: StorageKind): TrackedStorage {
   const inner: SessionStorage = kind === 'sqlite' ? sqliteStorage({ filename: ':memory:' }) : new NullStorage();
@@ -44,29 +85,9 @@ export function runtimeSide(toolSteps: number, storageKind: StorageKind = 'sqlit
         tools: [readTool()],
         agents: { default: { maxModelCalls: 50 } },
       });
-      const sessions: SessionHandle[] = [];
-      let updates = 0;
-      for (let i = 0; i < turns; i++) {
-        const session = await runtime.createSession({ agent: 'default', permissionMode: 'auto' });
-        session.updates$.subscribe(() => (updates += 1));
-        sessions.push(session);
-      }
-      await storage.idle();
-      const writesBefore = storage.writes;
-      const started = performance.now();
-      for (const session of sessions) {
-        const turn = await session.startTurn({ clientRequestId: 'bench', input: [{ type: 'text', text: 'read the files' }] });
-        if (!turn.ok) throw new Error(`startTurn refused: ${JSON.stringify(turn.error)}`);
-        const outcome = await session.waitForTurn(turn.turnId);
-        if (outcome.status !== 'completed') throw new Error(`bench turn did not complete: ${JSON.stringify(outcome)}`);
-      }
-      // The trace queue writes its batches a window apart: what is still queued is written now, inside the clock.
-      await runtime.flushTrace();
-      await storage.idle();
-      const elapsed = performance.now() - started;
-      const writes = storage.writes - writesBefore;
+      const result = await timeTurns(runtime, storage, turns, toolSteps);
       await runtime.shutdown();
-      return { usPerStep: (elapsed * 1000) / (turns * (toolSteps + 1)), updates: updates / turns, writes: writes / turns };
+      return result;
     },
   };
 }

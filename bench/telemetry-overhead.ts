@@ -24,11 +24,11 @@
  */
 import { fileURLToPath } from 'node:url';
 import type { tracing } from '@opentelemetry/sdk-node';
-import { createRuntime, otelSpans, sqliteStorage, type SessionHandle } from '../src/index.js';
+import { createRuntime, otelSpans, sqliteStorage } from '../src/index.js';
 import { SpanMetrics } from '../src/telemetry/metrics-spans.js';
 import { TurnchartMetrics } from '../src/telemetry/metrics.js';
 import { median, readTool, stepModel, trackedStorage } from './common.js';
-import { compareSides, type Side } from './step-overhead.js';
+import { compareSides, timeTurns, type Side } from './step-overhead.js';
 
 export interface TelemetryOverheadOptions {
   toolSteps: number;
@@ -83,32 +83,12 @@ function side(toolSteps: number, observer: Observer, sdk: TraceSdk | null = null
         provider = new sdk.BasicTracerProvider({ spanProcessors: [new sdk.BatchSpanProcessor(exporter)] });
         otel = otelSpans(runtime, { tracer: provider.getTracer('turnchart'), recordContent: observer === 'otel-content' });
       }
-      const sessions: SessionHandle[] = [];
-      let updates = 0;
-      for (let i = 0; i < turns; i++) {
-        const session = await runtime.createSession({ agent: 'default', permissionMode: 'auto' });
-        session.updates$.subscribe(() => (updates += 1));
-        sessions.push(session);
-      }
-      await storage.idle();
-      const writesBefore = storage.writes;
-      const started = performance.now();
-      for (const session of sessions) {
-        const turn = await session.startTurn({ clientRequestId: 'bench', input: [{ type: 'text', text: 'read the files' }] });
-        if (!turn.ok) throw new Error(`startTurn refused: ${JSON.stringify(turn.error)}`);
-        const outcome = await session.waitForTurn(turn.turnId);
-        if (outcome.status !== 'completed') throw new Error(`bench turn did not complete: ${JSON.stringify(outcome)}`);
-      }
-      await runtime.flushTrace();
-      await storage.idle();
       // The batch processor exports on a timer or a full batch: what it still holds is part of these steps.
-      if (provider) await provider.forceFlush();
-      const elapsed = performance.now() - started;
-      const writes = storage.writes - writesBefore;
+      const rep = await timeTurns(runtime, storage, turns, toolSteps, { settle: async () => void (await provider?.forceFlush()) });
       otel?.stop();
       await provider?.shutdown();
       await runtime.shutdown();
-      return { usPerStep: (elapsed * 1000) / (turns * (toolSteps + 1)), updates: updates / turns, writes: writes / turns };
+      return rep;
     },
   };
   return result;
