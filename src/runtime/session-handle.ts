@@ -227,15 +227,33 @@ export class SessionHandle implements SessionCommands {
     const parsed = commandCatalog.resolvePermission.input.safeParse(command);
     if (!parsed.success) return invalidInput(parsed.error);
     const reply = await this.command({ type: 'session.resolve_permission', commandId: '', ...parsed.data });
+    if (!reply.ok) return this.answeredAlready(parsed.data, reply);
     // Issue 26: the answer is stored before it is acknowledged: a host dying now loses no approval.
     const write = this.env.turns.answerWrites.get(parsed.data.toolCallId);
-    if (!reply.ok || !write) return reply;
+    if (!write) return reply;
     this.env.turns.answerWrites.delete(parsed.data.toolCallId);
     try {
       await write;
       return reply;
     } catch (error) {
       return { ok: false, error: { code: 'PersistenceError', message: messageOf(error) } };
+    }
+  }
+
+  /**
+   * The same answer given again is acknowledged, not refused: a client whose first attempt went
+   * unanswered (its owner died after storing the answer, a dropped connection, a routed command timed
+   * out) cannot know whether it was taken, and must be able to retry safely. Only the stored answer
+   * decides: a different decision, or none stored, keeps the refusal.
+   */
+  private async answeredAlready(command: { turnId: string; toolCallId: string; decision: string }, refusal: ResolvePermissionResult): Promise<ResolvePermissionResult> {
+    if (refusal.ok || (refusal.error.code !== 'PermissionNotPending' && refusal.error.code !== 'TurnNotActive')) return refusal;
+    try {
+      const stored = (await this.services.storage.listApprovals(command.turnId)).find((row) => row.toolCallId === command.toolCallId);
+      return stored?.sessionId === this.id && stored.decision === command.decision ? { ok: true } : refusal;
+    } catch {
+      // The refusal stands when the stored answer cannot be read: it is what the session knows.
+      return refusal;
     }
   }
 

@@ -204,10 +204,33 @@ describe('approvals and permission modes (RT-3, RT-5, RT-16)', () => {
     });
     expect(await h.session.resolvePermission({ turnId, toolCallId: 'w1', decision: 'allow_once' })).toEqual({ ok: true });
     expect(await h.session.waitForTurn(turnId)).toEqual({ status: 'completed', finalText: 'done' });
-    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w1', decision: 'allow_once' })).toEqual({
+    // After the turn, only the stored answer given again is acknowledged (a client retrying cannot
+    // know whether its first attempt was taken); another decision is still refused.
+    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w1', decision: 'allow_once' })).toEqual({ ok: true });
+    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w1', decision: 'deny' })).toEqual({
       ok: false,
       error: { code: 'TurnNotActive' },
     });
+  });
+
+  it('the same answer given again is acknowledged while the turn goes on; another decision is refused (issue 26 retries)', async () => {
+    const log: string[] = [];
+    h = await harness([{ text: 'x', toolCalls: [write('w1', 'a.txt'), write('w2', 'b.txt')] }, { text: 'done' }], { tools: [writeFileTool(log)] });
+    const asked = nextUpdate(h.session, 'permission_requested');
+    const turnId = await startTurn(h.session, 'write');
+    await asked;
+    const askedAgain = nextUpdate(h.session, 'permission_requested');
+    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w1', decision: 'allow_once' })).toEqual({ ok: true });
+    await askedAgain;
+    // w2 now waits; w1's answer arrives again, as after a retry.
+    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w1', decision: 'allow_once' })).toEqual({ ok: true });
+    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w1', decision: 'deny' })).toEqual({ ok: false, error: { code: 'PermissionNotPending' } });
+    expect(log).toEqual(['write_file a.txt approved=a.txt']);
+    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w2', decision: 'deny' })).toEqual({ ok: true });
+    expect(await h.session.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'permission_denied' });
+    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w2', decision: 'deny' })).toEqual({ ok: true });
+    expect(await h.session.resolvePermission({ turnId, toolCallId: 'w2', decision: 'allow_once' })).toEqual({ ok: false, error: { code: 'TurnNotActive' } });
+    expect(log).toEqual(['write_file a.txt approved=a.txt']);
   });
 
   it('stopping the runtime during an approval parks the turn: nothing is written over the pending approval (issue 26)', async () => {
