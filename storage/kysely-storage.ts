@@ -10,6 +10,7 @@ import { beginTurnInOneStatement, beginTurnInTransaction } from './begin-turn.js
 import { enqueueTurnInOneStatement, enqueueTurnInTransaction } from './enqueue-turn.js';
 import { assertFence, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
 import { insertMessageFenced } from './message-insert.js';
+import { MessageGroupCommit } from './message-group-commit.js';
 import { KeptStatement } from './kept-statement.js';
 import * as leases from './leases.js';
 import * as quotas from './quotas.js';
@@ -55,6 +56,8 @@ export interface KyselyStorageOptions {
   schema?: string;
   /** PostgreSQL only: migrate under the server-wide advisory lock `MIGRATION_LOCK_KEY`. */
   advisoryLock?: boolean;
+  /** PostgreSQL only: concurrent sessions' message writes share statements and commits (message-group-commit.ts). */
+  groupCommit?: boolean;
 }
 
 /** The advisory lock migrations hold; anything that drops schemas on a shared server should take it too. */
@@ -151,10 +154,22 @@ const endTurnStatement = new KeptStatement<{ turnId: string; end: TurnEnd; fence
 
 /** Written once for both dialects; everything dialect-specific lives in the connection setup. */
 export class KyselySessionStorage implements SessionStorage {
+  /** Issue 28: null where each write is its own statement (SQLite, whose writes are in-process and synchronous). */
+  readonly groupCommit: MessageGroupCommit | null;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: KyselyStorageOptions,
-  ) {}
+  ) {
+    this.groupCommit =
+      options.dialect === 'postgres' && options.groupCommit !== false
+        ? new MessageGroupCommit(
+            db,
+            (write) => this.insertFenced(write.message, write.fence, write.audit ?? undefined),
+            (write) => throwIfFenced(this.db, write.message.sessionId, write.fence),
+          )
+        : null;
+  }
 
   private get dialect(): DialectName {
     return this.options.dialect;
@@ -386,6 +401,11 @@ export class KyselySessionStorage implements SessionStorage {
       await this.db.insertInto('messages').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
       return;
     }
+    if (this.groupCommit) return this.groupCommit.write({ message, fence, audit: audit ?? null });
+    await this.insertFenced(message, fence, audit);
+  }
+
+  private async insertFenced(message: StoredMessage, fence: number, audit?: ToolAudit): Promise<void> {
     const result = await insertMessageFenced(this.db, this.dialect, message, fence, audit);
     if (!result.numAffectedRows) await throwIfFenced(this.db, message.sessionId, fence);
   }

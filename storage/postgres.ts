@@ -24,6 +24,11 @@ export interface PostgresOptions {
    * mode before 1.21).
    */
   prepareStatements?: boolean;
+  /**
+   * Concurrent sessions' message writes that arrive within one event-loop turn go out as one
+   * statement and one commit (default true); each caller still waits for its own row to be durable.
+   */
+  groupCommit?: boolean;
 }
 
 /**
@@ -122,6 +127,7 @@ export function postgresStorage(options: PostgresOptions): SessionStorage {
     dialect: 'postgres',
     advisoryLock: true,
     ...(schema ? { schema } : {}),
+    ...(options.groupCommit === false ? { groupCommit: false } : {}),
   });
 }
 
