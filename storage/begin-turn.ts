@@ -8,7 +8,7 @@ import { runInTransaction, type PlannedStatement } from './transaction.js';
 import { executeKept } from './prepared-statements.js';
 import { KeptStatement } from './kept-statement.js';
 
-function turnRow(turn: TurnStart) {
+export function turnRow(turn: TurnStart) {
   return {
     id: turn.id,
     session_id: turn.sessionId,

@@ -10,7 +10,10 @@ import { beginTurnInOneStatement, beginTurnInTransaction } from './begin-turn.js
 import { enqueueTurnInOneStatement, enqueueTurnInTransaction } from './enqueue-turn.js';
 import { assertFence, fenceHolds, insertWhere, throwIfFenced } from './fencing.js';
 import { insertMessageFenced } from './message-insert.js';
-import { MessageGroupCommit } from './message-group-commit.js';
+import type { GroupCommit } from './group-commit.js';
+import { messageGroupCommit, type MessageWrite } from './message-group-commit.js';
+import { turnEndGroupCommit, type TurnEndWrite } from './turn-end-group-commit.js';
+import { turnBeginGroupCommit, type TurnBeginWrite } from './turn-begin-group-commit.js';
 import { KeptStatement } from './kept-statement.js';
 import * as leases from './leases.js';
 import * as quotas from './quotas.js';
@@ -155,19 +158,31 @@ const endTurnStatement = new KeptStatement<{ turnId: string; end: TurnEnd; fence
 /** Written once for both dialects; everything dialect-specific lives in the connection setup. */
 export class KyselySessionStorage implements SessionStorage {
   /** Issue 28: null where each write is its own statement (SQLite, whose writes are in-process and synchronous). */
-  readonly groupCommit: MessageGroupCommit | null;
+  readonly groupCommits: { turnBegins: GroupCommit<TurnBeginWrite>; messages: GroupCommit<MessageWrite>; turnEnds: GroupCommit<TurnEndWrite> } | null;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly options: KyselyStorageOptions,
   ) {
-    this.groupCommit =
+    this.groupCommits =
       options.dialect === 'postgres' && options.groupCommit !== false
-        ? new MessageGroupCommit(
-            db,
-            (write) => this.insertFenced(write.message, write.fence, write.audit ?? undefined),
-            (write) => throwIfFenced(this.db, write.message.sessionId, write.fence),
-          )
+        ? {
+            turnBegins: turnBeginGroupCommit(
+              db,
+              (write) => beginTurnInOneStatement(this.db, write.turn, write.messages, write.fence),
+              (write) => Promise.reject(new FencedWriteError(write.turn.sessionId)),
+            ),
+            messages: messageGroupCommit(
+              db,
+              (write) => this.insertFenced(write.message, write.fence, write.audit ?? undefined),
+              (write) => throwIfFenced(this.db, write.message.sessionId, write.fence),
+            ),
+            turnEnds: turnEndGroupCommit(
+              db,
+              (write) => this.endTurnAlone(write.turnId, write.end, write.fence),
+              (write) => this.endNotApplied(write.turnId, write.fence),
+            ),
+          }
         : null;
   }
 
@@ -338,6 +353,8 @@ export class KyselySessionStorage implements SessionStorage {
 
   async beginTurn(turn: TurnStart, messages: StoredMessage[], fence?: number): Promise<void> {
     // PostgreSQL pays a round trip per statement: there the turn is begun by one.
+    // A new turn's begin is grouped with other sessions'; one from the queue updates its row alone.
+    if (this.groupCommits && fence !== undefined && !turn.fromQueue) return this.groupCommits.turnBegins.write({ turn, messages, fence });
     if (this.dialect === 'postgres') await beginTurnInOneStatement(this.db, turn, messages, fence);
     else await beginTurnInTransaction(this.db, turn, messages, fence);
   }
@@ -367,8 +384,18 @@ export class KyselySessionStorage implements SessionStorage {
   }
 
   async endTurn(turnId: string, end: TurnEnd, fence?: number): Promise<void> {
+    if (this.groupCommits && fence !== undefined) return this.groupCommits.turnEnds.write({ turnId, end, fence });
+    await this.endTurnAlone(turnId, end, fence);
+  }
+
+  private async endTurnAlone(turnId: string, end: TurnEnd, fence: number | undefined): Promise<void> {
     const result = await executeKept(this.db, this.dialect, endTurnStatement.compile(this.db, this.dialect, { turnId, end, fence }));
     if ((result.numAffectedRows ?? 0n) > 0n) return;
+    await this.endNotApplied(turnId, fence);
+  }
+
+  /** An end that changed nothing: fenced (FencedWriteError), or no running turn of that id. */
+  private async endNotApplied(turnId: string, fence: number | undefined): Promise<never> {
     const row = await this.getTurn(turnId);
     if (row) await throwIfFenced(this.db, row.sessionId, fence);
     // Only a running turn can end; anything else means the caller's view of the turn is wrong.
@@ -401,7 +428,7 @@ export class KyselySessionStorage implements SessionStorage {
       await this.db.insertInto('messages').values(row).onConflict((oc) => oc.column('id').doNothing()).execute();
       return;
     }
-    if (this.groupCommit) return this.groupCommit.write({ message, fence, audit: audit ?? null });
+    if (this.groupCommits) return this.groupCommits.messages.write({ message, fence, audit: audit ?? null });
     await this.insertFenced(message, fence, audit);
   }
 

@@ -53,8 +53,10 @@ describe('cancel and stop reach world-state reading and compaction (issue 9, def
     expect(await session.cancelTurn(turnId)).toEqual({ ok: true });
     expect(await session.waitForTurn(turnId)).toEqual({ status: 'cancelled' });
     // Let the blocked reads go; the one the cancelled sampling left behind finds its turn over and writes nothing.
-    // Opened for writing synchronously: every thread of the pool is still taken by the readers.
-    for (const file of blockers) closeSync(openSync(file, constants.O_WRONLY | constants.O_NONBLOCK));
+    // Opened for writing synchronously (every thread of the pool is still taken by the readers), and
+    // blocking: a reader whose thread has not reached its open yet (a loaded machine) is waited for,
+    // where a non-blocking open would fail with ENXIO.
+    for (const file of blockers) closeSync(openSync(file, constants.O_WRONLY));
     await Promise.all(hung);
   });
 
