@@ -97,6 +97,8 @@ const READS: ReadonlySet<StorageMethod> = new Set<StorageMethod>([
   'listQueuedTurns',
   'getTurn',
   'listTurns',
+  'getRun',
+  'listRuns',
   'listMessages',
   'latestPlan',
   'listSpans',
@@ -218,6 +220,12 @@ export class NullStorage implements SessionStorage {
     return undefined;
   }
   async listTurns(): Promise<[]> {
+    return [];
+  }
+  async getRun(): Promise<undefined> {
+    return undefined;
+  }
+  async listRuns(): Promise<[]> {
     return [];
   }
   async appendMessage(): Promise<void> {}

@@ -2,6 +2,8 @@
  * `parallel_tools_speedup` (RL-5): the wall time of one turn whose response asks for 8 read calls of
  * 20 ms each, run serially (the default) against `parallelToolCalls: true` (at most 4 at once), both on
  * SQLite :memory:; the median over several turns of each, and their ratio.
+ * `parallel_writes_speedup` (issue 30): the same with 8 write calls (`permissionMode: 'auto'`, so none
+ * asks for an approval), which now run side by side too.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
@@ -10,6 +12,17 @@ import { median } from './common.js';
 
 const CALLS = 8;
 const READ_MS = 20;
+
+const slowWrite = defineTool({
+  name: 'slow_write',
+  description: 'a write that takes 20 ms',
+  effect: 'write',
+  input: z.object({ n: z.number() }),
+  execute: async ({ n }, { signal }) => {
+    await delay(READ_MS, undefined, { signal });
+    return { status: 'succeeded', content: `wrote ${n}` };
+  },
+});
 
 const slowRead = defineTool({
   name: 'slow_read',
@@ -22,12 +35,12 @@ const slowRead = defineTool({
   },
 });
 
-async function turnMs(parallel: boolean): Promise<number> {
-  const steps: ScriptedStep[] = [{ text: 'reading', toolCalls: Array.from({ length: CALLS }, (_, n) => ({ name: 'slow_read', args: { n } })) }, { text: 'done' }];
+async function turnMs(parallel: boolean, tool: 'slow_read' | 'slow_write' = 'slow_read'): Promise<number> {
+  const steps: ScriptedStep[] = [{ text: 'working', toolCalls: Array.from({ length: CALLS }, (_, n) => ({ name: tool, args: { n } })) }, { text: 'done' }];
   const runtime = await createRuntime({
     storage: sqliteStorage({ filename: ':memory:' }),
     model: scriptedModel(steps),
-    tools: [slowRead],
+    tools: [slowRead, slowWrite],
     agents: { default: { parallelToolCalls: parallel } },
   });
   const session = await runtime.createSession({ permissionMode: 'auto' });
@@ -47,14 +60,15 @@ export interface ParallelToolsResult {
   speedup: number;
 }
 
-export async function measureParallelTools(turns = 9): Promise<ParallelToolsResult> {
+/** Reads by default; `slow_write` for the writes case (issue 30). */
+export async function measureParallelTools(turns = 9, tool: 'slow_read' | 'slow_write' = 'slow_read'): Promise<ParallelToolsResult> {
   const serial: number[] = [];
   const parallel: number[] = [];
-  await turnMs(false);
-  await turnMs(true);
+  await turnMs(false, tool);
+  await turnMs(true, tool);
   for (let i = 0; i < turns; i++) {
-    serial.push(await turnMs(false));
-    parallel.push(await turnMs(true));
+    serial.push(await turnMs(false, tool));
+    parallel.push(await turnMs(true, tool));
   }
   const serialMs = median(serial);
   const parallelMs = median(parallel);

@@ -4,9 +4,11 @@
  * `wait_agent` has its own state and its own loop rule (RT-14) — the work is the runtime's.
  */
 
-export const SPAWN_AGENT = 'spawn_agent';
-export const SEND_AGENT_MESSAGE = 'send_agent_message';
-export const WAIT_AGENT = 'wait_agent';
+import { SEND_AGENT_MESSAGE, SPAWN_AGENT, SWITCH_AGENT, WAIT_AGENT } from '../src/protocol/control-tool-names.js';
+
+// Issue 30: agent.switch inside a run is a control tool like the delegation tools: the chart checks
+// the allow-list and policy before the runtime stores the switch, so its name is the chart's to know too.
+export { SEND_AGENT_MESSAGE, SPAWN_AGENT, SWITCH_AGENT, WAIT_AGENT };
 
 export function isDelegationTool(name: string): boolean {
   return name === SPAWN_AGENT || name === SEND_AGENT_MESSAGE || name === WAIT_AGENT;

@@ -118,6 +118,11 @@ export type SessionEvent =
   | { type: 'session.reload'; commandId: string }
   /** agent.switch: the session's agent (already checked against the allow-list) from the next turn on. */
   | { type: 'session.switch_agent'; commandId: string; agent: string; limits: TurnLimits }
+  /**
+   * Issue 30: a `switch_agent` call switched the agent inside a run (stored already): its limits
+   * apply from the next turn on; the running turn keeps the limits it started with.
+   */
+  | { type: 'session.agent_installed'; limits: TurnLimits }
   | { type: 'session.stop'; commandId: string }
   /**
    * Issue 26: close without ending the running turn (an eviction while it waits for a human, the
@@ -410,6 +415,7 @@ export const sessionMachine = setup({
       reloadRequired: false,
       maintenance: null,
     }),
+    installAgentLimits: assign({ limits: ({ context, event }) => (event.type === 'session.agent_installed' ? event.limits : context.limits) }),
     replyMaintenanceFailed: assign({
       reply: ({ context, event }) => (context.maintenance ? maintenanceReply(context.maintenance, event) : context.reply),
       reloadRequired: ({ context, event }) =>
@@ -448,6 +454,7 @@ export const sessionMachine = setup({
   initial: 'idle',
   on: {
     'session.require_reload': { actions: 'markReloadRequired' },
+    'session.agent_installed': { actions: 'installAgentLimits' },
     // A stop is answered at once; the session closes when it is next idle (a turn finishing, a
     // maintenance under way end first). Queued turns stay stored and queued: they start when the session is opened again.
     'session.stop': { actions: ['markStopping', { type: 'replyOk', params: theCommand }] },

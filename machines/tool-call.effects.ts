@@ -4,6 +4,7 @@ import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { AuthorizationDecision, ToolResult } from '../src/protocol/tool-result.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
 import type { MatchedRule } from '../src/protocol/permission-rule.js';
+import type { ToolFailureKind, ToolRetryPolicy } from '../src/protocol/tool-retry.js';
 import type { ToolCallInput, TurnTermination } from './tool-call.contract.js';
 import { doneOutput, failedError } from './effect-port.js';
 
@@ -53,6 +54,23 @@ export type DispatchOutcome =
   | { decision: 'rewrite'; args: Record<string, unknown> }
   | { decision: 'invalid_rewrite'; message: string };
 
+/** What `executeTool` answers: the tool's result, and (issue 30) whether it failed in a way a retry policy may try again. */
+export interface ExecutedResult extends ToolResult {
+  failure?: ToolFailureKind;
+}
+
+/**
+ * Issue 30: the retry policy that governs this call (the tool's, else its agent's), and whether the
+ * tool may run again (`repeatable`: declared idempotent, or a read). Null: no policy — a failure is
+ * written as it is, as before.
+ */
+export interface CallRetry extends ToolRetryPolicy {
+  repeatable: boolean;
+}
+
+/** Issue 30: the runtime resolves the call's retry policy as the call starts, like its permission rule. */
+export type RetryResolver = (input: ToolCallInput) => CallRetry | null;
+
 /** What `waitAgent` answers: the child's answer, or that it was still running when the wait's time ran out. */
 export type WaitAgentOutput = { timedOut: false; result: ToolResult } | { timedOut: true; result: ToolResult };
 
@@ -61,7 +79,7 @@ export type ToolCallEffects = {
   /** The tool's own `authorize` hook (RT-16). */
   authorize: { input: ToolEffectInput; output: AuthorizationDecision };
   /** Runs a registry tool under this call's signal and approved paths. */
-  executeTool: { input: ExecuteInput; output: ToolResult };
+  executeTool: { input: ExecuteInput; output: ExecutedResult };
   /** Runs a control tool such as `update_plan` (RT-22). */
   runControlTool: { input: ToolEffectInput; output: ToolResult };
   /** `spawn_agent` (a child session and its first turn) or `send_agent_message`: answers at once. */
@@ -107,6 +125,8 @@ export interface PermissionResolvedParams {
 
 /** The result of `executeTool`, `runControlTool` or `delegate`. */
 export const toolResultOf = (event: EventObject) => doneOutput<ToolResult>(event)!;
+/** The result of `executeTool`, with the kind of its failure when it has one. */
+export const executedOf = (event: EventObject) => doneOutput<ExecutedResult>(event)!;
 /** What the `beforeToolDispatch` hooks decided. */
 export const dispatchOf = (event: EventObject) => doneOutput<DispatchOutcome>(event)!;
 /** What the tool's `authorize` hook decided. */

@@ -3,13 +3,14 @@ import type { AuditDecision } from '../src/protocol/audit.js';
 import type { AuthorizationDecision, ToolResult } from '../src/protocol/tool-result.js';
 import { MAX_ARGUMENT_DEPTH, parseArguments } from './signature.js';
 import { afterWait, breakRun, observeCall, passWait, recoveryHint, stopReason, type GuardrailTriggered, type LoopTracker, type LoopVerdict } from './guardrails.js';
-import { isDelegationTool, SPAWN_AGENT, WAIT_AGENT } from './delegation.js';
+import { isDelegationTool, SPAWN_AGENT, SWITCH_AGENT, WAIT_AGENT } from './delegation.js';
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
 import type { ToolCallCommand, ToolCallInput, ToolCallOutput, TurnTermination } from './tool-call.contract.js';
-import { authorizationOf, dispatchOf, errorOf, isWaitTimeout, toolResultOf, waitOf } from './tool-call.effects.js';
-import type { AfterDispatchInput, ArgumentValidator, DispatchOutcome, ExecuteInput, LiveStatusParams, PermissionResolvedParams, RuleResolver, ToolCallEffects, ToolEffectInput, ValidationOutput } from './tool-call.effects.js';
+import { authorizationOf, dispatchOf, errorOf, executedOf, isWaitTimeout, toolResultOf, waitOf } from './tool-call.effects.js';
+import type { AfterDispatchInput, ArgumentValidator, CallRetry, DispatchOutcome, ExecutedResult, ExecuteInput, LiveStatusParams, PermissionResolvedParams, RetryResolver, RuleResolver, ToolCallEffects, ToolEffectInput, ValidationOutput } from './tool-call.effects.js';
+import type { ToolFailureKind } from '../src/protocol/tool-retry.js';
 import { messageOf } from '../src/protocol/error-message.js';
 import { ruleLabel, type MatchedRule } from '../src/protocol/permission-rule.js';
 
@@ -19,8 +20,9 @@ import { ruleLabel, type MatchedRule } from '../src/protocol/permission-rule.js'
  * is reached, announced once)? then control tool → `running_control`, dispatch hooks →
  * `before_dispatch` (→ `dispatch_allowed`), `authorize` hook → `consulting_tool` (→ `tool_asked` /
  * `tool_allowed`), rule deny, mode deny, rule ask or mode ask → `waiting_permission`, rule allow or
- * else `executing` (→ `after_dispatch`
- * when hooks watch results) } → `writing_result` → `done`. Every path ends in `writing_result`, so
+ * else `executing` (→ `retrying` → `executing` again when the retry policy covers a run's timeout or
+ * transient failure, issue 30; → `after_dispatch` when hooks watch results) } → `writing_result` →
+ * `done`. An allowed `switch_agent` is a control tool; the allow-list and policy deny it first. Every path ends in `writing_result`, so
  * every call gets exactly one result (RT-12) and one audit row (RL-4).
  *
  * What the call and its turn say to each other is machines/tool-call.contract.ts; the effects it asks
@@ -49,6 +51,10 @@ export interface ToolCallContext extends ToolCallInput {
   hintAnnounced: boolean;
   /** Issue 24: the permission rule that decides this tool's name for the session's agent, as the call started; null for none. */
   permissionRule: MatchedRule | null;
+  /** Issue 30: the retry policy of the call's tool (or its agent's default), as the call started; null for none. */
+  retry: CallRetry | null;
+  /** Issue 30: which run of the tool this is, from 1; a retry policy may run it again. */
+  attempt: number;
 }
 
 export type ToolCallEvent = ToolCallCommand | EffectReply;
@@ -81,6 +87,8 @@ const toolCallSetup = setup({
      * first asked for (before a restart too). Only entered when `approvalExpires`.
      */
     approvalExpiry: 0,
+    /** Issue 30: the wait before the next run of a tool whose run failed: `backoffMs`, doubled for each run after the second. */
+    retryBackoff: ({ context }: { context: ToolCallContext }) => (context.retry?.backoffMs ?? 0) * 2 ** Math.max(0, context.attempt - 2),
   },
   guards: {
     /** Supplied by the runtime: is this name a control tool (e.g. `update_plan`)? */
@@ -103,6 +111,11 @@ const toolCallSetup = setup({
     childAgentForbidden: notProvided<ContextGuard, boolean>('tool-call', 'childAgentForbidden'),
     /** Supplied by the runtime: this turn already has as many live children as the agent allows. */
     childLimitReached: notProvided<ContextGuard, boolean>('tool-call', 'childLimitReached'),
+    /**
+     * Supplied by the runtime (issue 30): `switch_agent` names an agent the session's agent does not
+     * list in `switchTo`, or one the runtime does not know, or the session's policy forbids a switch.
+     */
+    agentSwitchForbidden: notProvided<ContextGuard, boolean>('tool-call', 'agentSwitchForbidden'),
     /** Supplied by the runtime (issue 26): the session's agent lets an approval wait only so long (`approvalTimeoutMs`); without it, approvals wait. */
     approvalExpires: () => false,
     /** Supplied by the runtime: nobody can answer an approval in this session (a sub-agent's): what would ask is denied. */
@@ -114,6 +127,7 @@ const toolCallSetup = setup({
     isDelegationTool: ({ context }) => isDelegationTool(context.call.name),
     isSpawnAgent: ({ context }) => context.call.name === SPAWN_AGENT,
     isWaitAgent: ({ context }) => context.call.name === WAIT_AGENT,
+    isAgentSwitch: ({ context }) => context.call.name === SWITCH_AGENT,
     /** RT-14: this wait timed out, and the waits in a row that timed out reach the loop's stop. */
     // Issue 24: the permission rule for this tool's name, resolved by the runtime as the call started.
     ruleDenies: ({ context }) => context.permissionRule?.decision === 'deny',
@@ -130,6 +144,10 @@ const toolCallSetup = setup({
     userAllows: ({ event }) => event.type === 'permission.resolve' && event.decision === 'allow_once',
     /** The tool itself answered that it was cancelled: the turn ends as cancelled. */
     toolCancelled: ({ event }) => toolResultOf(event).status === 'cancelled',
+    /** Issue 30: the run failed in a way the call's retry policy tries again, the tool may run again, and runs are left. */
+    attemptRetryable: ({ context, event }) => retries(context, executedOf(event).failure),
+    /** Issue 30: the last run timed out, and the policy says a timeout ends the turn (`continueLoop: false`). */
+    timeoutEndsTurn: ({ context, event }) => executedOf(event).failure === 'timeout' && context.retry?.on.includes('timeout') === true && !context.retry.continueLoop,
   },
   actions: {
     requestEffect: requestEffectAction<ToolCallContext, ToolCallEvent, ToolCallEffects>(),
@@ -176,6 +194,10 @@ const toolCallSetup = setup({
     }),
     assignUnknownChildAgent: assign({
       result: ({ context }) => ({ status: 'denied', content: `denied by rule: UnknownAgent: '${String(context.args.agent)}' is not an agent this agent may delegate to` }),
+      decision: DENIED_BY_RULE,
+    }),
+    assignSwitchDenial: assign({
+      result: ({ context }) => ({ status: 'denied', content: `denied by rule: this agent may not switch to '${String(context.args.agent)}'` }),
       decision: DENIED_BY_RULE,
     }),
     assignChildLimitDenial: assign({
@@ -250,6 +272,19 @@ const toolCallSetup = setup({
     }),
     // What ran: a tool, a control tool, a delegation, a wait.
     assignToolResult: assign({ result: ({ event }) => toolResultOf(event) }),
+    /** The tool's result, without the failure kind the retry guards read; a run after the first says which it was. */
+    assignExecutedResult: assign({ result: ({ context, event }) => executedResult(context, executedOf(event)) }),
+    /** Issue 30: one more run of the tool, after the backoff. */
+    nextAttempt: assign({ attempt: ({ context }) => context.attempt + 1 }),
+    /** Issue 30: the last run timed out and the policy ends the turn: `failed` with `tool_timeout`. */
+    assignTimeoutEnd: assign({
+      result: ({ context, event }) => executedResult(context, executedOf(event)),
+      termination: ({ context }) => ({
+        kind: 'failed',
+        code: 'tool_timeout',
+        message: `'${context.call.name}' timed out ${context.attempt === 1 ? 'once' : `${context.attempt} times`}, and its retry policy ends the turn`,
+      }),
+    }),
     assignCancelledResult: assign({ result: ({ event }) => toolResultOf(event), termination: { kind: 'cancelled' } }),
     assignFailedResult: assign({ result: ({ event }) => failedResult(errorOf(event)) }),
     /** RT-14: the waits in a row that timed out reached the loop's stop: the turn ends `doom_loop`. */
@@ -320,10 +355,10 @@ const MODE_DECIDES = [
  * once per tool call. The permission rule that decides the call (issue 24) is looked up there too,
  * by the runtime's `ruleFor`: the rule guards then read a value, and the chart stays pure.
  */
-export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver = () => null) {
+export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver = () => null, retryFor: RetryResolver = () => null) {
   return toolCallSetup.createMachine({
     id: 'toolCall',
-    context: ({ input }) => initialContext(input, validate, ruleFor),
+    context: ({ input }) => initialContext(input, validate, ruleFor, retryFor),
     initial: 'active',
     states: {
       active: {
@@ -358,7 +393,10 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
               { guard: and(['isSpawnAgent', 'childLimitReached']), target: '#toolCall.writing_result', actions: 'assignChildLimitDenial' },
               { guard: 'isWaitAgent', target: 'waiting_agent' },
               { guard: 'isDelegationTool', target: 'delegating' },
-              // Control tools (e.g. `update_plan`) run without authorization.
+              // Issue 30: agent.switch only to an agent the allow-list names, and a permission rule's deny is policy.
+              { guard: and(['isAgentSwitch', 'agentSwitchForbidden']), target: '#toolCall.writing_result', actions: 'assignSwitchDenial' },
+              { guard: and(['isAgentSwitch', 'ruleDenies']), target: '#toolCall.writing_result', actions: 'assignRuleDenial' },
+              // Control tools (e.g. `update_plan`, an allowed `switch_agent`) run without authorization.
               { guard: 'isControlTool', target: '#toolCall.running_control' },
               // RL-4: dispatch hooks first — they may deny or rewrite, and a rewritten call is what the user is asked about.
               { guard: 'hasBeforeDispatchHooks', target: 'before_dispatch' },
@@ -483,15 +521,27 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
             on: {
               'effect.done': [
                 { guard: 'toolCancelled', target: '#toolCall.writing_result', actions: 'assignCancelledResult' },
+                // Issue 30: a timeout or transient failure the retry policy covers runs the tool again, after a backoff.
+                { guard: 'attemptRetryable', target: 'retrying', actions: 'nextAttempt' },
+                // Issue 30: the last run timed out and the policy ends the turn (the result hooks still see the result).
+                { guard: and(['timeoutEndsTurn', 'hasAfterDispatchHooks']), target: 'after_dispatch', actions: 'assignTimeoutEnd' },
+                { guard: 'timeoutEndsTurn', target: '#toolCall.writing_result', actions: 'assignTimeoutEnd' },
                 // RL-4: hooks that watch results see this one before it is written.
-                { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignToolResult' },
-                { target: '#toolCall.writing_result', actions: 'assignToolResult' },
+                { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignExecutedResult' },
+                { target: '#toolCall.writing_result', actions: 'assignExecutedResult' },
               ],
               'effect.failed': [
                 { guard: 'hasAfterDispatchHooks', target: 'after_dispatch', actions: 'assignFailedResult' },
                 { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
               ],
             },
+          },
+          /**
+           * Issue 30: the run failed in a way the retry policy covers: the next run starts after the
+           * backoff, on the runtime's clock. A cancel or stop meanwhile ends the call (`active`'s own).
+           */
+          retrying: {
+            after: { retryBackoff: { target: 'executing' } },
           },
           /** Read-only: the hooks see the result; one that fails withholds it (fails closed). A cancel still ends the call as cancelled. */
           after_dispatch: {
@@ -566,7 +616,7 @@ export const toolCallMachine = toolCallChart(() => ({ ok: false, message: 'no ar
  * schema) breaks the run of identical calls: it is not one of them. Fields are listed one by one,
  * not spread from the input: spreading and then adding fields is slow in V8 (docs/architecture.md).
  */
-function initialContext(input: ToolCallInput, validate: ArgumentValidator, ruleFor: RuleResolver): ToolCallContext {
+function initialContext(input: ToolCallInput, validate: ArgumentValidator, ruleFor: RuleResolver, retryFor: RetryResolver): ToolCallContext {
   const parsed = parseArguments(input.call.argumentsText);
   const validation = parsed === undefined ? null : validate(input.call.name, parsed, input);
   const { args, loop, verdict } = counted(input, validation?.ok ? validation.args : undefined);
@@ -589,6 +639,9 @@ function initialContext(input: ToolCallInput, validate: ArgumentValidator, ruleF
     verdict,
     hintAnnounced: false,
     permissionRule: ruleFor(input),
+    // After the argument check: the runtime resolved the call's tool there.
+    retry: retryFor(input),
+    attempt: 1,
   };
 }
 
@@ -599,6 +652,18 @@ function counted(input: ToolCallInput, valid: Record<string, unknown> | undefine
   if (input.call.name === WAIT_AGENT) return { args: valid, loop: passWait(input.loop), verdict: null };
   const { tracker, verdict } = observeCall(input.loop, input.call.name, valid, input.loopRules);
   return { args: valid, loop: tracker, verdict };
+}
+
+/** Issue 30: whether a run that failed this way is run again: the policy covers the failure, the tool may repeat, runs are left. */
+function retries(context: ToolCallContext, failure: ToolFailureKind | undefined): boolean {
+  const retry = context.retry;
+  return failure !== undefined && retry !== null && retry.repeatable && retry.on.includes(failure) && context.attempt < retry.maxAttempts;
+}
+
+/** A run's result as it is written: its status and content; after a retry, which run it was. */
+function executedResult(context: ToolCallContext, executed: ExecutedResult): ToolResult {
+  if (context.attempt === 1) return { status: executed.status, content: executed.content };
+  return { status: executed.status, content: `${executed.content} (run ${context.attempt} of at most ${context.retry?.maxAttempts ?? context.attempt})` };
 }
 
 /** The call's result; a soft threshold's recovery hint is appended to whatever it was (the call still ran). */

@@ -158,8 +158,8 @@ export const turnMachine = setup({
     holdRequested: notProvided<ContextGuard, boolean>('turn', 'holdRequested'),
     /**
      * Supplied by the runtime (RL-5): with parallel tool calls on, the calls from `toolIndex` (or the
-     * one after it, for `nextCallsReadInParallel`) begin a run of at least two reads that need no
-     * approval and have not been started yet.
+     * one after it, for `nextCallsReadInParallel`) begin a run of at least two calls that need no
+     * approval and have not been started yet — reads, and (issue 30) writes and commands the mode allows.
      */
     callsReadInParallel: notProvided<ContextGuard, boolean>('turn', 'callsReadInParallel'),
     nextCallsReadInParallel: notProvided<ContextGuard, boolean>('turn', 'nextCallsReadInParallel'),
@@ -217,10 +217,11 @@ export const turnMachine = setup({
     abortEffect: abortEffectAction<TurnContext, TurnEvent>(),
     emitPhase: notProvided<[unknown, PhaseParams]>('turn', 'emitPhase'),
     /**
-     * Supplied by the runtime (RL-5): starts the run of reads beginning at the current call, at most
-     * the agent's bound at once. Each call still goes through its own tool-call chart in provider
-     * order — validated, counted for the doom loop, its result written — and takes its read's result
-     * when it reaches `executing`; a cancel aborts every read of the run.
+     * Supplied by the runtime (RL-5): starts the run of calls beginning at the current call, at most
+     * the agent's bound at once, each after its `beforeToolDispatch` hooks (issue 30: per call). Each
+     * call still goes through its own tool-call chart in provider order — validated, counted for the
+     * doom loop, its hooks' outcome taken, its result written — and takes its run's result when it
+     * reaches `executing`; a cancel aborts every run of the run.
      */
     startParallelReads: notProvided('turn', 'startParallelReads'),
     /** The draft dies with an interrupted or failed model call (RT-18). */

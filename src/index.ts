@@ -113,6 +113,7 @@ export * from './protocol/updates.js';
 export * from './protocol/trace.js';
 export * from './protocol/usage.js';
 export * from './protocol/audit.js';
+export type { ToolFailureKind, ToolRetryPolicyConfig } from './protocol/tool-retry.js';
 export type { JsonValue, ProviderMetadata, ContentBlock, AssistantProviderData } from './protocol/provider-data.js';
 export { TurnchartError } from './protocol/errors.js';
 export { TurnFailure, type ToolResult, type AuthorizationDecision } from './protocol/tool-result.js';

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { AuditDecider, AuditEntry, AuditVerdict, ToolAudit } from '../src/protocol/audit.js';
+import type { AuditDecider, AuditEntry, AuditVerdict, ToolAttempt, ToolAudit } from '../src/protocol/audit.js';
 import type { ToolResultStatus } from '../src/protocol/messages.js';
 import { toMs, type ToolAuditView } from './schema.js';
 import { decodeText, encodeText } from './text-codec.js';
@@ -20,10 +20,12 @@ export function auditColumns(audit: ToolAudit | null) {
     audit_execution_ms: audit?.executionMs ?? null,
     // Issue 25 (migration 008): a principal is checked storable where it enters (principalSchema).
     audit_principal: audit?.principal ?? null,
+    // Issue 30 (migration 012): only a call run more than once has runs to list.
+    audit_attempts: audit?.attempts ? JSON.stringify(audit.attempts) : null,
   };
 }
 
-const NO_AUDIT = [null, null, null, null, null, null, null, null, null, null, null];
+const NO_AUDIT = [null, null, null, null, null, null, null, null, null, null, null, null];
 
 /** `auditColumns`' values in its column order, without the object: the message insert lists them on every write. */
 export function auditValues(audit: ToolAudit | null): unknown[] {
@@ -40,6 +42,7 @@ export function auditValues(audit: ToolAudit | null): unknown[] {
     audit.permissionWaitMs,
     audit.executionMs,
     audit.principal,
+    audit.attempts ? JSON.stringify(audit.attempts) : null,
   ];
 }
 
@@ -61,5 +64,6 @@ export function rowToAudit(row: Selectable<ToolAuditView>): AuditEntry {
     permissionWaitMs: toMs(row.permission_wait_ms),
     executionMs: toMs(row.execution_ms),
     principal: row.principal,
+    ...(row.attempts !== null && row.attempts !== undefined && { attempts: JSON.parse(row.attempts) as ToolAttempt[] }),
   };
 }

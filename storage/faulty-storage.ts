@@ -69,6 +69,8 @@ export const STORAGE_METHODS = [
   'endTurn',
   'getTurn',
   'listTurns',
+  'getRun',
+  'listRuns',
   'appendMessage',
   'listMessages',
   'listAudit',

@@ -23,7 +23,7 @@ import { executeKept } from './prepared-statements.js';
 import { encodeText } from './text-codec.js';
 import { encodeTrackers } from './trackers-codec.js';
 import { inTransaction } from './transaction.js';
-import { messageToRow, rowToMessage, rowToQueuedTurn, rowToSession, rowToSpan, rowToTurn } from './rows.js';
+import { messageToRow, rowToMessage, rowToQueuedTurn, rowToRun, rowToSession, rowToSpan, rowToTurn } from './rows.js';
 import { applySpanPlan, planSpanWrites } from './span-writes.js';
 import { toMs, type Database } from './schema.js';
 import {
@@ -39,6 +39,8 @@ import {
   type MessagePage,
   type PlanRow,
   type QueuedTurnRow,
+  type RunPage,
+  type RunRow,
   type SessionPage,
   type SessionRow,
   type SessionStorage,
@@ -418,6 +420,34 @@ export class KyselySessionStorage implements SessionStorage {
   async listTurns(sessionId: string): Promise<TurnRow[]> {
     const rows = await this.turnsWithRuns().where('turns.session_id', '=', sessionId).orderBy('turns.started_at_ms').orderBy('turns.id').execute();
     return rows.map(rowToTurn);
+  }
+
+  async getRun(runId: string): Promise<RunRow | undefined> {
+    const row = await this.runsWithTurns().where('runs.id', '=', runId).executeTakeFirst();
+    return row && rowToRun(row);
+  }
+
+  async listRuns(sessionId: string, page: RunPage): Promise<RunRow[]> {
+    let query = this.runsWithTurns()
+      .where('runs.session_id', '=', sessionId)
+      .orderBy('runs.created_at_ms', 'desc')
+      .orderBy('runs.id', 'desc')
+      .limit(page.limit);
+    const before = page.before;
+    if (before) {
+      query = query.where((eb) =>
+        eb.or([eb('runs.created_at_ms', '<', before.createdAtMs), eb.and([eb('runs.created_at_ms', '=', before.createdAtMs), eb('runs.id', '<', before.id)])]),
+      );
+    }
+    return (await query.execute()).map(rowToRun);
+  }
+
+  private runsWithTurns() {
+    return this.db
+      .selectFrom('runs')
+      .innerJoin('turns', 'turns.id', 'runs.turn_id')
+      .selectAll('turns')
+      .select(['runs.id as run_id', 'runs.trigger_type', 'runs.created_at_ms as run_created_at_ms']);
   }
 
   async appendMessage(message: StoredMessage, fence?: number, audit?: ToolAudit): Promise<void> {

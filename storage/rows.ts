@@ -5,7 +5,7 @@ import type { SpanKind, SpanSource, SpanStatus, TraceSpan } from '../src/protoco
 import { decodeText, encodeText } from './text-codec.js';
 import { decodeTrackers } from './trackers-codec.js';
 import { toMs, type MessagesTable, type SessionsTable, type TraceSpansTable, type TurnsTable } from './schema.js';
-import type { QueuedTurnRow, SessionRow, TurnRow } from './session-storage.js';
+import type { QueuedTurnRow, RunRow, SessionRow, TurnRow } from './session-storage.js';
 import type { BusyPolicy, PermissionMode, TriggerType } from '../src/protocol/commands.js';
 
 /** Rows to and from the tables; the casts trust that every value was written through this storage. */
@@ -80,6 +80,11 @@ export function rowToTurn(row: TurnWithRun): TurnRow {
     ...(row.cancel_requested_at_ms !== null && row.cancel_requested_at_ms !== undefined && { cancelRequestedAtMs: toMs(row.cancel_requested_at_ms) }),
     ...(row.trace_parent && { traceParent: row.trace_parent }),
   };
+}
+
+/** A turn joined to its run (issue 30's run resource): the run's own columns besides the turn's. */
+export function rowToRun(row: TurnWithRun & { run_id: string; trigger_type: string; run_created_at_ms: number | string }): RunRow {
+  return { ...rowToTurn(row), runId: row.run_id, trigger: row.trigger_type as TriggerType, runCreatedAtMs: toMs(row.run_created_at_ms) };
 }
 
 export function rowToQueuedTurn(row: TurnWithRun): QueuedTurnRow {

@@ -89,6 +89,8 @@ export interface MessagesTable {
   audit_execution_ms: AuditColumn<number | string>;
   /** Issue 25 (migration 008): the principal that answered the approval, else the session's owner. */
   audit_principal: AuditColumn<string>;
+  /** Issue 30 (migration 012): JSON of the runs of a call its retry policy ran more than once. */
+  audit_attempts: AuditColumn<string>;
 }
 
 export interface TraceSpansTable {
@@ -147,6 +149,8 @@ export interface ToolAuditView {
   execution_ms: number | string | null;
   /** Issue 25 (migration 008); null for a row written before it, or for a session without an owner. */
   principal: string | null;
+  /** Issue 30 (migration 012): JSON of the runs, for a call run more than once; else null. */
+  attempts: string | null;
 }
 
 export interface TasksTable {

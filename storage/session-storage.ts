@@ -178,6 +178,21 @@ export interface TurnRow {
   traceParent?: string;
 }
 
+/** Issue 30: a run (RL-1's run record) with the turn it runs: the run resource of `GET /runs/{runId}`. */
+export interface RunRow extends TurnRow {
+  runId: string;
+  trigger: TriggerType;
+  /** When the run was created: when its turn started, or was queued. */
+  runCreatedAtMs: number;
+}
+
+/** Issue 30: a page of a session's runs, newest first. */
+export interface RunPage {
+  limit: number;
+  /** The last run of the previous page. */
+  before?: { createdAtMs: number; id: string };
+}
+
 export interface TurnEnd {
   /** `interrupted`: only a turn its host left that its session may not resume (issue 26: the agent's `resume: false`). */
   status: Exclude<StoredTurnStatus, 'running' | 'queued'>;
@@ -327,6 +342,10 @@ export interface SessionStorage {
   endTurn(turnId: string, end: TurnEnd, fence?: number): Promise<void>;
   getTurn(turnId: string): Promise<TurnRow | undefined>;
   listTurns(sessionId: string): Promise<TurnRow[]>;
+  /** Issue 30: the run and its turn; undefined when there is no such run. */
+  getRun(runId: string): Promise<RunRow | undefined>;
+  /** Issue 30: the session's runs, newest first (by creation, then id). */
+  listRuns(sessionId: string, page: RunPage): Promise<RunRow[]>;
 
   /**
    * Idempotent by message id: writing an id that exists already changes nothing (CW-2's retried

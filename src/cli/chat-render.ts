@@ -246,6 +246,10 @@ function renderUpdate(
     case 'plan_updated':
       for (const text of formatPlan(update.plan, paint)) line(text);
       break;
+    // Issue 30: a `switch_agent` call handed the run over; the next model call is the new agent's.
+    case 'agent_switched':
+      line(paint('dim', `agent switched: ${update.from} → ${update.to}`));
+      break;
     case 'queue_updated':
       if (update.queue.length > 0) line(paint('dim', `${update.queue.length} turn(s) queued`));
       break;

@@ -6,7 +6,9 @@ import { asChatError, type ChatClient } from './chat-client.js';
 import { startChat } from './chat-controller.js';
 import { embeddedChatClient } from './chat-embedded.js';
 import { formatError } from './chat-format.js';
+import { browseHistory } from './chat-history.js';
 import { httpChatClient } from './chat-http.js';
+import { isHistoryMirror } from '../../storage/history-mirror.js';
 import { isInteractive, startInput } from './chat-input.js';
 import { Screen } from './chat-screen.js';
 import { commandEnvFlagSchema } from '../tools/sandbox/command-environment.js';
@@ -22,7 +24,7 @@ const FLAGS = {
   token: { env: 'TURNCHART_TOKEN', help: 'the host\'s bearer token' },
   session: { env: undefined, help: 'continue this session (default: a new one)' },
   mode: { env: undefined, help: 'permission mode of the new session: ask, auto or read_only (default ask)' },
-  db: { env: 'TURNCHART_DB', help: 'embedded: SQLite file (default .turnchart/turnchart.db)' },
+  db: { env: 'TURNCHART_DB', help: 'embedded: SQLite file (default .turnchart/turnchart.db); a history mirror (serve --mirror-sqlite) is browsed read-only' },
   workspace: { env: 'TURNCHART_WORKSPACE', help: 'embedded: directory the sessions work in (default: the current directory)' },
   model: { env: 'TURNCHART_MODEL', help: 'embedded: scripted:FILE (default: the demo model)' },
   'command-env': { env: 'TURNCHART_COMMAND_ENV', multiple: true, help: 'embedded: variables run_command passes to commands (repeatable or comma-separated)' },
@@ -97,6 +99,17 @@ export interface ChatIo {
 export async function runChat(settings: ChatSettings & { modelFromFlags?: boolean }, io: ChatIo, config: LoadedConfig | null = null): Promise<number> {
   const tty = Boolean(io.output.isTTY);
   const screen = new Screen(io.output, { tty, color: tty && io.env.NO_COLOR === undefined && io.env.TERM !== 'dumb' });
+  // A history mirror is a copy to read, never a database to run turns on.
+  if (!settings.url && isHistoryMirror(settings.db)) {
+    try {
+      return await browseHistory(settings.db, settings.session, screen);
+    } catch (error) {
+      screen.line(formatError(asChatError(error), screen.paint));
+      return 1;
+    } finally {
+      screen.close();
+    }
+  }
   let client: ChatClient;
   try {
     if (settings.url) {

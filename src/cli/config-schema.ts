@@ -29,6 +29,8 @@ export const SETTING_KEYS = {
   db: text,
   databaseUrl: text,
   databaseUrlFile: text,
+  /** Issue 30: the history mirror's SQLite file (`--mirror-sqlite`). */
+  mirrorSqlite: text,
   workspace: text,
   model: text,
   contextWindow: count,
@@ -78,7 +80,7 @@ export const SETTING_KEYS = {
 export type SettingKey = keyof typeof SETTING_KEYS;
 
 /** Keys whose value is a path: read relative to the configuration file, not to where the command runs. */
-export const PATH_KEYS: readonly SettingKey[] = ['db', 'databaseUrlFile', 'tokenFile', 'jwtSecretFile', 'workspace'];
+export const PATH_KEYS: readonly SettingKey[] = ['db', 'databaseUrlFile', 'mirrorSqlite', 'tokenFile', 'jwtSecretFile', 'workspace'];
 
 /** An AI SDK language model instance, recognised by its shape (a config file may load its own copy of the AI SDK). */
 export function isLanguageModel(value: unknown): value is LanguageModelV3 {
@@ -116,7 +118,10 @@ const agentFileSchema = z.strictObject({
   mcp: z.array(z.string().min(1)).optional(),
   permissions: permissionsSchema.optional(),
   guardrails: guardrailsSchema.optional(),
-  delegation: z.strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional() }).optional(),
+  /** `nested: true`: the agent may delegate even as a sub-agent (by default a sub-agent may not delegate further). */
+  delegation: z
+    .strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional(), nested: z.boolean().optional() })
+    .optional(),
   /** `{ network: true }`: the agent's commands may use the network under the bubblewrap sandbox (default: none). */
   sandbox: agentSandboxSchema.optional(),
   /** Issue 26: `false` ends a turn whose host went away `interrupted` instead of going on with it. */

@@ -28,6 +28,7 @@ const FLAGS = {
   port: { env: 'TURNCHART_PORT', help: 'port (default 4477; 0 picks a free one)' },
   db: { env: 'TURNCHART_DB', help: 'SQLite file (default .turnchart/turnchart.db)' },
   'database-url': { env: 'DATABASE_URL', help: 'PostgreSQL URL (instead of SQLite)' },
+  'mirror-sqlite': { env: 'TURNCHART_MIRROR_SQLITE', help: "SQLite file each session's new messages are copied to when one of its runs ends, for browsing offline with chat --db (default: none)" },
   'database-url-file': { env: 'DATABASE_URL_FILE', help: 'file holding the PostgreSQL URL (keeps its password off the command line)' },
   workspace: { env: 'TURNCHART_WORKSPACE', help: 'directory the sessions work in (default: the current directory)' },
   model: { env: 'TURNCHART_MODEL', help: 'openai-compatible:BASE_URL#MODEL or scripted:FILE (default: the demo model); API key from TURNCHART_API_KEY' },
@@ -84,6 +85,7 @@ const settingsSchema = z.object({
   port: z.coerce.number().int().min(0).max(65_535).default(4477),
   db: z.string().min(1).optional(),
   'database-url': z.string().min(1).optional(),
+  'mirror-sqlite': z.string().min(1).optional(),
   workspace: z.string().min(1).default('.'),
   model: z.string().optional(),
   'context-window': z.coerce.number().int().min(1_000).max(100_000_000).optional(),
@@ -186,6 +188,7 @@ export async function serve(settings: ServeSettings, log: Logger, file: LoadedCo
   }
   log.info(`model: ${choice.description}`);
   log.info(`storage: ${settings['database-url'] ? 'PostgreSQL' : `SQLite ${settings.db ?? '.turnchart/turnchart.db'}`}; workspace: ${settings.workspace}`);
+  if (settings['mirror-sqlite']) log.info(`history mirror: SQLite ${settings['mirror-sqlite']}`);
   log.info(`auth: ${authDescription(settings)}`);
   if (settings['amqp-url']) log.info(`cluster: RabbitMQ ${settings['amqp-url'].replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')}`);
   if (settings.otel) log.info(`otel: traces exported over OTLP as the OTEL_* variables say${settings['otel-content'] ? ', with message contents' : ''}`);
@@ -195,6 +198,7 @@ export async function serve(settings: ServeSettings, log: Logger, file: LoadedCo
     port: settings.port,
     ...(settings.db && { db: settings.db }),
     ...(settings['database-url'] && { databaseUrl: settings['database-url'] }),
+    ...(settings['mirror-sqlite'] && { mirrorSqlite: settings['mirror-sqlite'] }),
     workspace: settings.workspace,
     model: choice.model,
     modelDescription: choice.description,

@@ -17,6 +17,7 @@ import { healthRoutes } from './routes/health.js';
 import { inspectDataRoutes } from './routes/inspect-data.js';
 import { inspectPageRoutes, isInspectorPagePath } from './routes/inspect-page.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { runRoutes } from './routes/runs.js';
 import { sessionCommandRoutes } from './routes/session-commands.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { taskRoutes } from './routes/tasks.js';
@@ -55,6 +56,7 @@ export function createApp(host: HostContext, security: AppSecurity): OpenAPIHono
   agentRoutes(app, host);
   sessionRoutes(app, host);
   turnRoutes(app, host);
+  runRoutes(app, host);
   sessionCommandRoutes(app, host);
   auditRoutes(app, host);
   eventRoutes(app, host);

@@ -38,6 +38,8 @@ const STATUS: Record<string, ContentfulStatusCode> = {
   Forbidden: 403,
   UnknownSession: 404,
   UnknownTurn: 404,
+  /** Issue 30: no such run, or one of another principal's sessions. */
+  UnknownRun: 404,
   UnknownCompaction: 404,
   UnknownTask: 404,
   NotFound: 404,

@@ -9,6 +9,7 @@ import { postgresStorage } from '../../storage/postgres.js';
 import { sqliteStorage } from '../../storage/sqlite.js';
 import { postgresTaskStorage } from '../../storage/postgres.js';
 import { sqliteTaskStorage } from '../../storage/sqlite.js';
+import { HistoryMirror } from '../../storage/history-mirror.js';
 import type { TaskStorage } from '../../storage/task-storage.js';
 import type { TaskClient } from '../tasks/task-client.js';
 import { AmqpLink } from '../transport/amqp-link.js';
@@ -109,6 +110,11 @@ export interface HostOptions {
   amqpUrl?: string;
   /** The broker names' namespace for tasks (`turnchart` by default). */
   amqpNamespace?: string;
+  /**
+   * Issue 30: a local SQLite file each session's new messages are copied to when one of its runs
+   * ends (`--mirror-sqlite`), off the run's path; a failed copy is retried at the next run's end.
+   */
+  mirrorSqlite?: string | null;
   /** The task storage built by the embedder; by default the same database as the sessions. */
   taskStorage?: TaskStorage;
   /** Passed to the runtime as they are (agents, lease length, …). */
@@ -217,7 +223,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   // Built before anything is opened: a variable that may not reach commands is a startup error.
   const workspace = workspaceTools({
     root: workspaceDir,
-    hiddenPaths: stateFile === null ? [] : sqliteStatePaths(stateFile, workspaceDir),
+    // The history mirror holds every user's conversations too.
+    hiddenPaths: [stateFile, options.mirrorSqlite ?? null].flatMap((file) => (file === null ? [] : sqliteStatePaths(file, workspaceDir))),
     ...(options.commandEnv && { commandEnv: options.commandEnv }),
     ...(options.commandContainment && { commandContainment: options.commandContainment }),
     ...(options.sandbox && { sandbox: options.sandbox }),
@@ -264,6 +271,20 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   // From the runtime's first span: no turn runs before the host is built.
   const otel = options.otel ? otelSpans(runtime, options.otel) : null;
   runtime.observeSpans(new SpanMetrics(metrics));
+  const mirror = options.mirrorSqlite
+    ? await HistoryMirror.open(options.mirrorSqlite, storage, warn).catch(async (error: unknown) => {
+        await runtime.shutdown();
+        await forward?.close();
+        await mcp?.close();
+        throw error;
+      })
+    : null;
+  // A run's end notes its session for the mirror; the copy happens after, never on the run's path.
+  if (mirror) {
+    runtime.updates$.subscribe((envelope) => {
+      if (envelope.update.type === 'turn_finished') mirror.runEnded(envelope.sessionId);
+    });
+  }
   // A session-scoped MCP server's own connection for a session ends with the session (the runtime completes this on shutdown).
   if (mcp) runtime.sessionClosed$.subscribe((sessionId) => void mcp.closeSession(sessionId));
   const defaultPermissionMode = permissionModeSchema.parse(options.permissionMode ?? 'ask');
@@ -274,6 +295,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   };
   const tasks = options.amqpUrl ? await openTasks(options, options.amqpUrl, warn).catch(async (error: unknown) => {
     await runtime.shutdown();
+    await mirror?.close();
     await forward?.close();
     await mcp?.close();
     throw error;
@@ -300,6 +322,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const cluster = options.cluster
     ? await options.cluster.join(context, options.runtime?.ownership?.leaseTtlMs ?? DEFAULT_LEASE_TTL_MS).catch(async (error: unknown) => {
         await runtime.shutdown();
+        await mirror?.close();
         await forward?.close();
         await tasks?.link.close();
         await tasks?.tasks.close();
@@ -319,6 +342,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const abandon = async (error: unknown): Promise<never> => {
     cluster?.quiesce();
     await runtime.shutdown();
+    await mirror?.close();
     await forward?.close();
     await tasks?.link.close();
     await tasks?.tasks.close();
@@ -351,6 +375,8 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
         // Before storage closes with the runtime: this host's stream slots stop counting against their principals.
         await principals.close();
         await runtime.shutdown();
+        // After the runtime: the copy of its last runs' messages finishes first.
+        await mirror?.close();
         // After the runtime, whose turns have ended their spans: what is still open ends now, to be exported.
         otel?.stop();
         // After the runtime: no turn calls their tools any more.

@@ -146,6 +146,17 @@ const AuditEntrySchema = z
       .string()
       .nullable()
       .openapi({ description: "who the call answers to: the principal that answered its approval when the user decided, else the session's owner; null for a session without one" }),
+    attempts: z
+      .array(
+        z.object({
+          attempt: z.number().int(),
+          status: z.enum(['succeeded', 'failed', 'denied', 'cancelled', 'outcome_unknown']),
+          failure: z.enum(['timeout', 'transient']).nullable(),
+          durationMs: z.number().int(),
+        }),
+      )
+      .optional()
+      .openapi({ description: "each run of a call its tool's retryPolicy ran more than once (issue 30); absent for a call that ran once or never" }),
   })
   .openapi('AuditEntry');
 

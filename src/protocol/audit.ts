@@ -1,4 +1,15 @@
 import type { ToolResultStatus } from './messages.js';
+import type { ToolFailureKind } from './tool-retry.js';
+
+/** Issue 30: one run of a tool its retry policy ran more than once. */
+export interface ToolAttempt {
+  /** From 1. */
+  attempt: number;
+  status: ToolResultStatus;
+  /** Why the run failed, when a retry policy may try that failure again; null otherwise. */
+  failure: ToolFailureKind | null;
+  durationMs: number;
+}
 
 /** RL-4: whether a dispatched call was let through, and who decided. */
 export type AuditVerdict = 'allowed' | 'denied' | 'none';
@@ -43,6 +54,8 @@ export interface ToolAudit {
    * stored before principals.
    */
   principal: string | null;
+  /** Issue 30: each run of a call its retry policy ran more than once; absent for a call that ran once or never. */
+  attempts?: ToolAttempt[];
 }
 
 /** One audit row as read back: the audit plus where its result message sits. */

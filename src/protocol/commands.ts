@@ -55,7 +55,7 @@ const inputPartSchema = z.discriminatedUnion('type', [
 ]);
 
 /** What started a run (RL-1). */
-const triggerTypeSchema = z.enum(['message', 'manual_action', 'api_action', 'hook', 'system']);
+export const triggerTypeSchema = z.enum(['message', 'manual_action', 'api_action', 'hook', 'system']);
 export type TriggerType = z.infer<typeof triggerTypeSchema>;
 
 export const startTurnSchema = readSafely(

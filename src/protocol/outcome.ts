@@ -28,7 +28,9 @@ export type FailureCode =
   /** The turn made no progress (no update) for its agent's `stallTimeoutMs`. */
   | 'stalled'
   /** The last call made under the token budget still asked for tools. */
-  | 'budget_exhausted';
+  | 'budget_exhausted'
+  /** Issue 30: a tool call timed out (after its retries) and its retry policy says `continueLoop: false`. */
+  | 'tool_timeout';
 
 /** Why a tool call ended the turn, if it did (RT-12, RT-16, RT-17). */
 export type TurnTermination = { kind: 'cancelled' } | { kind: 'failed'; code: FailureCode; message: string };

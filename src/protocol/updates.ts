@@ -44,6 +44,11 @@ export type SessionUpdate =
   /** `expired`: nobody answered within the agent's `approvalTimeoutMs` (issue 26); the call is denied. */
   | { type: 'permission_resolved'; toolCallId: string; decision: PermissionDecision | 'cancelled' | 'actor_stopped' | 'expired' }
   | { type: 'plan_updated'; plan: Plan }
+  /**
+   * Issue 30: a `switch_agent` call switched the session's agent inside the run (the seed's
+   * `agent.switch` run event); the next model call of the turn is the new agent's.
+   */
+  | { type: 'agent_switched'; from: string; to: string; toolCallId: string; reason?: string }
   /** The session's queue of waiting turns changed (a turn was queued, started or cancelled); carries the whole queue. */
   | { type: 'queue_updated'; queue: QueuedTurnView[] }
   /** A guardrail (GR-1, GR-2, the token budget) reached a threshold: `soft` hints and goes on, `hard` stops. */

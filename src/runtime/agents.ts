@@ -1,3 +1,4 @@
+import { resolveRetryPolicy, toolRetryPolicySchema, type ToolRetryPolicy } from '../protocol/tool-retry.js';
 import { z } from 'zod';
 import type { TurnLimits } from '../../machines/turn.machine.js';
 import { systemContext } from '../context/system-context.js';
@@ -35,8 +36,11 @@ export interface AgentDefinition {
   guardrails: GuardrailLimits;
   /** GR-2: decides what happens when the mistake breaker trips; without it the turn fails `mistake_limit`. */
   onMistakeLimit?: OnMistakeLimit;
-  /** Sub-agents: the agents this one may start with `spawn_agent`, and how many may run per turn; null: no delegation. */
-  delegation: { agents: readonly string[]; maxChildren: number } | null;
+  /**
+   * Sub-agents: the agents this one may start with `spawn_agent`, and how many may run per turn; null: no delegation.
+   * `nested`: whether it may still delegate when it runs as a sub-agent itself — by default it may not (issue 30, the seed's rule).
+   */
+  delegation: { agents: readonly string[]; maxChildren: number; nested: boolean } | null;
   /** agent.switch: the agents a session of this one may switch to. */
   switchTo: readonly string[];
   /** Issue 24: this agent's own model, for every model call of its sessions; null: the runtime's `model`. */
@@ -54,6 +58,8 @@ export interface AgentDefinition {
   resume: boolean;
   /** Issue 26: an approval nobody answers within this many milliseconds is denied; null: it waits until answered. */
   approvalTimeoutMs: number | null;
+  /** Issue 30: the retry policy of this agent's tools that have none of their own; null: a failed run is the result, as before. */
+  retryPolicy: ToolRetryPolicy | null;
 }
 
 /** A tool-name pattern from configuration: bounded, and one the matcher can compile within its bounds. */
@@ -83,7 +89,10 @@ const agentConfigSchema = z.object({
   guardrails: guardrailsSchema.optional(),
   onMistakeLimit: onMistakeLimitSchema.optional(),
   /** Sub-agents: `spawn_agent` may start these agents, at most `maxChildren` live per turn (default 4). */
-  delegation: z.strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional() }).optional(),
+  /** `nested: true` lets it delegate even in a sub-agent's session; by default a sub-agent may not delegate further. */
+  delegation: z
+    .strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional(), nested: z.boolean().optional() })
+    .optional(),
   /** agent.switch: the agents a session of this agent may switch to. */
   switchTo: z.array(z.string().min(1).max(200)).max(64).optional(),
   /** Issue 24: the agent's own model; checked as the runtime's `model` is. */
@@ -98,6 +107,8 @@ const agentConfigSchema = z.object({
   resume: z.boolean().optional(),
   /** Issue 26: an approval unanswered this long is denied (the wait survives restarts: it counts from the first request). */
   approvalTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
+  /** Issue 30: `{ maxAttempts, backoffMs, on: ['timeout', 'transient'], continueLoop? }` for tools without their own. */
+  retryPolicy: toolRetryPolicySchema.optional(),
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */
@@ -126,6 +137,7 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     sandbox: DEFAULT_AGENT_SANDBOX,
     resume: true,
     approvalTimeoutMs: null,
+    retryPolicy: null,
   },
   explorer: {
     systemPrompt: 'You explore and report. Prefer reading over changing anything.',
@@ -143,6 +155,7 @@ export const DEFAULT_AGENTS: Record<string, AgentDefinition> = {
     sandbox: DEFAULT_AGENT_SANDBOX,
     resume: true,
     approvalTimeoutMs: null,
+    retryPolicy: null,
   },
 };
 
@@ -168,7 +181,9 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       ...(given.hooks ? { hooks: given.hooks } : base.hooks && { hooks: base.hooks }),
       guardrails: guardrails.limits,
       ...(onMistakeLimit && { onMistakeLimit }),
-      delegation: parsed.delegation ? { agents: parsed.delegation.agents, maxChildren: parsed.delegation.maxChildren ?? DEFAULT_MAX_CHILDREN } : base.delegation,
+      delegation: parsed.delegation
+        ? { agents: parsed.delegation.agents, maxChildren: parsed.delegation.maxChildren ?? DEFAULT_MAX_CHILDREN, nested: parsed.delegation.nested ?? false }
+        : base.delegation,
       switchTo: parsed.switchTo ?? base.switchTo,
       // The model object given is kept, not zod's copy of it.
       model: given.model ?? base.model,
@@ -177,6 +192,7 @@ export function resolveAgents(config: Record<string, AgentConfig> | undefined): 
       sandbox: parsed.sandbox ? { network: parsed.sandbox.network ?? base.sandbox.network } : base.sandbox,
       resume: parsed.resume ?? base.resume,
       approvalTimeoutMs: parsed.approvalTimeoutMs ?? base.approvalTimeoutMs,
+      retryPolicy: parsed.retryPolicy ? resolveRetryPolicy(parsed.retryPolicy) : base.retryPolicy,
     };
   }
   checkAgentNames(agents);

@@ -7,6 +7,8 @@ import type { EffectCancellation } from './effect-port.js';
 import type { Delegation } from './delegation.js';
 import type { RuntimeDeps, SessionEnv } from './session-env.js';
 import { messageOf } from '../protocol/error-message.js';
+import { emit } from './session-env.js';
+import { systemContext } from '../context/system-context.js';
 
 type Ctx = { context: ToolCallContext };
 
@@ -15,6 +17,10 @@ export interface SubagentDeps extends RuntimeDeps {
   delegation: Delegation;
   /** agent.switch: the session's agent, hooks and tool surface become those of `agent`. */
   installAgent: (env: SessionEnv, agent: string) => void;
+  /** Issue 30: whether the runtime knows an agent of this name. */
+  agentExists: (agent: string) => boolean;
+  /** Issue 30: a switch inside a run is stored and installed: the session chart takes the agent's limits for its next turns. */
+  agentSwitchedInRun: (env: SessionEnv, agent: string) => void;
 }
 
 /**
@@ -46,10 +52,42 @@ export function delegationEffects(deps: SubagentDeps) {
     deps.installAgent(env, input.agent);
   };
 
+  /**
+   * Issue 30: `switch_agent`, once the chart's allow-list and policy checks passed. The session's
+   * agent is stored (the row, so a reopened session runs it) and installed now: the turn's next
+   * model call is built from the new agent's prompt, tools and model. The reminder that names the
+   * switch waits in the mailbox, so it joins the conversation after this response's tool results
+   * (a message between a call and its result would break the request) and before that model call.
+   */
+  const switchInRun = async (input: ToolEffectInput): Promise<ToolResult> => {
+    const env = envOf(input.sessionId);
+    const from = env.config.agentName;
+    const to = String(input.args.agent);
+    const reason = typeof input.args.reason === 'string' ? input.args.reason : null;
+    if (to === from) return { status: 'succeeded', content: JSON.stringify({ agent: to, switched: false }) };
+    await deps.storage.switchAgent(env.config.id, to, null, env.config.fence);
+    deps.installAgent(env, to);
+    // The running turn resolved its system context as it opened: the rest of it speaks as the new agent.
+    env.conversation.turnSystem = systemContext(env.config.agent.systemPrompt, env.config.tools());
+    env.conversation.mailbox.push({ from: 'runtime', text: switchReminder(from, to, reason), note: true });
+    deps.agentSwitchedInRun(env, to);
+    emit(env, input.turnId, { type: 'agent_switched', from, to, toolCallId: input.toolCallId, ...(reason !== null && { reason }) });
+    return { status: 'succeeded', content: JSON.stringify({ agent: to, previous: from, switched: true }) };
+  };
+
   return {
     handlers: { delegate, waitAgent, switchAgent },
+    switchInRun,
     guards: {
-      delegationForbidden: ({ context }: Ctx) => envOf(context.sessionId).config.agent.delegation === null,
+      // The seed's rule: a sub-agent may not delegate further, unless its agent says `nested: true`.
+      delegationForbidden: ({ context }: Ctx) => {
+        const { agent, parent } = envOf(context.sessionId).config;
+        return agent.delegation === null || (parent !== null && !agent.delegation.nested);
+      },
+      agentSwitchForbidden: ({ context }: Ctx) => {
+        const target = String(context.args.agent);
+        return !envOf(context.sessionId).config.agent.switchTo.includes(target) || !deps.agentExists(target);
+      },
       childAgentForbidden: ({ context }: Ctx) => {
         const allowed = envOf(context.sessionId).config.agent.delegation?.agents ?? [];
         return !allowed.includes(String(context.args.agent));
@@ -80,4 +118,10 @@ function noteMessage(env: SessionEnv, deps: RuntimeDeps, turnId: string, from: s
     createdAtMs: deps.now(),
     message: { role: 'user', kind: 'agent_note', text: `The session's agent changed from '${from}' to '${to}': from here on you act as '${to}'.` },
   };
+}
+
+/** The `system_reminder` the model reads before its first call as the new agent: it names the switch. */
+function switchReminder(from: string, to: string, reason: string | null): string {
+  const why = reason === null ? '' : ` Reason given: ${reason}`;
+  return `<system_reminder>\nagent.switch: this run switched from agent '${from}' to agent '${to}'. From here on you act as '${to}', with its instructions and tools.${why}\n</system_reminder>`;
 }

@@ -1,44 +1,62 @@
 import type { TurnContext } from '../../machines/turn.machine.js';
+import type { DispatchOutcome, ExecutedResult } from '../../machines/tool-call.effects.js';
 import { parseArguments } from '../../machines/signature.js';
 import { loopRulesOf, observeCall } from '../../machines/guardrails.js';
 import { NOT_EXECUTED_RESULT_TEXT, type ToolCallPart } from '../protocol/messages.js';
-import type { ToolResult } from '../protocol/tool-result.js';
 import type { Toolset } from '../tools/toolset.js';
 import type { EffectCancellation } from './effect-port.js';
 import { EffectSignal } from './effect-signal.js';
 import type { SessionEnv } from './session-env.js';
 import { messageOf } from '../protocol/error-message.js';
+import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js';
 
-/** A read started ahead of its tool-call chart: its result, and the signal a cancel aborts. */
+/**
+ * A call started ahead of its tool-call chart (RL-5): its result, and the signal a cancel aborts.
+ * Issue 30: writes and commands too; `dispatch` is what the session's `beforeToolDispatch` hooks
+ * decided for it (they run per call, before its tool), which its chart takes instead of asking
+ * again; `effect` is its tool's; `settled` is set once its run ended.
+ */
 export interface StartedRead {
   signal: EffectSignal;
-  result: Promise<ToolResult>;
+  result: Promise<ExecutedResult>;
+  dispatch: Promise<DispatchOutcome> | null;
+  effect: 'read' | 'write' | 'execute';
+  settled: boolean;
 }
 
 export type RunRead = (
   sessionId: string,
   turnId: string,
-) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) => Promise<ToolResult>;
+) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) => Promise<ExecutedResult>;
+
+/** Issue 30: the session's `beforeToolDispatch` hooks for one call, as its chart's `before_dispatch` runs them. */
+export type RunDispatchHooks = (
+  sessionId: string,
+  turnId: string,
+) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) => Promise<DispatchOutcome>;
 
 /**
- * RL-5: the reads of one response that may run side by side. A call qualifies when the agent allows
- * parallel calls, its tool is one of the agent's registry tools declaring `effect: 'read'` with no
- * `authorize` hook and no permission rule that denies or asks about it (no session mode asks about
- * a read, so it then needs no approval), and it has not been started yet.
- * Only a run of at least two consecutive qualifying calls is worth starting ahead.
+ * RL-5: the calls of one response that may run side by side. A call qualifies when the agent allows
+ * parallel calls, its tool is one of the agent's registry tools with no `authorize` hook, nothing
+ * would ask the user about it or refuse it — no permission rule that denies or asks (a rule's allow
+ * lets it through where the mode would ask), no session mode that forbids its effect or asks for
+ * an approval (issue 30: writes and commands in `auto`, not only reads) — and it has not been
+ * started yet. Only a run of at least two consecutive qualifying calls is worth starting ahead; a call
+ * that asks for an approval ends the run, and the calls after it start once it is answered.
  */
 export class ParallelReads {
   constructor(
     private readonly toolset: Toolset,
     private readonly runRead: RunRead,
+    private readonly runDispatchHooks: RunDispatchHooks,
   ) {}
 
   /**
-   * Whether the calls from `from` on begin such a run. Never with `beforeToolDispatch` hooks (RL-4):
-   * a read started ahead would run before the hook could deny or rewrite it.
+   * Whether the calls from `from` on begin such a run. Issue 30: `beforeToolDispatch` hooks no
+   * longer keep calls serial: each started call runs them first, and its tool only if they let it.
    */
   beginsRun(env: SessionEnv, context: TurnContext, from: number): boolean {
-    return env.config.agent.parallelToolCalls > 1 && env.config.hooks.beforeToolDispatch.length === 0 && this.runLength(env, context, from) >= 2;
+    return env.config.agent.parallelToolCalls > 1 && this.runLength(env, context, from) >= 2;
   }
 
   /**
@@ -50,6 +68,8 @@ export class ParallelReads {
     const calls = context.response?.toolCalls ?? [];
     const run = calls.slice(context.toolIndex, context.toolIndex + this.runLength(env, context, context.toolIndex));
     const read = this.runRead(context.sessionId, context.turnId);
+    const hooked = env.config.hooks.beforeToolDispatch.length > 0;
+    const dispatchHooks = this.runDispatchHooks(context.sessionId, context.turnId);
     let loop = context.loop;
     const rules = loopRulesOf(context.limits);
     const queue: (() => void)[] = [];
@@ -65,25 +85,49 @@ export class ParallelReads {
       loop = observed.tracker;
       if (observed.verdict?.level === 'hard') break;
       const signal = new EffectSignal();
-      const result = new Promise<ToolResult>((resolve) => {
+      const effect = this.toolset.toolFor(env.config.agent, call.name)!.effect;
+      // The hooks decide first, per call, as its chart would ask them: a denial or a failed hook means the tool never runs.
+      let decided: (outcome: Promise<DispatchOutcome>) => void = () => undefined;
+      const dispatch = hooked ? new Promise<DispatchOutcome>((resolve) => (decided = resolve)) : null;
+      // The chart reads the hooks' failure from its own `before_dispatch`: not an unhandled rejection here.
+      void dispatch?.catch(() => undefined);
+      const started: StartedRead = { signal, result: Promise.resolve(NOT_RUN), dispatch, effect, settled: false };
+      started.result = new Promise<ExecutedResult>((resolve) => {
         const begin = () => {
           // Given up on while it waited for a slot (the call was skipped, the turn ended): it never starts.
           if (signal.aborted) {
-            resolve({ status: 'cancelled', content: NOT_EXECUTED_RESULT_TEXT });
+            decided(Promise.resolve({ decision: 'deny', reason: 'the turn ended before the call started' }));
+            resolve(NOT_RUN);
             queue.shift()?.();
             return;
           }
           active += 1;
-          void read(call, args, signal)
-            .catch((error: unknown): ToolResult => ({ status: 'failed', content: `tool error: ${messageOf(error)}` }))
-            .then(resolve)
+          void this.afterHooks(hooked ? dispatchHooks(call, args, signal) : null, decided, (runArgs) => read(call, runArgs ?? args, signal))
+            .catch((error: unknown): ExecutedResult => ({ status: 'failed', content: `tool error: ${messageOf(error)}` }))
+            .then((result) => {
+              started.settled = true;
+              resolve(result);
+            })
             .finally(next);
         };
         if (active < env.config.agent.parallelToolCalls) begin();
         else queue.push(begin);
       });
-      env.turns.startedReads.set(call.id, { signal, result });
+      env.turns.startedReads.set(call.id, started);
     }
+  }
+
+  /** The hooks' outcome (handed to the chart as soon as it is known), then the tool with the arguments they let through; none when they did not. */
+  private async afterHooks(
+    hooks: Promise<DispatchOutcome> | null,
+    decided: (outcome: Promise<DispatchOutcome>) => void,
+    run: (args: Record<string, unknown> | undefined) => Promise<ExecutedResult>,
+  ): Promise<ExecutedResult> {
+    if (!hooks) return run(undefined);
+    decided(hooks);
+    const outcome = await hooks.catch(() => null);
+    if (outcome === null || outcome.decision === 'deny' || outcome.decision === 'invalid_rewrite') return NOT_RUN;
+    return run(outcome.decision === 'rewrite' ? outcome.args : undefined);
   }
 
   private runLength(env: SessionEnv, context: TurnContext, from: number): number {
@@ -95,10 +139,13 @@ export class ParallelReads {
 
   private qualifies(env: SessionEnv, call: ToolCallPart): boolean {
     const tool = this.toolset.toolFor(env.config.agent, call.name);
-    if (tool === undefined || tool.effect !== 'read' || tool.authorize !== undefined || env.turns.startedReads.has(call.id)) return false;
-    // A permission rule that denies or asks about the read (issue 24) must decide before it runs.
+    if (tool === undefined || tool.authorize !== undefined || env.turns.startedReads.has(call.id)) return false;
+    // As the chart's `MODE_DECIDES`: a rule's deny or ask (issue 24) must decide before it runs; a rule's allow stands where the mode would ask.
     const rule = env.config.permissions.empty ? null : env.config.permissions.decide(call.name);
-    return rule === null || rule.decision === 'allow';
+    const mode = env.config.permissionMode;
+    if (modeForbids(mode, tool.effect)) return false;
+    if (rule !== null) return rule.decision === 'allow';
+    return !modeRequiresApproval(mode, tool.effect);
   }
 
   /**
@@ -118,8 +165,11 @@ export class ParallelReads {
   }
 }
 
+/** What a started call that never ran (the hooks refused it, the turn gave up on it) answers; its chart writes its own result. */
+const NOT_RUN: ExecutedResult = { status: 'cancelled', content: NOT_EXECUTED_RESULT_TEXT };
+
 /** The started read of a call, taken over by its chart: a cancel of the call now aborts the read. */
-export function joinStartedRead(read: StartedRead, cancellation: EffectCancellation): Promise<ToolResult> {
+export function joinStartedRead(read: StartedRead, cancellation: EffectCancellation): Promise<ExecutedResult> {
   if (cancellation.aborted) read.signal.abort();
   else if (!read.signal.aborted) cancellation.signal.addEventListener('abort', () => read.signal.abort(), { once: true });
   return read.result;

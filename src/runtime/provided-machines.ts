@@ -7,6 +7,8 @@ import { turnEffects } from './turn-effects.js';
 import { directEffectActions, effectPort, type AnyHandler } from './effect-port.js';
 import { compactionEffects } from './compaction-effects.js';
 import { delegationEffects, type SubagentDeps } from './delegation-effects.js';
+import { SWITCH_AGENT } from '../../machines/delegation.js';
+import type { ToolEffectInput } from '../../machines/tool-call.effects.js';
 
 /** Effects whose signal a cancel or stop aborts: a model call, an authorize hook, a running tool, a summary, world-state reads, dispatch hooks, `onMistakeLimit`, a held turn's wait, a `wait_agent`. */
 const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'executeTool', 'compact', 'prepareRequest', 'beforeToolDispatch', 'afterToolDispatch', 'consultMistakeLimit', 'awaitRelease', 'waitAgent']);
@@ -17,11 +19,11 @@ const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'exe
  */
 export function provideMachines(deps: SessionEffectDeps & SubagentDeps) {
   const tool = toolCallEffects(deps);
-  const turn = turnEffects(deps, tool.runRead);
+  const turn = turnEffects(deps, tool.runRead, tool.runDispatchHooks);
   const session = sessionEffects(deps);
   const delegation = delegationEffects(deps);
   const effects = directEffectActions();
-  const toolCall = toolCallChart(tool.validate, tool.ruleFor).provide({
+  const toolCall = toolCallChart(tool.validate, tool.ruleFor, tool.retryFor).provide({
     guards: { ...tool.guards, ...delegation.guards },
     actions: { ...tool.actions, ...effects },
     delays: tool.delays,
@@ -33,6 +35,8 @@ export function provideMachines(deps: SessionEffectDeps & SubagentDeps) {
     ...session.handlers,
     ...compactionEffects(deps).handlers,
     ...delegation.handlers,
+    // Issue 30: `switch_agent` runs in `running_control` like `update_plan`; its work is delegation's.
+    runControlTool: (input: ToolEffectInput) => (input.name === SWITCH_AGENT ? delegation.switchInRun(input) : tool.handlers.runControlTool(input)),
   } as Record<string, AnyHandler>;
   return sessionMachine.provide({
     actors: { turn: providedTurn, effectPort: effectPort(handlers, CANCELLABLE) },

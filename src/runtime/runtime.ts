@@ -12,7 +12,7 @@ import type { Plan } from '../protocol/plan.js';
 import { previewContextWindow, type ContextWindowPreview } from '../context/preview.js';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { AuditLog, AuditPage } from '../protocol/audit.js';
-import type { Toolset } from '../tools/toolset.js';
+import type { Toolset, ToolsetAgent } from '../tools/toolset.js';
 import { compilePermissionRules, type PermissionRuleSet } from '../tools/permission-rules.js';
 import type { SkillsConfig } from '../skills/types.js';
 import { resolveHooks, type ResolvedHooks } from './hooks.js';
@@ -98,6 +98,8 @@ export class Runtime {
   private readonly hooksByAgent = new Map<string, ResolvedHooks>();
   /** Each agent's permission rules, the runtime's under the agent's (issue 24), compiled once per agent. */
   private readonly rulesByAgent = new Map<string, PermissionRuleSet>();
+  /** Issue 30: each agent's tool surface in a sub-agent's session, without the delegation tools. */
+  private readonly childSurfaces = new WeakMap<AgentDefinition, ToolsetAgent>();
   /** Sub-agents: which session started which, and the work behind the delegation tools. */
   private readonly delegation: Delegation;
   /** Whether any agent has a no-progress watchdog: only then does every update report progress. */
@@ -138,6 +140,8 @@ export class Runtime {
     this.machine = provideMachines({
       delegation: this.delegation,
       installAgent: (env, name) => this.installAgent(env, name),
+      agentExists: (name) => agentNamed(this.agents, name) !== undefined,
+      agentSwitchedInRun: (env, name) => this.sessions.get(env.config.id)?.handle.actor.send({ type: 'session.agent_installed', limits: limitsOf(agentNamed(this.agents, name)!) }),
       ...this.services,
       env: (id) => this.envOf(id),
       releaseLease: (id) => this.releaseLease(id),
@@ -438,7 +442,7 @@ export class Runtime {
     const sessionActor: { ref: AnyActorRef | null } = { ref: null };
     const env: SessionEnv = createSessionEnv({
       ...loaded,
-      agent: this.sessionAgent(row.agent, agent),
+      agent: this.sessionAgent(row.agent, agent, row.parent != null),
       output: {
         runtimeSubject: this.runtimeSubject,
         now: this.services.now,
@@ -494,19 +498,33 @@ export class Runtime {
   private installAgent(env: SessionEnv, name: string): void {
     const agent = agentNamed(this.agents, name);
     if (!agent) throw new TurnchartError('UnknownAgent', `no agent named '${name}'`);
-    installSessionAgent(env.config, this.sessionAgent(name, agent));
+    installSessionAgent(env.config, this.sessionAgent(name, agent, env.config.parent !== null));
   }
 
-  /** The agent with what this runtime resolves for it: its hooks after the runtime's, its tool surface, its model, its permission rules. */
-  private sessionAgent(name: string, agent: AgentDefinition): SessionAgent {
+  /**
+   * The agent with what this runtime resolves for it: its hooks after the runtime's, its tool surface, its model, its permission rules.
+   * In a sub-agent's session (`asChild`) the delegation tools are not offered unless the agent says `nested` (the seed's rule).
+   */
+  private sessionAgent(name: string, agent: AgentDefinition, asChild: boolean): SessionAgent {
+    const surface = asChild && agent.delegation !== null && !agent.delegation.nested ? this.withoutDelegation(agent) : agent;
     return {
       agentName: name,
       agent,
       hooks: this.hooksOf(name, agent),
-      tools: () => this.toolset.surfaceFor(agent),
+      tools: () => this.toolset.surfaceFor(surface),
       model: agent.model ?? this.options.model,
       permissions: this.permissionsOf(name, agent),
     };
+  }
+
+  /** The agent as the toolset sees it in a sub-agent's session: one object per agent, so its surface stays cached. */
+  private withoutDelegation(agent: AgentDefinition): ToolsetAgent {
+    let surface = this.childSurfaces.get(agent);
+    if (!surface) {
+      surface = { tools: agent.tools, delegation: null, switchTo: agent.switchTo };
+      this.childSurfaces.set(agent, surface);
+    }
+    return surface;
   }
 
   /** Each agent's rules over the runtime's, compiled once per agent. */

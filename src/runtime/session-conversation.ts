@@ -6,6 +6,8 @@ import type { ChatState } from './chat-state.js';
 interface AgentMessage {
   from: string;
   text: string;
+  /** Issue 30: a runtime note (an agent switch's `system_reminder`), written as an `agent_note`, not an agent's message. */
+  note?: true;
 }
 
 /**

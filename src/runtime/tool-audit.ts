@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import type { WriteResultInput } from '../../machines/tool-call.effects.js';
 import { parseArguments, stableStringify } from '../../machines/signature.js';
-import type { ToolAudit } from '../protocol/audit.js';
+import type { ToolAttempt, ToolAudit } from '../protocol/audit.js';
 import type { ToolCallPart } from '../protocol/messages.js';
 
 /** sha256 in hex: Node's one-shot `hash` where it has one (20.12 and later), about twice as fast for short text. */
@@ -28,7 +28,7 @@ function sentArgumentsHash(call: ToolCallPart): string {
  */
 export function toolCallAudit(
   input: WriteResultInput,
-  times: { permissionWaitMs: number | null; executionMs: number | null },
+  times: { permissionWaitMs: number | null; executionMs: number | null; attempts?: ToolAttempt[] },
   controlTool: boolean,
   owner: string | null,
 ): ToolAudit {
@@ -41,10 +41,12 @@ export function toolCallAudit(
     verdict: decision?.verdict ?? (controlTool ? 'allowed' : 'none'),
     decidedBy: decision?.by ?? null,
     status: input.result.status,
-    errorCode: input.hookError,
+    // Issue 30: a timeout that ended the turn by its retry policy says so, as a hook's failure does.
+    errorCode: input.hookError ?? (input.termination?.kind === 'failed' && input.termination.code === 'tool_timeout' ? 'tool_timeout' : null),
     permissionWaitMs: times.permissionWaitMs,
     executionMs: times.executionMs,
     principal: (decision?.by === 'user' ? decision.principal : undefined) ?? owner,
+    ...(times.attempts && { attempts: times.attempts }),
   };
 }
 

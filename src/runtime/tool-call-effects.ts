@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { approvalPathsAction, type ToolCallContext } from '../../machines/tool-call.machine.js';
 import type {
+  CallRetry,
+  DispatchOutcome,
+  ExecutedResult,
   ExecuteInput,
   LiveStatusParams,
   PermissionResolvedParams,
@@ -28,6 +31,8 @@ import type { ToolCallPart } from '../protocol/messages.js';
 import { dispatchHookEffects } from './dispatch-hooks.js';
 import { toolCallAudit } from './tool-audit.js';
 import { DELEGATION_SCHEMAS } from '../tools/delegation-tools.js';
+import { messageOf } from '../protocol/error-message.js';
+import { resolveRetryPolicy, type ToolRetryPolicy } from '../protocol/tool-retry.js';
 
 type Ctx = { context: ToolCallContext };
 
@@ -65,49 +70,66 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return authorizationSchema.parse(decision);
   };
 
-  const executeTool = async (input: ExecuteInput, cancellation: EffectCancellation): Promise<ToolResult> => {
+  const executeTool = async (input: ExecuteInput, cancellation: EffectCancellation): Promise<ExecutedResult> => {
     const env = envOf(input.sessionId);
     // Issue 26: a call that went through an approval says durably that it starts, before it runs.
     if (env.turns.approvalExpiries.has(input.toolCallId)) await recordStart(env, input);
     env.turns.audits.runStarted(input.toolCallId, now());
-    const ran = () => env.turns.audits.runEnded(input.toolCallId, now());
+    // Each run is audited with how it ended (issue 30: a retry policy may run the tool again).
+    const ran = (result?: ExecutedResult) => env.turns.audits.runEnded(input.toolCallId, now(), result);
+    const audited = (running: Promise<ExecutedResult>) =>
+      running.then(
+        (result) => (ran(result), result),
+        (error: unknown) => {
+          ran();
+          throw error;
+        },
+      );
     // A read of this call may already be under way (RL-5): the call takes its result, and a cancel now reaches it.
     const started = env.turns.startedReads.get(input.toolCallId);
     if (started) {
       env.turns.startedReads.delete(input.toolCallId);
-      return joinStartedRead(started, cancellation).finally(ran);
+      return audited(joinStartedRead(started, cancellation));
     }
-    return runWithinLimit(input, cancellation, true).finally(ran);
+    return audited(runWithinLimit(input, cancellation, true));
   };
 
   /** Runs the tool under its time limit; `announce` sends its progress updates (a read started ahead of its call stays quiet). */
-  const runWithinLimit = (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
+  const runWithinLimit = (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ExecutedResult> => {
     const tool = toolOf(input.sessionId, input.toolCallId, input.name)!;
     const limit = tool.timeoutMs ?? envOf(input.sessionId).config.agent.toolTimeoutMs;
     return limit === null ? runTool(input, cancellation, announce) : withToolTimeLimit(limit, cancellation, (combined) => runTool(input, combined, announce));
   };
 
-  const runTool = async (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ToolResult> => {
+  const runTool = async (input: ExecuteInput, cancellation: EffectCancellation, announce: boolean): Promise<ExecutedResult> => {
     const tool = toolOf(input.sessionId, input.toolCallId, input.name)!;
     const env = envOf(input.sessionId);
-    const returned: unknown = await tool.execute(input.args, {
-      sessionId: input.sessionId,
-      turnId: input.turnId,
-      toolCallId: input.toolCallId,
-      // A getter, so the signal is made only if the tool reads it.
-      get signal() {
-        return cancellation.signal;
-      },
-      approvedPaths: input.approvedPaths,
-      // The turn's agent (a switch waits for the turn to end): what run_command's sandbox allows its commands.
-      agentSandbox: env.config.agent.sandbox,
-      progress: (progress) => {
-        if (announce && !cancellation.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
-      },
-    });
-    return isExecutionResult(returned)
-      ? { status: returned.status, content: returned.content }
-      : { status: 'failed', content: `tool returned an invalid result: ${JSON.stringify(returned) ?? String(returned)}` };
+    let returned: unknown;
+    try {
+      returned = await tool.execute(input.args, {
+        sessionId: input.sessionId,
+        turnId: input.turnId,
+        toolCallId: input.toolCallId,
+        // A getter, so the signal is made only if the tool reads it.
+        get signal() {
+          return cancellation.signal;
+        },
+        approvedPaths: input.approvedPaths,
+        // The session's agent as the call runs (a switch inside the run takes effect from the next model call): what run_command's sandbox allows its commands.
+        agentSandbox: env.config.agent.sandbox,
+        progress: (progress) => {
+          if (announce && !cancellation.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
+        },
+      });
+    } catch (error) {
+      // Issue 30: an error the tool marks `transient` is a failed run a retry policy may try again; any other fails the call as before.
+      if ((error as { transient?: unknown } | null)?.transient !== true) throw error;
+      return { status: 'failed', content: `tool error: ${messageOf(error)}`, failure: 'transient' };
+    }
+    if (!isExecutionResult(returned)) return { status: 'failed', content: `tool returned an invalid result: ${JSON.stringify(returned) ?? String(returned)}` };
+    return returned.status === 'failed' && returned.transient === true
+      ? { status: 'failed', content: returned.content, failure: 'transient' }
+      : { status: returned.status, content: returned.content };
   };
 
   const runControlTool = async (input: ToolEffectInput): Promise<ToolResult> => {
@@ -164,6 +186,27 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     return parsed.success ? { ok: true, args: parsed.data as Record<string, unknown> } : { ok: false, message: z.prettifyError(parsed.error) };
   }
 
+  /** Each tool's own retry policy, resolved once per tool object (issue 30). */
+  const toolPolicies = new WeakMap<AnyTool, ToolRetryPolicy>();
+  const policyOf = (tool: AnyTool): ToolRetryPolicy | null => {
+    if (tool.retryPolicy === undefined) return null;
+    let policy = toolPolicies.get(tool);
+    if (!policy) toolPolicies.set(tool, (policy = resolveRetryPolicy(tool.retryPolicy)));
+    return policy;
+  };
+
+  /**
+   * Issue 30: the retry policy of the call's registry tool — its own, else its agent's — as the call
+   * starts (after the argument check resolved the tool), and whether the tool may run again: declared
+   * idempotent, or a read. Control tools have none.
+   */
+  function retryFor(input: ToolCallInput): CallRetry | null {
+    const env = envOf(input.sessionId);
+    const tool = env.turns.callTools.get(input.call.id);
+    const policy = tool ? (policyOf(tool) ?? env.config.agent.retryPolicy) : null;
+    return policy && { ...policy, repeatable: tool!.idempotent ?? tool!.effect === 'read' };
+  }
+
   /** Issue 24: the permission rule that decides the call's tool name for the session's agent, as the call starts. */
   function ruleFor(input: ToolCallInput): MatchedRule | null {
     const { permissions } = envOf(input.sessionId).config;
@@ -198,6 +241,15 @@ export function toolCallEffects(deps: TurnEffectDeps) {
 
   const hooks = dispatchHookEffects(deps, validateRewrite);
 
+  /**
+   * Issue 30: a call started ahead (RL-5) ran the hooks already, per call, before its tool: its chart
+   * takes that outcome rather than asking them twice. Any other call asks them now.
+   */
+  const beforeToolDispatch = (input: ToolEffectInput, cancellation: EffectCancellation): Promise<DispatchOutcome> => {
+    const dispatch = envOf(input.sessionId).turns.startedReads.get(input.toolCallId)?.dispatch;
+    return dispatch ?? hooks.beforeToolDispatch(input, cancellation);
+  };
+
   /** Issue 26: when the call's approval expires: as stored for it (a resumed turn's), else by the agent's limit from now; null for never. */
   function expiryOf(context: ToolCallContext): number | null {
     const env = envOf(context.sessionId);
@@ -211,10 +263,14 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     /** The chart's argument check (RT-15) and permission rule (issue 24), made as each call starts: `toolCallChart(validate, ruleFor)`. */
     validate,
     ruleFor,
-    handlers: { authorize, executeTool, runControlTool, writeResult, ...hooks } satisfies Omit<EffectHandlers<ToolCallEffects>, 'delegate' | 'waitAgent'>,
+    retryFor,
+    handlers: { authorize, executeTool, runControlTool, writeResult, beforeToolDispatch, afterToolDispatch: hooks.afterToolDispatch } satisfies Omit<EffectHandlers<ToolCallEffects>, 'delegate' | 'waitAgent'>,
     /** Runs a read ahead of its call (RL-5): the same tool run, limits and signal, without progress updates. */
     runRead: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
       runWithinLimit({ sessionId, turnId, toolCallId: call.id, name: call.name, args, approvedPaths: [] }, cancellation, false),
+    /** Issue 30: a call started ahead runs the session's `beforeToolDispatch` hooks first, as its chart would. */
+    runDispatchHooks: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
+      hooks.beforeToolDispatch({ sessionId, turnId, toolCallId: call.id, name: call.name, args }, cancellation),
     guards: {
       isControlTool: ({ context }: Ctx) => toolset.isControlTool(context.call.name),
       isRegistryTool: ({ context }: Ctx) => callTool(context) !== undefined,

@@ -1,4 +1,4 @@
-import type { ToolResult } from '../protocol/tool-result.js';
+import type { ExecutedResult } from '../../machines/tool-call.effects.js';
 import type { EffectCancellation } from './effect-port.js';
 import { EffectSignal } from './effect-signal.js';
 import { withDeadline } from '../util/deadline.js';
@@ -12,8 +12,8 @@ import { withDeadline } from '../util/deadline.js';
 export function withToolTimeLimit(
   timeoutMs: number,
   cancellation: EffectCancellation,
-  run: (cancellation: EffectCancellation) => Promise<ToolResult>,
-): Promise<ToolResult> {
+  run: (cancellation: EffectCancellation) => Promise<ExecutedResult>,
+): Promise<ExecutedResult> {
   const deadline = new EffectSignal();
   let linked = false;
   // The tool gets one signal that a cancel or the deadline aborts, whichever comes first.
@@ -32,6 +32,7 @@ export function withToolTimeLimit(
   };
   return withDeadline(run(combined), timeoutMs, () => {
     deadline.abort();
-    return { status: 'failed', content: `the tool timed out after ${timeoutMs} ms and was cancelled` };
+    // Issue 30: said in a field too, so a retry policy's guard need not read the text.
+    return { status: 'failed', content: `the tool timed out after ${timeoutMs} ms and was cancelled`, failure: 'timeout' };
   });
 }

@@ -13,7 +13,10 @@ import type {
   WriteAssistantInput,
 } from '../../machines/turn.effects.js';
 import type { GuardrailTriggered } from '../../machines/guardrails.js';
-import { abandonStartedReads, ParallelReads, type RunRead } from './parallel-reads.js';
+import { abandonStartedReads, ParallelReads, type RunDispatchHooks, type RunRead, type StartedRead } from './parallel-reads.js';
+
+/** Issue 30: a write or command started alongside others, stopped when the turn ended before its result was written. */
+const RAN_AHEAD_STOPPED = 'the call was started alongside the calls before it and stopped when the turn ended: whether it took effect is unknown';
 import { worldStateSampler } from './world-state-effects.js';
 import { closeUnclosedTurn } from './unclosed-turn.js';
 import { EffectAborted } from './effect-aborted.js';
@@ -22,7 +25,7 @@ import { prepare, type PreparedModelCall } from '../context/engine.js';
 import { contextLimits, reachesCompactionLine, type ModelContextLimits } from '../context/limits.js';
 import { systemContext } from '../context/system-context.js';
 import { consumeModelStream } from '../model/consume-stream.js';
-import { NOT_EXECUTED_RESULT_TEXT, type StoredMessage } from '../protocol/messages.js';
+import { NOT_EXECUTED_RESULT_TEXT, type StoredMessage, type ToolResultStatus } from '../protocol/messages.js';
 import type { ModelCapabilities, ModelRequest, ModelResponse } from '../protocol/model.js';
 import { TurnFailure } from '../protocol/tool-result.js';
 import type { Toolset } from '../tools/toolset.js';
@@ -49,8 +52,8 @@ export interface TurnEffectDeps extends RuntimeDeps {
 }
 
 /** The turn chart's effects (RT-10), supplied with `turnMachine.provide()`. */
-export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
-  const parallel = new ParallelReads(deps.toolset, runRead);
+export function turnEffects(deps: TurnEffectDeps, runRead: RunRead, runDispatchHooks: RunDispatchHooks) {
+  const parallel = new ParallelReads(deps.toolset, runRead, runDispatchHooks);
   const { env: envOf, storage, trace, now } = deps;
   // Each agent may have its own model (issue 24): its limits are worked out once per capabilities object.
   const limitsByCapabilities = new WeakMap<ModelCapabilities, ModelContextLimits>();
@@ -135,13 +138,13 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
       input.turnId,
       (call) => own?.notRun.has(call.id) === true || (own?.asked.has(call.id) !== true && neverRunsUnasked(config, toolOf(call.name), call.name)),
       (call) => isIdempotent(toolOf(call.name), call.name, deps.toolset.isControlTool(call.name)),
+      config.agent.parallelToolCalls > 1,
     );
     conversation.turnStartSequence = plan.startSequence ?? conversation.chat.nextSequence;
     conversation.turnSystem = systemContext(config.agent.systemPrompt, config.tools());
     trace.start(span(input, `turn:${input.turnId}:resumed`, 'turn', 'turn (resumed)', 'system', now(), turnFacts(env, input.turnId, own?.reason, own?.traceParent)));
     turns.resumedSpan = input.turnId;
-    if (plan.interrupted) {
-      const call = plan.interrupted;
+    for (const call of plan.interrupted) {
       const { message, audit } = interruptedResult(call, config.principal);
       await persistAndAppend(env, deps, input.turnId, message, undefined, audit);
       emit(env, input.turnId, { type: 'tool_call_started', toolCallId: call.id, name: call.name, status: 'cancelled' });
@@ -194,7 +197,8 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
     const env = envOf(input.sessionId);
     while (env.conversation.mailbox.length > 0) {
       const next = env.conversation.mailbox[0]!;
-      await persistAndAppend(env, deps, input.turnId, { role: 'user', kind: 'agent_message', text: next.text, from: next.from });
+      const message = next.note ? ({ role: 'user', kind: 'agent_note', text: next.text } as const) : ({ role: 'user', kind: 'agent_message', text: next.text, from: next.from } as const);
+      await persistAndAppend(env, deps, input.turnId, message);
       env.conversation.mailbox.shift();
     }
   };
@@ -252,18 +256,34 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead) {
   const skipToolCalls = async (input: SkipCallsInput): Promise<void> => {
     const env = envOf(input.sessionId);
     const answered = new Set(env.conversation.chat.conversation().flatMap((m) => (m.role === 'tool' ? [m.toolCallId] : [])));
-    // Reads started ahead for calls that will not run now stop (a cancel reaches every running call).
+    // Issue 30: a write or command started ahead may have taken effect: its result must not say it never ran.
+    const ranAhead = new Map(input.calls.flatMap((c) => {
+      const started = env.turns.startedReads.get(c.id);
+      return started && started.effect !== 'read' ? [[c.id, started] as const] : [];
+    }));
+    // Calls started ahead that will not run now stop (a cancel reaches every running call).
     abandonStartedReads(env, input.calls.map((c) => c.id));
     for (const call of input.calls.filter((c) => !answered.has(c.id))) {
-      const content = NOT_EXECUTED_RESULT_TEXT;
-      const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status: 'cancelled', content } as const;
-      await persistAndAppend(env, deps, input.turnId, message, undefined, skippedCallAudit(call, env.config.principal));
+      const { status, content } = await skippedResult(ranAhead.get(call.id));
+      const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status, content } as const;
+      await persistAndAppend(env, deps, input.turnId, message, undefined, { ...skippedCallAudit(call, env.config.principal), status });
       const spanId = toolSpanId(input.turnId, call.id);
       trace.start(span(input, spanId, 'tool_call', call.name, 'system', now()));
       trace.end(spanId, { status: 'cancelled', errorCode: 'turn_terminated', endedAtMs: now() });
       emit(env, input.turnId, { type: 'tool_call_started', toolCallId: call.id, name: call.name, status: 'cancelled' });
       emit(env, input.turnId, { type: 'tool_call_finished', toolCallId: call.id, status: 'cancelled' });
     }
+  };
+
+  /**
+   * A skipped call's result: never run, `cancelled`; a write or command started ahead (issue 30) says
+   * what its run came to when it has ended, else that whether it took effect is unknown.
+   */
+  const skippedResult = async (started: StartedRead | undefined): Promise<{ status: ToolResultStatus; content: string }> => {
+    if (!started) return { status: 'cancelled', content: NOT_EXECUTED_RESULT_TEXT };
+    if (!started.settled) return { status: 'outcome_unknown', content: RAN_AHEAD_STOPPED };
+    const result = await started.result;
+    return { status: result.status, content: result.content };
   };
 
   /** Resolves when the hold is released, or at once when there is none any more; a cancel ends the wait. */

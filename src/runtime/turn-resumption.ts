@@ -17,7 +17,8 @@ import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js
  * of its last response still without a result, or a model call again — under its own id and run.
  *
  * Which call may have run: calls run in order, so of the calls without a result only the first one
- * can have started (a run of parallel reads may have started more, but reads run again anyway). A
+ * can have started — unless the agent runs calls side by side (RL-5; issue 30: writes and commands
+ * too), when any call that needed no approval may have been started ahead of its chart. A
  * call whose approval is still awaited, was denied, or was allowed but stored no start, had not run;
  * nor had one that needs an approval under the session's mode and rules and never asked for it. The one that may have run runs
  * again if the tool says that is safe (`idempotent`, reads by default); otherwise it gets the
@@ -85,11 +86,15 @@ export function turnToResume(turn: TurnRow, messages: readonly StoredMessage[], 
   return { chart: { turnId: turn.id, clientRequestId: turn.clientRequestId, reason, awaited, answered }, notRun, asked, expiries, pending, traceParent: turn.traceParent ?? null };
 }
 
-/** Where the turn goes on, and the call (if any) that must be given its `interrupted` result first. */
+/** Where the turn goes on, and the calls (if any) that must be given their `interrupted` results first. */
 export interface ResumePlan {
   point: ResumePoint;
-  /** The call that may have run and may not run again. */
-  interrupted: ToolCallPart | null;
+  /**
+   * The calls that may have run and may not run again, in provider order: the first call without a
+   * result, or (issue 30) with parallel calls on, every call from it up to the last such one that
+   * may have been started ahead of its chart — a write or a command too.
+   */
+  interrupted: ToolCallPart[];
   /** The sequence of the turn's first stored message. */
   startSequence: number | null;
 }
@@ -99,6 +104,8 @@ export function planResumption(
   turnId: string,
   notRun: (call: ToolCallPart) => boolean,
   repeatable: (call: ToolCallPart) => boolean,
+  /** Issue 30: whether the session's agent runs calls side by side (RL-5), so more than the first may have started. */
+  parallel = false,
 ): ResumePlan {
   const own = messages.filter((m) => m.turnId === turnId);
   const startSequence = own[0]?.sequence ?? null;
@@ -111,15 +118,23 @@ export function planResumption(
     }
   }
   const modelCallIndex = responses + 1;
-  if (!last || last.message.role !== 'assistant') return { point: { response: null, toolIndex: 0, modelCallIndex }, interrupted: null, startSequence };
+  if (!last || last.message.role !== 'assistant') return { point: { response: null, toolIndex: 0, modelCallIndex }, interrupted: [], startSequence };
   const { text, reasoning, toolCalls, providerData } = last.message;
   const response = { text, reasoning, toolCalls, ...(providerData && { providerData }) };
   const results = resultsOf(own, turnId);
   const first = toolCalls.findIndex((call) => !results.has(call.id));
-  if (first === -1) return { point: { response, toolIndex: toolCalls.length, modelCallIndex }, interrupted: null, startSequence };
-  const call = toolCalls[first]!;
-  if (notRun(call) || repeatable(call)) return { point: { response, toolIndex: first, modelCallIndex }, interrupted: null, startSequence };
-  return { point: { response, toolIndex: first + 1, modelCallIndex }, interrupted: call, startSequence };
+  if (first === -1) return { point: { response, toolIndex: toolCalls.length, modelCallIndex }, interrupted: [], startSequence };
+  const mayRepeatHarm = (call: ToolCallPart) => !notRun(call) && !repeatable(call);
+  // Calls run in order, but a run of calls started ahead (RL-5) may reach past the first: up to the last one that may have run and may not run again.
+  const through = parallel ? lastIndexWhere(toolCalls, first, mayRepeatHarm) : mayRepeatHarm(toolCalls[first]!) ? first : -1;
+  if (through === -1) return { point: { response, toolIndex: first, modelCallIndex }, interrupted: [], startSequence };
+  return { point: { response, toolIndex: through + 1, modelCallIndex }, interrupted: toolCalls.slice(first, through + 1), startSequence };
+}
+
+/** The last index from `from` on whose call holds, or -1. */
+function lastIndexWhere(calls: readonly ToolCallPart[], from: number, holds: (call: ToolCallPart) => boolean): number {
+  for (let i = calls.length - 1; i >= from; i--) if (holds(calls[i]!)) return i;
+  return -1;
 }
 
 /** How the turn ended, when one of its stored results ended it and its host went away before storing the end. */

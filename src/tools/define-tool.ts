@@ -1,3 +1,4 @@
+import type { ToolRetryPolicyConfig } from '../protocol/tool-retry.js';
 import type { z } from 'zod';
 import type { AuthorizationDecision } from '../protocol/tool-result.js';
 import type { PermissionMode } from '../protocol/commands.js';
@@ -29,6 +30,8 @@ export interface ExecuteContext {
 export interface ToolExecutionResult {
   status: 'succeeded' | 'failed' | 'cancelled';
   content: string;
+  /** Issue 30: a failure that may pass (a busy server, a dropped connection): a retry policy with `on: ['transient']` runs the tool again. */
+  transient?: boolean;
 }
 
 export interface Tool<Schema extends z.ZodType = z.ZodType> {
@@ -53,6 +56,12 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
    * instead of giving it the `interrupted` result.
    */
   idempotent?: boolean;
+  /**
+   * Issue 30: what a timed-out or transiently failed run of this tool does — run again, at most
+   * `maxAttempts` runs, only for a tool declared `idempotent` (or a read) — over its agent's
+   * `retryPolicy`. Checked when the runtime is made (a source's tool with a bad one is left out).
+   */
+  retryPolicy?: ToolRetryPolicyConfig;
   /** The MCP server whose tool this is (traces call it an `extension`, issue 27). */
   mcpServer?: string;
   /**

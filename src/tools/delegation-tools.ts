@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { SEND_AGENT_MESSAGE, SPAWN_AGENT, WAIT_AGENT } from '../../machines/delegation.js';
+import { SEND_AGENT_MESSAGE, SPAWN_AGENT, SWITCH_AGENT, WAIT_AGENT } from '../../machines/delegation.js';
 import type { ToolDefinition } from '../protocol/model.js';
 
 /** The arguments of the delegation control tools, checked like any tool's. */
@@ -21,10 +21,17 @@ const waitAgentSchema = z.strictObject({
   timeoutMs: z.number().int().min(1).max(MAX_WAIT_MS),
 });
 
+/** Issue 30: agent.switch inside a run; `reason` is for the audit log and the reminder the next model call reads. */
+const switchAgentSchema = z.strictObject({
+  agent: z.string().min(1).max(200),
+  reason: z.string().min(1).max(2_000).optional(),
+});
+
 export const DELEGATION_SCHEMAS: Readonly<Record<string, z.ZodType<Record<string, unknown>>>> = {
   [SPAWN_AGENT]: spawnAgentSchema,
   [SEND_AGENT_MESSAGE]: sendAgentMessageSchema,
   [WAIT_AGENT]: waitAgentSchema,
+  [SWITCH_AGENT]: switchAgentSchema,
 };
 
 const schemaOf = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' });
@@ -50,4 +57,15 @@ export function delegationDefinitions(agents: readonly string[]): ToolDefinition
       inputSchema: schemaOf(waitAgentSchema),
     },
   ];
+}
+
+/** Issue 30: advertised only to agents whose `switchTo` names targets; the targets are in the description. */
+export function switchDefinition(targets: readonly string[]): ToolDefinition {
+  return {
+    name: SWITCH_AGENT,
+    description:
+      `Hand this run over to another agent: your next step continues as that agent, with its instructions and tools. ` +
+      `Agents you may switch to: ${targets.join(', ')}.`,
+    inputSchema: schemaOf(switchAgentSchema),
+  };
 }

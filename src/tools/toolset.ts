@@ -3,10 +3,11 @@ import type { ToolDefinition } from '../protocol/model.js';
 import { planSchema } from '../protocol/plan.js';
 import type { AnyTool } from './define-tool.js';
 import { TurnchartError } from '../protocol/errors.js';
-import { isDelegationTool } from '../../machines/delegation.js';
-import { delegationDefinitions } from './delegation-tools.js';
+import { isDelegationTool, SWITCH_AGENT } from '../../machines/delegation.js';
+import { delegationDefinitions, switchDefinition } from './delegation-tools.js';
 import type { ToolSource } from './tool-source.js';
 import { compileNamePattern } from './name-patterns.js';
+import { toolRetryPolicySchema } from '../protocol/tool-retry.js';
 
 export const UPDATE_PLAN = 'update_plan';
 
@@ -20,11 +21,13 @@ const CONTROL_TOOLS: ToolDefinition[] = [
   },
 ];
 
-/** What the toolset needs of an agent: which registry tools it gets, and whom it may delegate to. */
+/** What the toolset needs of an agent: which registry tools it gets, whom it may delegate to, and switch to. */
 export interface ToolsetAgent {
   /** Exact names or picomatch globs of the registry tools the agent gets; null: all of them. */
   tools: readonly string[] | null;
   delegation: { agents: readonly string[] } | null;
+  /** Issue 30: `switch_agent` is offered only when this names targets. */
+  switchTo?: readonly string[];
 }
 
 /** The registry as one version of the sources left it: tools by name, and their definitions in order. */
@@ -72,6 +75,7 @@ export class Toolset {
       }
       if (this.staticByName.has(tool.name)) throw new TurnchartError('ToolNameConflict', `two tools are named '${tool.name}'`);
       checkTimeout(tool);
+      checkRetryPolicy(tool);
       this.staticByName.set(tool.name, tool);
     }
   }
@@ -95,14 +99,15 @@ export class Toolset {
     return this.current().definitions;
   }
 
-  /** What an agent's model sees: its registry tools, the control tools, and the delegation tools when it may delegate. */
+  /** What an agent's model sees: its registry tools, the control tools, the delegation tools when it may delegate, `switch_agent` when it may switch. */
   surfaceFor(agent: ToolsetAgent): ToolDefinition[] {
     const registry = this.current();
     const cached = this.surfaces.get(agent);
     if (cached?.version === registry.version) return cached.definitions;
     const selected = agent.tools ? this.selectorOf(agent.tools) : null;
     const tools = selected ? registry.definitions.filter((d) => !registry.byName.has(d.name) || selected(d.name)) : registry.definitions;
-    const definitions = agent.delegation ? [...tools, ...delegationDefinitions(agent.delegation.agents)] : tools;
+    const delegating = agent.delegation ? [...tools, ...delegationDefinitions(agent.delegation.agents)] : tools;
+    const definitions = agent.switchTo?.length ? [...delegating, switchDefinition(agent.switchTo)] : delegating;
     this.surfaces.set(agent, { version: registry.version, definitions });
     return definitions;
   }
@@ -119,7 +124,7 @@ export class Toolset {
   }
 
   isControlTool(name: string): boolean {
-    return CONTROL_TOOLS.some((c) => c.name === name) || isDelegationTool(name);
+    return CONTROL_TOOLS.some((c) => c.name === name) || isDelegationTool(name) || name === SWITCH_AGENT;
   }
 
   private current(): Registry {
@@ -151,6 +156,7 @@ export class Toolset {
     return tools.filter((tool) => {
       try {
         checkTimeout(tool);
+        checkRetryPolicy(tool);
         return true;
       } catch (error) {
         this.warn(`tool source '${source.name}': ${(error as Error).message}; the tool is left out`);
@@ -183,6 +189,13 @@ export class Toolset {
     }
     return selector;
   }
+}
+
+/** Issue 30: a tool's own retry policy is checked like an agent's, with zod. */
+function checkRetryPolicy(tool: AnyTool): void {
+  if (tool.retryPolicy === undefined) return;
+  const parsed = toolRetryPolicySchema.safeParse(tool.retryPolicy);
+  if (!parsed.success) throw new TurnchartError('InvalidTool', `the retryPolicy of '${tool.name}' is invalid: ${z.prettifyError(parsed.error)}`);
 }
 
 function checkTimeout(tool: AnyTool): void {

@@ -10,6 +10,7 @@ import { principals } from './008_principals.js';
 import { quotas } from './009_quotas.js';
 import { durableTurns } from './010_durable_turns.js';
 import { turnTraceContext } from './011_turn_trace_context.js';
+import { toolAttempts } from './012_tool_attempts.js';
 
 /**
  * In-code rather than FileMigrationProvider: the package runs from `dist` or through tsx,
@@ -28,6 +29,7 @@ const migrations: Record<string, Migration> = {
   '009_quotas': quotas,
   '010_durable_turns': durableTurns,
   '011_turn_trace_context': turnTraceContext,
+  '012_tool_attempts': toolAttempts,
 };
 
 export const migrationProvider: MigrationProvider = {

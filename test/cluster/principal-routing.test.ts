@@ -119,6 +119,8 @@ describe.skipIf(clusterSkipReason !== null)('principals on a cluster of two host
       ['GET', '/audit'],
       ['GET', '/events'],
       ['POST', '/turns', turn('bob-1')],
+      ['POST', '/messages', turn('bob-2')],
+      ['GET', '/runs'],
       ['GET', `/turns/${aliceTurn!.id}?wait=5`],
       ['POST', `/turns/${aliceTurn!.id}/cancel`],
       ['POST', `/turns/${aliceTurn!.id}/permissions/call_x`, { decision: 'allow_once' }],

@@ -188,6 +188,15 @@ const ROUTES: Row[] = [
     scope: 'session',
     requests: (ids) => [{ method: 'POST', path: `${at(ids)}/turns`, body: { clientRequestId: `intruder-${randomUUID()}`, input: text('cmd:echo intruder') } }],
   },
+  // Issue 30: the seed's entry point and the session's runs.
+  {
+    route: 'POST /sessions/{sessionId}/messages',
+    scope: 'session',
+    requests: (ids) => [{ method: 'POST', path: `${at(ids)}/messages`, body: { clientRequestId: `intruder-${randomUUID()}`, input: text('cmd:echo intruder') } }],
+  },
+  { route: 'GET /sessions/{sessionId}/runs', scope: 'session', requests: (ids) => [{ method: 'GET', path: `${at(ids)}/runs` }, { method: 'GET', path: `${at(ids)}/runs?limit=1` }] },
+  { route: 'GET /runs/{runId}', scope: 'own', checkedBy: "test/host/runs-api.test.ts: another principal's run answers 404 UnknownRun, as a missing one" },
+  { route: 'GET /runs/{runId}/events', scope: 'own', checkedBy: "test/host/runs-api.test.ts: another principal's run's events answer 404, as a missing one's" },
   // `?wait=30`: a turn that is not the caller's is refused at once, not held until it ends.
   { route: 'GET /sessions/{sessionId}/turns/{turnId}', scope: 'session', requests: (ids) => [{ method: 'GET', path: turnAt(ids) }, { method: 'GET', path: `${turnAt(ids)}?wait=30` }] },
   { route: 'POST /sessions/{sessionId}/turns/{turnId}/cancel', scope: 'session', requests: (ids) => [{ method: 'POST', path: `${turnAt(ids)}/cancel` }] },

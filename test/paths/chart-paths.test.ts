@@ -4,7 +4,10 @@ import { driveTaskPath } from './task-director.js';
 import { TASK_SCENARIOS, taskModel } from './task-model.js';
 import { SessionDirector } from './session-director.js';
 import { ToolCallDirector } from './tool-call-director.js';
-import { DOOM_THRESHOLD, loopRulesOf, TOOL_CALL_SCENARIOS, toolCallModel, type ToolCallScenario } from './tool-call-model.js';
+import { DOOM_THRESHOLD, loopRulesOf, RETRY_POLICY, TOOL_CALL_SCENARIOS, toolCallModel, type ToolCallScenario } from './tool-call-model.js';
+
+/** Issue 30: the tools' real time limit in a retry path: long enough that a cancel or stop a path makes lands first. */
+const RETRY_TOOL_TIMEOUT_MS = 50;
 import { checkTurnEnds } from './session-ends.js';
 import { SESSION_LIMITS, SESSION_SCENARIOS, sessionModel, type SessionEnv, type SessionScenario } from './session-model.js';
 import { Stage } from './stage.js';
@@ -125,6 +128,7 @@ async function driveToolCallPath(path: PathStep<null>[], scenario: ToolCallScena
     nonInteractive: scenario.nonInteractive === true,
     ...(scenario.delegation === 'allowed' && { delegation: { maxChildren: 1 } }),
     ...(scenario.rule && { permissions: { [scenario.name]: scenario.rule } }),
+    ...(scenario.retry && { retry: { policy: { ...RETRY_POLICY, continueLoop: scenario.retry === 'continue' }, toolTimeoutMs: RETRY_TOOL_TIMEOUT_MS } }),
   });
   director.stage = stage;
   try {

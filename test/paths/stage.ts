@@ -26,6 +26,7 @@ import {
   type TurnOutcome,
   type UpdateEnvelope,
   type ToolAudit,
+  type ToolRetryPolicyConfig,
 } from '../../src/index.js';
 import { holding } from '../support/workspace.js';
 import { DeadlineClock } from './deadline-clock.js';
@@ -64,6 +65,8 @@ export interface StageOptions {
   permissions?: PermissionRules;
   /** Issue 25: the session's principal, and the tokens it may spend a day (the runtime's `dailyTokensPerPrincipal`). */
   principal?: { name: string; dailyTokens: number };
+  /** Issue 30: the agent's retry policy, and the time limit of its tools (real time: a path's timeout is a real one). */
+  retry?: { policy: ToolRetryPolicyConfig; toolTimeoutMs: number };
 }
 
 /** The system prompt of the sub-agent a path's agent may start: its model calls go to `helperReply`. */
@@ -128,7 +131,7 @@ export class Stage {
   }
 
   static async open(script: Script, observers: Array<(e: InspectionEvent) => void>, options: StageOptions) {
-    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails, nonInteractive = false, delegation, permissions, principal } = options;
+    const { limits, permissionMode = 'ask', busyPolicy = 'reject', parallelToolCalls, dispatchHooks = false, guardrails, nonInteractive = false, delegation, permissions, principal, retry } = options;
     const watched = new WatchedStorage(await migratedMemoryStorage());
     const storage = withFaults(watched.storage);
     const model = scriptedModel(
@@ -153,6 +156,7 @@ export class Stage {
       ...(guardrails !== undefined && { guardrails }),
       ...(script.mistakeDecision && { onMistakeLimit: ({ signal }: { signal: AbortSignal }) => script.mistakeDecision!(signal) }),
       ...(delegation && { delegation: { agents: ['helper'], maxChildren: delegation.maxChildren } }),
+      ...(retry && { retryPolicy: retry.policy, toolTimeoutMs: retry.toolTimeoutMs }),
     };
     const runtime = await createRuntime({
       storage,

@@ -3,7 +3,7 @@ import type { ToolCallContext } from '../../machines/tool-call.machine.js';
 import type { DispatchOutcome } from '../../machines/tool-call.effects.js';
 import type { AuthorizationDecision, DispatchDecision, ModelRequest, ScriptedReply, ToolExecutionResult } from '../../src/index.js';
 import { untilAborted, type Script, type Stage } from './stage.js';
-import { CHILD_ID, SPAWN, SPAWN_FIRST, type ToolCallScenario } from './tool-call-model.js';
+import { CHILD_ID, RETRY_BACKOFF, SPAWN, SPAWN_FIRST, type ToolCallScenario } from './tool-call-model.js';
 import { pendingEffectOf } from './recorded-effects.js';
 import { RestLog } from './rest-log.js';
 import { StepCursor } from './step-cursor.js';
@@ -97,11 +97,13 @@ export class ToolCallDirector implements Script {
       }
       case 'effect.failed':
         if (pendingEffect(step) === 'writeResult') storage.failNext('appendMessage');
-        if (pendingEffect(step) === 'runControlTool') storage.failNext('savePlan');
+        if (pendingEffect(step) === 'runControlTool') storage.failNext(this.scenario.name === 'switch_agent' ? 'switchAgent' : 'savePlan');
         // A spawn whose session cannot be stored; a message or wait whose child cannot be looked up.
         if (pendingEffect(step) === 'delegate') storage.failNext(this.scenario.name === 'spawn_agent' ? 'createSession' : 'getSession');
         if (pendingEffect(step) === 'waitAgent') storage.failNext('getSession');
         return;
+      case RETRY_BACKOFF:
+        return void this.stage.clock.expire();
       case 'effect.done':
         if (pendingEffect(step) !== 'waitAgent' || !this.scenario.child) return;
         // The wait's time runs out on the chart clock, or the child answers first.
@@ -172,6 +174,10 @@ export class ToolCallDirector implements Script {
     const event = this.current?.event as { type: string; output?: ToolExecutionResult } | undefined;
     if (!event || COMMANDS.has(event.type)) return untilAborted<ToolExecutionResult>(signal, { status: 'cancelled', content: 'stopped' });
     if (event.type === 'effect.failed') throw new Error('the tool broke');
+    // Issue 30: the run passes the tool's time limit (the agent's `toolTimeoutMs`), or says its failure may pass.
+    const failure = (event.output as { failure?: string } | undefined)?.failure;
+    if (failure === 'timeout') return untilAborted<ToolExecutionResult>(signal, { status: 'cancelled', content: 'stopped' });
+    if (failure === 'transient') return { status: 'failed', content: 'flaky', transient: true };
     return event.output ?? { status: 'succeeded', content: 'ok' };
   }
 }

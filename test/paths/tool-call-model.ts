@@ -19,6 +19,7 @@ import type { ChartModel } from './tour.js';
 /** The tools the paths use: the runtime's control tool and three registry tools, one per effect. */
 export const PATH_TOOLS: Record<string, { effect: ToolEffect; hook: boolean } | 'control'> = {
   update_plan: 'control',
+  switch_agent: 'control',
   read_file: { effect: 'read', hook: false },
   write_file: { effect: 'write', hook: true },
   run_cmd: { effect: 'execute', hook: false },
@@ -55,10 +56,22 @@ export interface ToolCallScenario {
   child?: boolean;
   /** Issue 24: a permission rule for the target's tool name (the runtime gets `permissions: { [name]: rule }`). */
   rule?: RuleDecision;
+  /**
+   * Issue 30: the agent's retry policy (`RETRY_POLICY`, two runs at most): after the last timeout the
+   * loop goes on (`continue`) or the turn ends (`end`).
+   */
+  retry?: 'continue' | 'end';
 }
+
+/** Issue 30: the paths' retry policy; the director makes a run time out on the tool's real time limit, and passes the backoff on the chart clock. */
+export const RETRY_POLICY = { maxAttempts: 2, backoffMs: 1_000, on: ['timeout', 'transient'] as ('timeout' | 'transient')[] };
+/** The backoff's delayed event, as the paths name it. */
+export const RETRY_BACKOFF = 'xstate.after.retryBackoff.toolCall.active.retrying';
 
 const PATH = '{"path":"a.txt"}';
 const PLAN = JSON.stringify({ plan: [{ step: 'read', status: 'in_progress' }] });
+/** The path stage's agents switch between `default` and `other` (test/paths/stage.ts). */
+const SWITCH = JSON.stringify({ agent: 'other', reason: 'path' });
 export const SPAWN = JSON.stringify({ agent: 'helper', task: 'help' });
 export const SPAWN_FIRST = JSON.stringify({ agent: 'helper', task: 'help first' });
 /** The child's id is known only once it is spawned: the director puts it in place of this. */
@@ -111,6 +124,16 @@ export const TOOL_CALL_SCENARIOS: ToolCallScenario[] = [
   { name: 'run_cmd', argumentsText: PATH, mode: 'auto', repeated: false, rule: 'ask', nonInteractive: true, hooks: true },
   { name: 'write_file', argumentsText: PATH, mode: 'auto', repeated: false, rule: 'ask', nonInteractive: true },
   { name: 'write_file', argumentsText: PATH, mode: 'read_only', repeated: false, rule: 'allow' },
+  // Issue 30: agent.switch inside a run — to an agent the allow-list does not name, one a permission rule denies, one allowed.
+  { name: 'switch_agent', argumentsText: JSON.stringify({ agent: 'helper' }), mode: 'ask', repeated: false },
+  { name: 'switch_agent', argumentsText: SWITCH, mode: 'auto', repeated: false, rule: 'deny' },
+  { name: 'switch_agent', argumentsText: SWITCH, mode: 'ask', repeated: false },
+  // Issue 30: retries of a read (it may repeat) — the loop goes on after the last timeout, or the turn ends,
+  // with the result hooks in between; a write (it may not repeat) is never run again.
+  { name: 'read_file', argumentsText: PATH, mode: 'auto', repeated: false, retry: 'continue' },
+  { name: 'read_file', argumentsText: PATH, mode: 'auto', repeated: false, retry: 'end' },
+  { name: 'read_file', argumentsText: PATH, mode: 'auto', repeated: false, retry: 'end', hooks: true },
+  { name: 'run_cmd', argumentsText: PATH, mode: 'auto', repeated: false, retry: 'end' },
 ];
 
 /** The run of calls before the target, as the turn carries it to the target's chart. */
@@ -138,11 +161,16 @@ const effectOf = (context: ToolCallContext): ToolEffect => {
 const modeOf = (context: ToolCallContext) => context.sessionId as PermissionMode;
 
 /** The chart with the scenario's permission rule for the target's tool (issue 24); the runtime matches the session's rules on the name. */
-const traversalToolCallMachine = (rule: RuleDecision | undefined) =>
+const traversalToolCallMachine = (rule: RuleDecision | undefined, retry: ToolCallScenario['retry']) =>
   toolCallChart(
     (name, args) =>
       PATH_TOOLS[name] === 'control' || isDelegationTool(name) || typeof args.path === 'string' ? { ok: true, args } : { ok: false, message: 'path: expected string' },
     (): MatchedRule | null => (rule ? { pattern: 'target', decision: rule } : null),
+    // Issue 30: the runtime's policy for registry tools; a read may repeat, the others may not.
+    (input) => {
+      const t = PATH_TOOLS[input.call.name];
+      return retry && typeof t === 'object' ? { ...RETRY_POLICY, continueLoop: retry === 'continue', repeatable: t.effect === 'read' } : null;
+    },
   ).provide({
   guards: {
     isControlTool: ({ context }: Ctx) => tool(context) === 'control' || isDelegationTool(context.call.name),
@@ -169,12 +197,13 @@ const commands: EventObject[] = [{ type: 'tool.cancel' }, { type: 'tool.stop' }]
 
 /** What the runtime reads from the session and the agent, here from the scenario. */
 function scenarioMachine(scenario: ToolCallScenario) {
-  return traversalToolCallMachine(scenario.rule).provide({
+  return traversalToolCallMachine(scenario.rule, scenario.retry).provide({
     guards: {
       approvalNonInteractive: () => scenario.nonInteractive === true,
       delegationForbidden: () => scenario.delegation !== 'allowed',
       childAgentForbidden: ({ context }: Ctx) => context.args.agent !== 'helper',
       childLimitReached: () => scenario.limit === true,
+      agentSwitchForbidden: ({ context }: Ctx) => context.args.agent !== 'other',
     },
   });
 }
@@ -183,14 +212,19 @@ function events(machine: AnyMachineSnapshot, scenario: ToolCallScenario): EventO
   const id = pendingEffectOf(machine);
   const done = (output: unknown) => ({ type: 'effect.done', id, output }) as EventObject;
   const failed = { type: 'effect.failed', id, error: new Error('it broke') } as EventObject;
+  if (machine.matches({ active: 'retrying' })) return [{ type: RETRY_BACKOFF }, ...commands];
   if (machine.matches({ active: 'waiting_permission' })) {
     return [{ type: 'permission.resolve', decision: 'allow_once' } as EventObject, { type: 'permission.resolve', decision: 'deny' } as EventObject, ...commands];
   }
   switch (pendingEffectOf(machine)) {
     case 'authorize':
       return [done({ decision: 'allow' }), done({ decision: 'ask', paths: ['a.txt'] }), done({ decision: 'deny', reason: 'protected' }), failed, ...commands];
-    case 'executeTool':
-      return [...(['succeeded', 'failed', 'cancelled'] as const).map((status) => done({ status, content: status })), failed, ...commands];
+    case 'executeTool': {
+      const runs = [...(['succeeded', 'failed', 'cancelled'] as const).map((status) => done({ status, content: status })), failed, ...commands];
+      // Issue 30: a run that times out, or fails transiently.
+      if (!scenario.retry) return runs;
+      return [...runs, done({ status: 'failed', content: 'timed out', failure: 'timeout' }), done({ status: 'failed', content: 'flaky', failure: 'transient' })];
+    }
     case 'beforeToolDispatch':
       return [
         done({ decision: 'allow' }),
@@ -236,7 +270,7 @@ export function toolCallModel(scenario: ToolCallScenario): ChartModel<null> {
     nextEnv: () => null,
     key: ({ machine }) => {
       const c = machine.context as ToolCallContext;
-      return JSON.stringify([machine.value, machine.status, pendingEffectOf(machine), c.result?.status ?? null, c.termination?.kind ?? null]);
+      return JSON.stringify([machine.value, machine.status, pendingEffectOf(machine), c.result?.status ?? null, c.termination?.kind ?? null, c.attempt]);
     },
   };
 }

@@ -667,7 +667,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
       await storage.migrate();
       expect(await storage.getSession('s1')).toEqual(session('s1'));
       expect(await storage.listCompactions('s1')).toEqual([checkpoint('c1', 's1', 1)]);
-      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers', '008_principals', '009_quotas', '010_durable_turns', '011_turn_trace_context']);
+      expect(await migrationNames()).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers', '008_principals', '009_quotas', '010_durable_turns', '011_turn_trace_context', '012_tool_attempts']);
     });
 
     it('migrate() upgrades a database made by 001_initial alone, keeping its data', async () => {
@@ -688,7 +688,7 @@ function describeStorageContract(name: string, target: ContractTarget): void {
         await expect(s.listCompactions('s1')).rejects.toThrow();
 
         await s.migrate();
-        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers', '008_principals', '009_quotas', '010_durable_turns', '011_turn_trace_context']);
+        expect(await migrationNames(oldConn)).toEqual(['001_initial', '002_compactions', '003_service', '004_audit', '005_tasks', '006_subagents', '007_guardrail_trackers', '008_principals', '009_quotas', '010_durable_turns', '011_turn_trace_context', '012_tool_attempts']);
         expect(await s.getSession('s1')).toEqual(session('s1'));
         expect(await s.getTurn('t1')).toMatchObject({ status: 'completed', finalText: 'done' });
         expect((await s.getTurn('t1'))?.trackers).toBeUndefined();

@@ -20,6 +20,13 @@ const start = createRoute({
   responses: { 202: { description: 'accepted', content: json(AcceptedTurn) }, ...errors(400, 401, 403, 404, 409, 413, 415, 429, 503) },
 });
 
+/** Issue 30: the seed's entry point (RL-1's `POST /sessions/{id}/messages`): the same request and answer as `…/turns`. */
+const postMessage = createRoute({
+  ...start,
+  path: '/sessions/{sessionId}/messages',
+  summary: "Send a message: the seed's name for starting a turn, the same as `POST /sessions/{sessionId}/turns` (202 once durably stored, `clientRequestId` dedup)",
+});
+
 const get = createRoute({
   method: 'get',
   path: '/sessions/{sessionId}/turns/{turnId}',
@@ -46,21 +53,24 @@ const decide = createRoute({
 });
 
 export function turnRoutes(app: OpenAPIHono, host: HostContext): void {
-  app.openapi(start, async (c) => {
-    const caller = callerOf(c);
-    const body = c.req.valid('json');
-    const session = await sessionOf(host, c.req.valid('param').sessionId, caller);
-    // Issue 25: the caller's quotas of running turns and turns per minute (one read; none for an admin).
-    const admitted = await host.limits.principals.admitTurn(caller, session.id, body.clientRequestId);
-    // Issue 27: the caller's trace context goes with the command (routed to the owner if another host holds the session).
-    const traceParent = traceParentFromHeader(c.req.valid('header').traceparent);
-    try {
-      const accepted = unwrap(await session.call('submitTurn', { ...body, trigger: 'message', ...(traceParent && { traceParent }) }));
-      return c.json({ turnId: accepted.turnId, runId: accepted.runId, status: accepted.status }, 202);
-    } finally {
-      admitted();
-    }
-  });
+  // One handler for both names of the entry point: they may never answer differently.
+  for (const route of [start, postMessage]) {
+    app.openapi(route, async (c) => {
+      const caller = callerOf(c);
+      const body = c.req.valid('json');
+      const session = await sessionOf(host, c.req.valid('param').sessionId, caller);
+      // Issue 25: the caller's quotas of running turns and turns per minute (one read; none for an admin).
+      const admitted = await host.limits.principals.admitTurn(caller, session.id, body.clientRequestId);
+      // Issue 27: the caller's trace context goes with the command (routed to the owner if another host holds the session).
+      const traceParent = traceParentFromHeader(c.req.valid('header').traceparent);
+      try {
+        const accepted = unwrap(await session.call('submitTurn', { ...body, trigger: 'message', ...(traceParent && { traceParent }) }));
+        return c.json({ turnId: accepted.turnId, runId: accepted.runId, status: accepted.status }, 202);
+      } finally {
+        admitted();
+      }
+    });
+  }
 
   app.openapi(get, async (c) => {
     const { sessionId, turnId } = c.req.valid('param');
