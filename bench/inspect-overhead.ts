@@ -4,7 +4,8 @@
  * `step_overhead_ratio`'s runtime side: 10 tool steps + the final answer per turn, SQLite
  * `:memory:`, zero-latency model); on the watched side each session has a `SessionWatch` with one
  * listener — what `GET /inspect/api/sessions/:id/stream` attaches for a page — and the clock stops
- * only once the watch has turned every step into messages and handed them to the listener.
+ * only once the watch has turned every step into messages (each actor's first whole, the next
+ * ones as deltas) and handed them to the listener.
  */
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import { createRuntime, sqliteStorage } from '../src/index.js';

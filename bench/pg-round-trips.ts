@@ -148,7 +148,8 @@ function medianCounts(samples: StatementCounts[]): StatementCounts {
   return { total: of('total'), messages: of('messages'), spans: of('spans'), other: of('other') };
 }
 
-async function unavailable(): Promise<string | null> {
+/** Why PostgreSQL cannot be used for a figure, or null when it answers. */
+export async function unavailable(): Promise<string | null> {
   const client = new pg.Client({ connectionString: DATABASE_URL });
   try {
     await client.connect();

@@ -1,5 +1,5 @@
 import type { AnyActorRef, StateValue } from 'xstate';
-import type { ActorInfo, ActorState, TakenTransition } from './stream-protocol.js';
+import type { ActorInfo, ActorState, TakenTransition, VersionedActorState } from './stream-protocol.js';
 import { sanitize } from './sanitize.js';
 
 interface ActorInternals {
@@ -36,7 +36,7 @@ export function activeStateIds(machineId: string, value: StateValue): string[] {
   return ids;
 }
 
-interface SnapshotLike {
+export interface SnapshotLike {
   status?: unknown;
   value?: unknown;
   context?: unknown;
@@ -46,7 +46,7 @@ interface SnapshotLike {
 /** Sanitized contexts by context object: a transition without `assign` keeps the same context, so most snapshots reuse one copy. */
 const sanitizedContexts = new WeakMap<object, unknown>();
 
-function sanitizedContext(context: unknown): unknown {
+export function sanitizedContext(context: unknown): unknown {
   if (typeof context !== 'object' || context === null) return sanitize(context);
   let copy = sanitizedContexts.get(context);
   if (copy === undefined) {
@@ -57,27 +57,33 @@ function sanitizedContext(context: unknown): unknown {
 }
 
 /** An actor's state from one of its snapshots, ready to leave the host. */
-export function actorState(info: ActorInfo, snapshot: unknown, withContext = true): ActorState {
+export function actorState(info: ActorInfo, snapshot: unknown): ActorState {
   const s = (snapshot ?? {}) as SnapshotLike;
+  return { ...stateParts(info, s), context: info.machineId !== null ? sanitizedContext(s.context) : null };
+}
+
+/** An actor's state but its context. */
+export function stateParts(info: ActorInfo, s: SnapshotLike): Omit<ActorState, 'context'> {
   const children: Record<string, string> = {};
   for (const [name, child] of Object.entries(s.children ?? {})) if (child) children[name] = (child as unknown as ActorInternals).sessionId;
   const value = s.value as StateValue | undefined;
-  const state: ActorState = {
+  return {
     actor: info,
     status: typeof s.status === 'string' ? s.status : 'active',
     states: info.machineId !== null && value !== undefined ? activeStateIds(info.machineId, value) : [],
     children,
   };
-  if (withContext) state.context = info.machineId !== null ? sanitizedContext(s.context) : null;
-  return state;
 }
 
-/** Every actor of a system as it stands now, root first, parents before children. */
-export function currentActors(root: AnyActorRef): ActorState[] {
-  const out: ActorState[] = [];
+/**
+ * Every actor of a system as it stands now, root first, parents before children, each with the
+ * version of the newest message a stream sent of it (`versionOf`; 0 for none): that message's state
+ * is the actor's now, as a stream converts every step before a page joins it.
+ */
+export function currentActors(root: AnyActorRef, versionOf: (ref: AnyActorRef) => number = () => 0): VersionedActorState[] {
+  const out: VersionedActorState[] = [];
   const walk = (ref: AnyActorRef): void => {
-    const state = actorState(actorInfo(ref), ref.getSnapshot());
-    out.push(state);
+    out.push({ version: versionOf(ref), state: actorState(actorInfo(ref), ref.getSnapshot()) });
     const children = (ref.getSnapshot() as SnapshotLike).children ?? {};
     for (const child of Object.values(children)) if (child) walk(child);
   };

@@ -107,6 +107,75 @@ export function sanitize(value: unknown, limits: SanitizeLimits = DEFAULT_LIMITS
 
 type Budget = { left: number };
 
+/**
+ * Members of a plain object as `sanitize(record)` copies them, each handed to `each` with what it
+ * takes of the byte budget, its key included, and whether its copy depends on the record (it refers
+ * back to it: `[circular]` there). While a record's members take less than `maxBytes` in all (see
+ * {@link membersFit}), `sanitize(record)` is exactly its members copied one by one so — the budget
+ * runs out for none — and a context whose assign changed two keys needs only those two copied.
+ */
+export function sanitizeMembers(
+  record: object,
+  keys: Iterable<string>,
+  each: (key: string, value: unknown, cost: number, ofRecord: boolean) => void,
+  limits: SanitizeLimits = DEFAULT_LIMITS,
+): void {
+  // As members of `record` at depth 0: a value that refers back to the record is a cycle.
+  const seen = new RecordSeen(record);
+  const budget = { left: limits.maxBytes };
+  for (const key of keys) {
+    const secrecy = keySecrecy(key);
+    const keyCost = key.length + 4;
+    if (secrecy === 'all') {
+      each(key, REDACTED, keyCost, false);
+      continue;
+    }
+    budget.left = limits.maxBytes;
+    seen.reached = false;
+    const value = read(record, key, limits, budget, 0, seen, secrecy === 'strings');
+    each(key, value, keyCost + limits.maxBytes - budget.left, seen.reached);
+  }
+}
+
+/**
+ * The objects being walked, from a record: notes whether the walk came back to the record, so the
+ * member's copy (`[circular]` there) depends on its record — the same value in another record is
+ * copied otherwise.
+ */
+class RecordSeen extends Set<object> {
+  reached = false;
+
+  constructor(private readonly record: object) {
+    super([record]);
+  }
+
+  override has(value: object): boolean {
+    if (value !== this.record) return super.has(value);
+    this.reached = true;
+    return true;
+  }
+}
+
+/**
+ * Whether `sanitize(value)` copies `value` member by member as {@link sanitizeMembers} does: a plain
+ * object (not an array, a Date, a Map or an actor, which it copies otherwise) of at most `maxItems`
+ * keys, whose members' costs add up (with its braces) to `total`, under the byte budget.
+ */
+export function membersFit(value: object, keyCount: number, total: number, limits: SanitizeLimits = DEFAULT_LIMITS): boolean {
+  // An own `__proto__` key (JSON.parse makes one) is set as the copy's prototype by `copyRecord`, not kept: left to it.
+  return keyCount <= limits.maxItems && RECORD_BRACES + total < limits.maxBytes && isPlainRecord(value) && !Object.hasOwn(value, '__proto__');
+}
+
+/** What `copyRecord` takes of the budget for a record's own braces. */
+const RECORD_BRACES = 2;
+
+/** An object `sanitize` walks key by key: its prototype is Object's or none, and it is no actor. */
+export function isPlainRecord(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return (proto === Object.prototype || proto === null) && actorDescription(value) === null;
+}
+
 /** `strings`: below a key whose strings are secret (a `strings` key): every string is redacted. */
 function copy(value: unknown, limits: SanitizeLimits, budget: Budget, depth: number, seen: Set<object>, strings: boolean): unknown {
   if (budget.left <= 0) return '[over size limit]';
@@ -516,7 +585,7 @@ function copyArray(value: unknown[], limits: SanitizeLimits, budget: Budget, dep
 
 function copyRecord(value: object, limits: SanitizeLimits, budget: Budget, depth: number, seen: Set<object>, strings: boolean): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  budget.left -= 2;
+  budget.left -= RECORD_BRACES;
   let keys: string[];
   try {
     keys = Object.keys(value);

@@ -1,10 +1,11 @@
 import type { Subscription as RxSubscription } from 'rxjs';
 import type { AnyActorRef, InspectionEvent, Subscription } from 'xstate';
-import type { UpdateEnvelope } from '../protocol/updates.js';
+import type { SessionUpdate, UpdateEnvelope } from '../protocol/updates.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
-import { actorInfo, actorState, currentActors, takenTransitions } from './actor-state.js';
+import { actorInfo, currentActors, takenTransitions } from './actor-state.js';
 import { sanitize } from './sanitize.js';
-import type { ActorInfo, StreamHello, StreamItem, TakenTransition } from './stream-protocol.js';
+import { SentActor } from './sent-actor.js';
+import type { ActorChange, ActorInfo, ActorState, StreamHello, StreamItem, TakenTransition, VersionedActorState } from './stream-protocol.js';
 
 /** A message ready to send: its cursor and its JSON. */
 export interface Sent {
@@ -34,23 +35,44 @@ type Raw =
 const WATCH_BUFFER = 2_000;
 
 /**
+ * An actor's message (`snapshot` or `delta`) as the buffer knows it, for the buffer's history. Its
+ * state or change is read back from its JSON when it leaves the buffer, rather than kept as objects
+ * the collector would walk for as long as the message is buffered.
+ */
+type ActorEntry = { id: string; whole: boolean };
+
+/** A buffered message. */
+interface Buffered extends Sent {
+  actor?: ActorEntry;
+}
+
+/**
  * One session seen by the inspector: while at least one page listens, XState inspection is on for
  * the session's actor system (session → turn → tool call, and the effect port) and its events are
  * merged, in the order they happened, with the session's update envelopes into one stream. With
  * no listener the observer is removed, and XState's inspection costs the session one size check
  * per event. Inspection events are only recorded as they happen; sanitizing and serializing run
- * in a batch after the step, once per message whatever the number of pages.
+ * in a batch after the step, once per message whatever the number of pages. An actor's first
+ * message is its whole state, the next ones what changed (`delta`): a step costs what it changed.
  */
 export class SessionWatch {
   private readonly listeners = new Set<WatchListener>();
-  private readonly ring: Sent[] = [];
+  private readonly ring: Buffered[] = [];
   private pending: Raw[] = [];
   private flushScheduled = false;
   private readonly infos = new WeakMap<AnyActorRef, ActorInfo>();
   /** Microsteps seen since each actor's last snapshot: the transitions its next snapshot took. */
   private readonly steps = new Map<string, TakenTransition[]>();
-  /** Each actor's context in its last snapshot sent: an unchanged one is not sent again. */
-  private readonly contexts = new Map<string, unknown>();
+  /** What each actor's messages have said: the next one is sent as the difference. Gone with the actor. */
+  private readonly sent = new WeakMap<AnyActorRef, SentActor>();
+  /**
+   * For each actor with messages in the buffer: its state before the oldest of them (the last one
+   * dropped from the buffer, the deltas applied in place), where a page that replays the buffer
+   * starts its deltas. An actor whose messages have all left has none, and its next message is whole.
+   */
+  private readonly bases = new Map<string, VersionedActorState>();
+  /** Messages in the buffer per actor: a base is kept only while its actor has some. */
+  private readonly buffered = new Map<string, number>();
   private inspection: Subscription | null = null;
   private updates: RxSubscription | null = null;
   private ended = false;
@@ -81,17 +103,33 @@ export class SessionWatch {
     this.flush();
     const first = this.ring[0]?.cursor ?? this.lastCursor + 1;
     const resumable = after !== null && after >= first - 1 && after <= this.lastCursor;
-    const replay = resumable ? this.ring.filter((s) => s.cursor > after) : [...this.ring];
+    // A page that resumes holds every actor's state up to `after`, so the replayed deltas apply to it.
+    const replay = (resumable ? this.ring.filter((s) => s.cursor > after) : [...this.ring]).map(({ cursor, json }) => ({ cursor, json }));
     const hello: StreamHello = {
       sessionId: this.handle.id,
       cursor: this.lastCursor,
       reset: !resumable,
-      actors: this.ended ? [] : currentActors(this.handle.actor),
+      // Each actor with the version of its newest message, so the deltas after the hello apply to it.
+      actors: this.ended ? [] : currentActors(this.handle.actor, (ref) => this.sent.get(ref)?.version ?? 0),
+      history: resumable ? [] : this.history(),
       session: this.handle.snapshot(),
       principal: this.handle.principal,
     };
     if (this.ended) queueMicrotask(() => listener.end());
     return { hello, replay };
+  }
+
+  /** Where the buffer's deltas start: the base of each actor whose oldest buffered message is a delta (copied: bases move on). */
+  private history(): VersionedActorState[] {
+    const out: VersionedActorState[] = [];
+    const seen = new Set<string>();
+    for (const entry of this.ring) {
+      if (!entry.actor || seen.has(entry.actor.id)) continue;
+      seen.add(entry.actor.id);
+      const base = this.bases.get(entry.actor.id);
+      if (!entry.actor.whole && base) out.push({ version: base.version, state: { ...base.state, context: copied(base.state.context) } });
+    }
+    return out;
   }
 
   unlisten(listener: WatchListener): void {
@@ -161,21 +199,51 @@ export class SessionWatch {
     this.pending = [];
     const at = this.now();
     for (const raw of batch) {
-      const item = this.itemOf(raw, at);
-      if (item === null) continue;
-      const sent = { cursor: item.cursor, json: JSON.stringify(item) };
-      this.ring.push(sent);
-      if (this.ring.length > WATCH_BUFFER) this.ring.splice(0, this.ring.length - WATCH_BUFFER);
-      for (const listener of this.listeners) listener.item(sent);
+      const made = this.itemOf(raw, at);
+      if (made === null) continue;
+      const { item, actor } = made;
+      const json = JSON.stringify(item);
+      const entry: Buffered = actor ? { cursor: item.cursor, json, actor } : { cursor: item.cursor, json };
+      this.ring.push(entry);
+      if (actor) this.buffered.set(actor.id, (this.buffered.get(actor.id) ?? 0) + 1);
+      if (this.ring.length > WATCH_BUFFER) this.drop(this.ring.length - WATCH_BUFFER);
+      for (const listener of this.listeners) listener.item(entry);
     }
   }
 
-  private itemOf(raw: Raw, at: number): StreamItem | null {
-    if (raw.kind === 'update') return { kind: 'update', cursor: this.cursors.next(), at, envelope: sanitize(raw.envelope) as UpdateEnvelope };
+  /** Drops the oldest messages; an actor's is applied to its base while it has later ones buffered. */
+  private drop(count: number): void {
+    for (const entry of this.ring.splice(0, count)) {
+      const actor = entry.actor;
+      if (!actor) continue;
+      const left = (this.buffered.get(actor.id) ?? 1) - 1;
+      if (left === 0) {
+        this.buffered.delete(actor.id);
+        this.bases.delete(actor.id);
+        continue;
+      }
+      this.buffered.set(actor.id, left);
+      const item = JSON.parse(entry.json) as Extract<StreamItem, { kind: 'snapshot' | 'delta' }>;
+      const base = this.bases.get(actor.id);
+      // An actor's first message in the buffer is whole, and messages leave in order: a delta always has its base here.
+      if (item.kind === 'snapshot') this.bases.set(actor.id, { version: item.version, state: item.state });
+      else if (base) {
+        base.version = item.version;
+        applyInPlace(base.state, item.change);
+      }
+    }
+  }
+
+  private itemOf(raw: Raw, at: number): { item: StreamItem; actor?: Buffered['actor'] } | null {
+    if (raw.kind === 'update') {
+      // The envelope's own fields are the runtime's ids and numbers; only the update holds what a model or tool said.
+      const { turnId, sequence, occurredAtMs, update } = raw.envelope;
+      return { item: { kind: 'update', cursor: this.cursors.next(), at, envelope: { turnId, sequence, occurredAtMs, update: sanitize(update) as SessionUpdate } } };
+    }
     const info = this.infoOf(raw.ref);
     switch (raw.kind) {
       case 'actor':
-        return { kind: 'actor', cursor: this.cursors.next(), at, actor: info };
+        return { item: { kind: 'actor', cursor: this.cursors.next(), at, actor: info } };
       case 'microstep': {
         const taken = this.steps.get(info.actorId) ?? [];
         taken.push(...takenTransitions(raw.transitions));
@@ -184,31 +252,32 @@ export class SessionWatch {
       }
       case 'event':
         return {
-          kind: 'event',
-          cursor: this.cursors.next(),
-          at,
-          actorId: info.actorId,
-          sourceId: raw.source ? this.infoOf(raw.source).actorId : null,
-          eventType: raw.event.type,
-          event: sanitize(raw.event),
+          item: {
+            kind: 'event',
+            cursor: this.cursors.next(),
+            at,
+            actorId: info.actorId,
+            sourceId: raw.source ? this.infoOf(raw.source).actorId : null,
+            eventType: raw.event.type,
+            event: sanitize(raw.event),
+          },
         };
       case 'snapshot': {
         // The effect port's snapshots carry no state: its events say what it does.
         if (info.machineId === null) return null;
         const transitions = this.steps.get(info.actorId) ?? [];
         this.steps.delete(info.actorId);
-        const context = (raw.snapshot as { context?: unknown }).context;
-        const changed = this.contexts.get(info.actorId) !== context;
-        this.contexts.set(info.actorId, context);
-        return {
-          kind: 'snapshot',
-          cursor: this.cursors.next(),
-          at,
-          actorId: info.actorId,
-          eventType: raw.event.type,
-          transitions,
-          state: actorState(info, raw.snapshot, changed),
-        };
+        let sent = this.sent.get(raw.ref);
+        if (!sent) this.sent.set(raw.ref, (sent = new SentActor(info)));
+        // Every message of the actor has left the buffer, and its base with them: a page that joins must get this one whole.
+        const message = sent.next(raw.snapshot, !this.buffered.has(info.actorId));
+        const cursor = this.cursors.next();
+        const eventType = raw.event.type;
+        const { version } = message;
+        const actor = { id: info.actorId, whole: message.change === null };
+        return message.change === null
+          ? { item: { kind: 'snapshot', cursor, at, actorId: info.actorId, eventType, transitions, version, state: message.state }, actor }
+          : { item: { kind: 'delta', cursor, at, actorId: info.actorId, eventType, transitions, version, change: message.change }, actor };
       }
     }
   }
@@ -227,5 +296,24 @@ export class SessionWatch {
     this.ended = true;
     this.detach();
     for (const listener of [...this.listeners]) listener.end();
+  }
+}
+
+/** A copy of a base's context for a hello: the base changes in place as messages leave the buffer. */
+function copied(context: unknown): unknown {
+  return typeof context === 'object' && context !== null && !Array.isArray(context) ? { ...context } : context;
+}
+
+/** A delta applied to a base the watch owns (parsed from the buffer's JSON): no copy per dropped message. */
+function applyInPlace(state: ActorState, change: ActorChange): void {
+  if (change.status !== undefined) state.status = change.status;
+  if (change.states !== undefined) state.states = change.states;
+  if (change.children !== undefined) state.children = change.children;
+  if ('context' in change) state.context = change.context;
+  else if (change.set !== undefined || change.unset !== undefined) {
+    // JSON.parse made the context and the set: a `__proto__` key (which a key-wise context never has, see `membersFit`) stays a key either way.
+    const context = state.context as Record<string, unknown>;
+    for (const key of change.unset ?? []) delete context[key];
+    for (const [key, value] of Object.entries(change.set ?? {})) Object.defineProperty(context, key, { value, enumerable: true, writable: true, configurable: true });
   }
 }

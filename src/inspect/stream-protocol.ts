@@ -24,9 +24,40 @@ export interface ActorState {
   states: string[];
   /** Child name → actor id. */
   children: Record<string, string>;
+  /** Sanitized: capped in size, secret-looking keys redacted. */
+  context: unknown;
+}
+
+/**
+ * An actor as one of the stream's messages left it: `version` counts that actor's `snapshot` and
+ * `delta` messages in this stream, from 1. A `delta` of version n applies only to the state of
+ * version n − 1; a client that holds another has missed one, and starts the stream again (the
+ * hello then gives it the whole picture). 0: a state from the actor itself, not from a message (an
+ * actor the stream has not sent yet): its next message is a whole `snapshot`.
+ */
+export interface VersionedActorState {
+  version: number;
+  state: ActorState;
+}
+
+/**
+ * What changed in an actor since its previous message: only the parts that did. Most steps move a
+ * state or two and assign a key or two of a context of twenty, so a step costs what it changed,
+ * not the whole actor, to sanitize, serialize, send and parse.
+ */
+export interface ActorChange {
+  status?: string;
+  /** The active states, whole (a few ids). */
+  states?: string[];
+  children?: Record<string, string>;
+  /** Top-level context keys with a new value (sanitized), or new keys. */
+  set?: Record<string, unknown>;
+  /** Top-level context keys that are gone. */
+  unset?: string[];
   /**
-   * Sanitized: capped in size, secret-looking keys redacted. In a stream's snapshot items it is
-   * left out when it is the same as the actor's previous snapshot's (most steps change no context).
+   * The whole context, sanitized, when a key-wise change cannot say it: the context is not a plain
+   * object on one side, or it is over the sanitizer's byte budget, where one key's size changes
+   * what the others keep.
    */
   context?: unknown;
 }
@@ -47,10 +78,22 @@ interface Base {
 
 export type StreamItem =
   | (Base & { kind: 'actor'; actor: ActorInfo })
-  /** The event itself is the `event` item just before (the same event, as the actor received it). */
-  | (Base & { kind: 'snapshot'; actorId: string; eventType: string; transitions: TakenTransition[]; state: ActorState })
+  /**
+   * An actor's state after an event, whole: its first message in a stream, and after a change a
+   * delta cannot say. The event itself is the `event` item just before (the same event, as the
+   * actor received it).
+   */
+  | (Base & { kind: 'snapshot'; actorId: string; eventType: string; transitions: TakenTransition[]; version: number; state: ActorState })
+  /** The same as a `snapshot`, as its difference from the actor's message of version `version − 1`. */
+  | (Base & { kind: 'delta'; actorId: string; eventType: string; transitions: TakenTransition[]; version: number; change: ActorChange })
   | (Base & { kind: 'event'; actorId: string; sourceId: string | null; eventType: string; event: unknown })
-  | (Base & { kind: 'update'; envelope: UpdateEnvelope });
+  | (Base & { kind: 'update'; envelope: StreamEnvelope });
+
+/**
+ * An update envelope as the stream carries it: without the session's id (the hello's) and the
+ * envelope version, the same in every update of a stream — a fifth of an update's bytes.
+ */
+export type StreamEnvelope = Omit<UpdateEnvelope, 'sessionId' | 'version'>;
 
 /** The first message of a stream: the present, so a page that arrives late draws it at once. */
 export interface StreamHello {
@@ -59,7 +102,14 @@ export interface StreamHello {
   cursor: number;
   /** The client's resume point was not in the buffer (or none was given): drop what you held. */
   reset: boolean;
-  actors: ActorState[];
+  /** The actors as they stand, root first: each the state of its newest message (or of the actor, version 0). */
+  actors: VersionedActorState[];
+  /**
+   * With `reset`: where the buffered items' deltas start from — for each actor whose oldest
+   * buffered message is a `delta`, its state at the version before. Applying the buffer to these
+   * gives each actor's state at every item, and reaches `actors`.
+   */
+  history: VersionedActorState[];
   session: InspectedSession;
   /** Issue 25: who owns the session; null for one stored before principals. */
   principal: string | null;

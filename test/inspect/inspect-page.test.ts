@@ -157,6 +157,15 @@ describe('the inspector page in headless Chromium', () => {
     await page.click('.timeline .row[data-kind="update"]');
     expect(await page.textContent('.detail-text')).toContain('"completed"');
     expect(await page.textContent('body')).not.toContain('sk-hidden');
+    // After the turn's first message, its states and context come as deltas: the page rebuilds the whole state at each entry.
+    await page.fill('.type-filter', 'effect.done');
+    await page.locator('.timeline .row[data-kind="snapshot"]').last().click();
+    const detail = (await page.textContent('.detail-text')) ?? '';
+    expect(detail).toContain('"change"');
+    expect(detail).toMatch(/turn \(x:\d+\) done\n {2}states: turn, turn\.completed\n {2}context: \{/);
+    expect(detail).toContain('"finalText": "Published notes/build.md."');
+    expect(detail).toContain('"turnId"');
+    expect(detail).not.toContain('sk-hidden');
     await page.fill('.type-filter', '');
     await page.screenshot({ path: path.join(ARTIFACTS, 'inspect-5-completed.png') });
     await page.close();

@@ -72,7 +72,7 @@ describe('inspector routes', () => {
 
     const stream = await connect(`/inspect/api/sessions/${sessionId}/stream`);
     const hello = JSON.parse((await stream.next((e) => e.event === 'hello')).data) as StreamHello;
-    expect(hello.actors[0]!.states).toEqual(['session', 'session.idle']);
+    expect(hello.actors[0]!.state.states).toEqual(['session', 'session.idle']);
     const turn = await host.call('POST', `/sessions/${sessionId}/turns`, { clientRequestId: 'r1', input: [{ type: 'text', text: 'write' }] }, auth);
     expect(turn.status).toBe(202);
     const waiting = await stream.next((e) => e.data.includes('"turn.running_tools.tool_call.waiting_permission"'));

@@ -11,6 +11,7 @@ function model(): SessionModel {
     cursor: 0,
     reset: true,
     actors: [],
+    history: [],
     principal: null,
     session: { sessionId: 'ses_1', lastUpdateSequence: 0, permissionMode: 'ask', busyPolicy: 'reject', queue: [], runtime: { kind: 'idle' } },
   });
@@ -18,7 +19,7 @@ function model(): SessionModel {
 }
 
 let cursor = 0;
-const update = (sequence: number, u: SessionUpdate): StreamItem => ({ kind: 'update', cursor: ++cursor, at: 0, envelope: { version: 7, sessionId: 'ses_1', turnId: 'turn_1', sequence, occurredAtMs: 0, update: u } });
+const update = (sequence: number, u: SessionUpdate): StreamItem => ({ kind: 'update', cursor: ++cursor, at: 0, envelope: { turnId: 'turn_1', sequence, occurredAtMs: 0, update: u } });
 
 describe('the inspector page\'s session model and turn_resumed (issue 26)', () => {
   it('shows the turn running again from its start, and the numbers skipped before it as no gap; a real gap still shows', () => {

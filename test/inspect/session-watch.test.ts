@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InspectHub } from '../../src/inspect/inspect-hub.js';
 import type { Sent } from '../../src/inspect/session-watch.js';
 import { activeStateIds } from '../../src/inspect/actor-state.js';
-import type { StreamHello, StreamItem } from '../../src/inspect/stream-protocol.js';
+import { applyActorMessage } from '../../src/inspect/actor-delta.js';
+import type { ActorState, StreamHello, StreamItem, VersionedActorState } from '../../src/inspect/stream-protocol.js';
 import { harness, nextUpdate, startTurn, writeFileTool, type Harness } from '../support/harness.js';
 import { until } from '../support/poll.js';
 
@@ -22,6 +23,20 @@ function collector() {
     },
     listener: { item: (s: Sent) => items.push(JSON.parse(s.json) as StreamItem), end: () => (ended = true) },
   };
+}
+
+/** Each actor message's state, rebuilt from the deltas as the page does: cursor → state. */
+function rebuilt(items: StreamItem[], from: VersionedActorState[] = []): Map<number, ActorState> {
+  const held = new Map(from.map((v) => [v.state.actor.actorId, v]));
+  const out = new Map<number, ActorState>();
+  for (const item of items) {
+    if (item.kind !== 'snapshot' && item.kind !== 'delta') continue;
+    const applied = applyActorMessage(held.get(item.actorId), item);
+    if (!applied.ok) throw new Error(`no base for ${item.actorId} v${item.version}`);
+    held.set(item.actorId, applied.state);
+    out.set(item.cursor, applied.state.state);
+  }
+  return out;
 }
 
 /** The active state ids of the session actor and every chart actor under it, as XState holds them now. */
@@ -47,8 +62,8 @@ describe('session watch (the inspector data side)', () => {
     const page = collector();
     const { hello } = hub.watch(h.session).listen(page.listener, null);
     expect(hello.reset).toBe(true);
-    expect(hello.actors.map((a) => a.actor.machineId)).toEqual(['session', null]);
-    expect(hello.actors[0]!.states).toEqual(['session', 'session.idle']);
+    expect(hello.actors.map((a) => a.state.actor.machineId)).toEqual(['session', null]);
+    expect(hello.actors[0]!.state.states).toEqual(['session', 'session.idle']);
     const turnId = await startTurn(h.session, 'write it');
     await nextUpdate(h.session, 'permission_requested');
     await until('the batch is flushed', () => page.items.some((i) => i.kind === 'update' && i.envelope.update.type === 'permission_requested'));
@@ -58,16 +73,17 @@ describe('session watch (the inspector data side)', () => {
     // Every turn invokes its no-progress watchdog (GR-3), which rests in `off` without a `stallTimeoutMs`.
     expect(machines).toEqual(new Set(['turn', 'toolCall', 'stallWatchdog']));
     // The newest snapshot of each chart actor is what XState holds now.
+    const states = rebuilt(page.items);
     const latest = new Map<string, string[]>();
-    for (const i of page.items) if (i.kind === 'snapshot') latest.set(i.actorId, i.state.states);
+    for (const i of page.items) if (i.kind === 'snapshot' || i.kind === 'delta') latest.set(i.actorId, states.get(i.cursor)!.states);
     expect(new Set([...latest.values()].flat())).toEqual(liveStates(h));
     expect(liveStates(h).has('turn.running_tools.tool_call.waiting_permission')).toBe(true);
     // Transitions taken are attached to the snapshot they led to.
-    const toWaiting = page.items.find((i) => i.kind === 'snapshot' && i.state.states.includes('turn.running_tools.tool_call.waiting_permission'));
-    expect(toWaiting?.kind === 'snapshot' && toWaiting.transitions.some((t) => t.targets.includes('turn.running_tools.tool_call.waiting_permission'))).toBe(true);
+    const toWaiting = page.items.find((i) => (i.kind === 'snapshot' || i.kind === 'delta') && states.get(i.cursor)!.states.includes('turn.running_tools.tool_call.waiting_permission'));
+    expect((toWaiting?.kind === 'snapshot' || toWaiting?.kind === 'delta') && toWaiting.transitions.some((t) => t.targets.includes('turn.running_tools.tool_call.waiting_permission'))).toBe(true);
     // Machine events and updates interleave: the turn's phase update comes after the event that caused it.
     const kinds = new Set(page.items.map((i) => i.kind));
-    expect(kinds).toEqual(new Set(['actor', 'snapshot', 'event', 'update']));
+    expect(kinds).toEqual(new Set(['actor', 'snapshot', 'delta', 'event', 'update']));
     const json = JSON.stringify(page.items);
     expect(json).not.toContain('sk-do-not-leak');
     expect(json).toContain('[redacted]');
@@ -88,8 +104,8 @@ describe('session watch (the inspector data side)', () => {
     await until('flushed', () => first.items.some((i) => i.kind === 'update' && i.envelope.update.type === 'permission_requested'));
     const late = collector();
     const { hello, replay } = watch.listen(late.listener, null);
-    expect(new Set(hello.actors.flatMap((a) => a.states))).toEqual(liveStates(h));
-    expect(hello.actors.map((a) => a.actor.machineId)).toEqual(expect.arrayContaining(['session', 'turn', 'toolCall']));
+    expect(new Set(hello.actors.flatMap((a) => a.state.states))).toEqual(liveStates(h));
+    expect(hello.actors.map((a) => a.state.actor.machineId)).toEqual(expect.arrayContaining(['session', 'turn', 'toolCall']));
     expect(replay.map((s) => s.cursor)).toEqual(first.items.map((i) => i.cursor));
     expect(hello.cursor).toBe(first.items.at(-1)!.cursor);
     const middle = first.items[Math.floor(first.items.length / 2)]!.cursor;

@@ -62,10 +62,12 @@ export interface StreamHandlers {
 
 /**
  * A Server-Sent Events stream over fetch, reconnecting after a drop with `Last-Event-ID` as an
- * EventSource would. A 401 stops it (the page asks for a token); `close()` ends it.
+ * EventSource would. A 401 stops it (the page asks for a token); `close()` ends it; `restart()`
+ * opens it again at once without a resume point, so the server sends everything again.
  */
-export function openStream(path: string, handlers: StreamHandlers): { close(): void } {
+export function openStream(path: string, handlers: StreamHandlers): { close(): void; restart(): void } {
   let closed = false;
+  let restarting = false;
   let lastId: string | null = null;
   let controller = new AbortController();
   const run = async (): Promise<void> => {
@@ -80,7 +82,10 @@ export function openStream(path: string, handlers: StreamHandlers): { close(): v
           if (response.status === 401 || response.status === 404 || response.status === 400) return;
         } else {
           handlers.status(true);
+          const { signal } = controller;
           await read(response.body, (message) => {
+            // Restarted by a message just handled: the rest of this connection's messages are not wanted.
+            if (signal.aborted) return;
             if (message.id !== null) lastId = message.id;
             handlers.message(message);
           });
@@ -88,15 +93,21 @@ export function openStream(path: string, handlers: StreamHandlers): { close(): v
         }
       } catch {
         if (closed) return;
-        handlers.status(false);
+        if (!restarting) handlers.status(false);
       }
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      if (restarting) restarting = false;
+      else await new Promise((resolve) => setTimeout(resolve, 1_000));
     }
   };
   void run();
   return {
     close() {
       closed = true;
+      controller.abort();
+    },
+    restart() {
+      lastId = null;
+      restarting = true;
       controller.abort();
     },
   };

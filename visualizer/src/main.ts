@@ -45,7 +45,7 @@ app.append(
 );
 
 let model: SessionModel | null = null;
-let stream: { close(): void } | null = null;
+let stream: { close(): void; restart(): void } | null = null;
 const drawn = { actors: -1, session: -1, items: -1, agent: null as string | null };
 let frame = 0;
 
@@ -217,7 +217,8 @@ function cap(text: string): string {
 function select(sessionId: string): void {
   if (model?.sessionId === sessionId) return;
   stream?.close();
-  model = new SessionModel(sessionId);
+  // A delta the page cannot apply (it missed a message): the stream starts again, with the whole picture.
+  model = new SessionModel(sessionId, () => stream?.restart());
   const current = model;
   Object.assign(drawn, { actors: -1, session: -1, items: -1, agent: null });
   list.select(sessionId);

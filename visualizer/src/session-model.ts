@@ -1,5 +1,5 @@
-import type { ActorInfo, ActorState, InspectedSession, StreamHello, StreamItem, TakenTransition } from '../../src/inspect/stream-protocol.js';
-import type { UpdateEnvelope } from '../../src/protocol/updates.js';
+import { applyActorMessage } from '../../src/inspect/actor-delta.js';
+import type { ActorChange, ActorInfo, ActorState, InspectedSession, StreamEnvelope, StreamHello, StreamItem, TakenTransition, VersionedActorState } from '../../src/inspect/stream-protocol.js';
 
 export interface ActorView {
   info: ActorInfo;
@@ -10,6 +10,12 @@ export interface ActorView {
   order: number;
 }
 
+/** An actor's message as the timeline keeps it: the whole state it led to, and what its delta said (none for a whole snapshot). */
+type SnapshotEntry = Extract<StreamItem, { kind: 'snapshot' }> & { change?: ActorChange };
+
+/** A timeline entry: a stream item, an actor's `delta` rebuilt into the state it leads to. */
+export type TimelineItem = Exclude<StreamItem, { kind: 'snapshot' | 'delta' }> | SnapshotEntry;
+
 /** Entries kept for the timeline; the oldest go first past this. */
 const TIMELINE_CAP = 50_000;
 
@@ -17,10 +23,13 @@ const TIMELINE_CAP = 50_000;
  * What the page knows of one session, folded from its merged stream: every item received (the
  * timeline), the actors as they stand, and the session's live view for the controls. Items up to
  * the hello's cursor are history: they fill the timeline but do not move the charts, which start
- * from the hello's present.
+ * from the hello's present. Actors' deltas are applied to the state of the message before (the
+ * hello's `history` where the buffer starts, else what the stream gave), so every entry holds the
+ * whole state; a delta whose base the page does not hold means it missed a message, and `onGap`
+ * starts the stream again.
  */
 export class SessionModel {
-  items: StreamItem[] = [];
+  items: TimelineItem[] = [];
   /** Update entries whose sequence skipped numbers: cursor → how many are missing. */
   readonly gaps = new Map<number, number>();
   readonly actors = new Map<string, ActorView>();
@@ -29,23 +38,37 @@ export class SessionModel {
   principal: string | null = null;
   /** The latest progress of each running tool call of the running turn (`2/5 — message`), gone when the call ends. */
   readonly progress = new Map<string, string>();
+  /** Each actor's state at the newest of its messages applied, with its version: where its next delta applies. */
+  private readonly held = new Map<string, VersionedActorState>();
+  /** A gap was found: what follows cannot be applied until the hello of the stream started again. */
+  private stale = false;
+  /** This stream was started again after a gap: a gap in its history is not chased again (the entry is left out). */
+  private resynced = false;
   private presentFrom = 0;
   private lastSequence: number | null = null;
   private arrivals = 0;
   /** Bumped on each change, so views redraw only what changed. */
   version = { actors: 0, items: 0, session: 0 };
 
-  constructor(readonly sessionId: string) {}
+  constructor(
+    readonly sessionId: string,
+    private readonly onGap: () => void = () => undefined,
+  ) {}
 
   hello(hello: StreamHello): void {
+    this.stale = false;
     if (hello.reset) {
       this.items = [];
       this.gaps.clear();
       this.lastSequence = null;
+      this.held.clear();
+      for (const base of hello.history) this.held.set(base.state.actor.actorId, base);
     }
+    // An actor with no message in what follows starts from the hello; one with messages gets a whole snapshot first, or has its base above.
+    for (const present of hello.actors) if (!this.held.has(present.state.actor.actorId)) this.held.set(present.state.actor.actorId, present);
     this.actors.clear();
     this.progress.clear();
-    for (const state of hello.actors) this.actors.set(state.actor.actorId, { info: state.actor, state, taken: [], order: this.arrivals++ });
+    for (const { state } of hello.actors) this.actors.set(state.actor.actorId, { info: state.actor, state, taken: [], order: this.arrivals++ });
     this.session = hello.session;
     this.principal = hello.principal;
     this.presentFrom = hello.cursor;
@@ -54,9 +77,26 @@ export class SessionModel {
     this.version.items += 1;
   }
 
-  add(item: StreamItem): void {
+  /** Starts over after a gap: the hello that follows (with `reset`) gives the whole picture. */
+  private gap(cursor: number): void {
+    if (this.resynced && cursor <= this.presentFrom) return;
+    this.stale = true;
+    this.resynced = true;
+    this.onGap();
+  }
+
+  add(received: StreamItem): void {
     const last = this.items.at(-1);
-    if (last && item.cursor <= last.cursor) return;
+    if (this.stale || (last && received.cursor <= last.cursor)) return;
+    if (received.cursor > this.presentFrom) this.resynced = false;
+    let item: TimelineItem;
+    if (received.kind === 'snapshot' || received.kind === 'delta') {
+      const applied = applyActorMessage(this.held.get(received.actorId), received);
+      if (!applied.ok) return this.gap(received.cursor);
+      this.held.set(received.actorId, applied.state);
+      const { state } = applied.state;
+      item = received.kind === 'snapshot' ? received : { kind: 'snapshot', cursor: received.cursor, at: received.at, actorId: received.actorId, eventType: received.eventType, transitions: received.transitions, version: received.version, state, change: received.change };
+    } else item = received;
     this.items.push(item);
     if (this.items.length > TIMELINE_CAP) this.items.splice(0, this.items.length - TIMELINE_CAP + 1_000);
     this.version.items += 1;
@@ -67,7 +107,7 @@ export class SessionModel {
       this.version.actors += 1;
     } else if (item.kind === 'snapshot') {
       const view = this.actors.get(item.actorId) ?? { info: item.state.actor, state: null, taken: [], order: this.arrivals++ };
-      view.state = 'context' in item.state ? item.state : { ...item.state, context: view.state?.context };
+      view.state = item.state;
       view.taken = item.transitions;
       this.actors.set(item.actorId, view);
       this.version.actors += 1;
@@ -76,7 +116,7 @@ export class SessionModel {
     }
   }
 
-  private checkGap(cursor: number, envelope: UpdateEnvelope): void {
+  private checkGap(cursor: number, envelope: StreamEnvelope): void {
     // A turn resumed by a new owner (issue 26) is numbered above the block the old one reserved: the
     // numbers skipped before it were never issued, so they are not shown as missing.
     const resumed = envelope.update.type === 'turn_resumed';
@@ -85,7 +125,7 @@ export class SessionModel {
   }
 
   /** The session's live view, moved by its updates as the host's own live view is. */
-  private fold(envelope: UpdateEnvelope): void {
+  private fold(envelope: StreamEnvelope): void {
     const session = this.session;
     if (!session) return;
     session.lastUpdateSequence = envelope.sequence;
@@ -182,11 +222,7 @@ export class SessionModel {
     const seen = new Map<string, ActorState>();
     for (let i = Math.min(index, this.items.length - 1); i >= 0; i -= 1) {
       const item = this.items[i]!;
-      if (item.kind !== 'snapshot') continue;
-      const known = seen.get(item.actorId);
-      // A snapshot without a context kept the one of the actor's snapshot before it.
-      if (!known) seen.set(item.actorId, { ...item.state });
-      else if (!('context' in known) && 'context' in item.state) known.context = item.state.context;
+      if (item.kind === 'snapshot' && !seen.has(item.actorId)) seen.set(item.actorId, item.state);
     }
     return [...seen.values()].reverse();
   }

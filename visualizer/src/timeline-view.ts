@@ -1,6 +1,5 @@
-import type { StreamItem } from '../../src/inspect/stream-protocol.js';
 import { h } from './dom.js';
-import type { SessionModel } from './session-model.js';
+import type { SessionModel, TimelineItem } from './session-model.js';
 
 const ROW = 22;
 /** Rows drawn above and below the visible ones, so a fast scroll does not show blanks. */
@@ -68,7 +67,7 @@ export class TimelineView {
     this.render();
   }
 
-  private passes(item: StreamItem): boolean {
+  private passes(item: TimelineItem): boolean {
     if (!this.kinds.has(item.kind)) return false;
     return this.text === '' || typeOf(item).toLowerCase().includes(this.text);
   }
@@ -131,7 +130,7 @@ export class TimelineView {
   }
 }
 
-function typeOf(item: StreamItem): string {
+function typeOf(item: TimelineItem): string {
   switch (item.kind) {
     case 'update':
       return item.envelope.update.type;
@@ -148,7 +147,7 @@ function actorName(model: SessionModel, actorId: string): string {
   return view ? `${view.info.name}` : actorId;
 }
 
-function detailOf(item: StreamItem, model: SessionModel): string {
+function detailOf(item: TimelineItem, model: SessionModel): string {
   switch (item.kind) {
     case 'update': {
       const u = item.envelope.update as Record<string, unknown> & { type: string };
