@@ -145,7 +145,7 @@ export async function measureSse5000(options: Sse5000Options = SSE_5000): Promis
     runtime: { tools: [readTool(BENCH_TOOL)], agents: { default: { maxModelCalls: 50 } } },
   });
   const clients = Array.from({ length: options.clientProcesses }, () => new StreamsClient());
-  // Before the streams open: an event stream's response holds on to the `write` it had then (`writeThrough`).
+  // Before the streams open, so every stream's response is stamped.
   const unstamp = options.split ? stampSocketWrites(probe) : () => undefined;
   try {
     const setupStarted = performance.now();

@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { UpdateFeed } from './session-access.js';
 
@@ -12,23 +11,6 @@ export interface SseOptions {
 }
 
 export const DEFAULT_SSE_OPTIONS: SseOptions = { heartbeatMs: 15_000, bufferBytes: 4 * 1024 * 1024 };
-
-/**
- * Sends each chunk written to an event stream's response to its socket at once. Node corks a
- * response's socket on every `write` until the next tick, and the next tick comes only when the
- * microtask queue is empty: on a busy host, where many sessions' promise chains run on synchronous
- * storage without an I/O wait between them, that is one long drain (issue 28: 13 ms at p99 with
- * 1 000 sessions running turns). `sessionEventStream` already sends one chunk per task's frames, so
- * there is nothing left for the cork to gather.
- */
-export function writeThrough(response: Pick<ServerResponse, 'write' | 'uncork'>): void {
-  const write = response.write.bind(response) as (...args: unknown[]) => boolean;
-  response.write = ((...args: unknown[]) => {
-    const ok = write(...args);
-    response.uncork();
-    return ok;
-  }) as ServerResponse['write'];
-}
 
 const encoder = new TextEncoder();
 
@@ -74,8 +56,8 @@ export function sessionEventStream(
          * reads, an `encode` and a `ServerResponse.write` with its chunk framing: the frames of
          * one task and its microtasks go out as one chunk when the next-tick queue runs. In the
          * HTTP bench that is 5 chunks per turn instead of 34 and about a tenth less of the host's
-         * CPU per turn (bench/README.md). The chunk then reaches the socket in the microtasks
-         * that follow; `writeThrough` keeps it from waiting there for the next tick again.
+         * CPU per turn (bench/README.md). Node writes the chunk to the socket at its next tick,
+         * as it does every response's writes.
          */
         const flush = (): void => {
           flushing = false;

@@ -1,6 +1,5 @@
-import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { sessionEventStream, writeThrough, type SseOptions } from '../../src/host/sse-stream.js';
+import { sessionEventStream, type SseOptions } from '../../src/host/sse-stream.js';
 import type { FeedSink, FeedStart, UpdateFeed } from '../../src/host/session-access.js';
 import type { SessionSnapshot } from '../../src/protocol/session-snapshot.js';
 import { UPDATE_VERSION, type UpdateEnvelope } from '../../src/protocol/updates.js';
@@ -132,23 +131,5 @@ describe('session event stream: frames of one task go out as one chunk', () => {
     expect(disconnected).toBe(1);
     expect(feed.unsubscribed).toBe(true);
     await stream.cancel();
-  });
-});
-
-describe('writeThrough', () => {
-  it('uncorks the socket after each write, so a chunk does not wait for the next tick', () => {
-    const calls: string[] = [];
-    const response = {
-      write: (chunk: string) => {
-        calls.push(`write ${chunk}`);
-        return chunk !== 'full';
-      },
-      uncork: () => calls.push('uncork'),
-    };
-    writeThrough(response as unknown as Pick<ServerResponse, 'write' | 'uncork'>);
-    expect(response.write('a')).toBe(true);
-    // The write's answer (backpressure) is passed on as it was.
-    expect(response.write('full')).toBe(false);
-    expect(calls).toEqual(['write a', 'uncork', 'write full', 'uncork']);
   });
 });

@@ -1,4 +1,3 @@
-import type { ServerResponse } from 'node:http';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { callerOf } from '../auth.js';
 import { sessionOf, type HostContext } from '../host-context.js';
@@ -6,7 +5,7 @@ import type { Caller } from '../../protocol/principal.js';
 import type { UpdateFeed } from '../session-access.js';
 import { errors, EventsQuery, SessionParams } from '../schemas.js';
 import { resumePoint } from '../resume-point.js';
-import { sessionEventStream, writeThrough } from '../sse-stream.js';
+import { sessionEventStream } from '../sse-stream.js';
 import { untilOwnerAnswers } from '../sse-takeover.js';
 
 const route = createRoute({
@@ -26,13 +25,12 @@ export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(route, async (c) => {
     const after = resumePoint(c.req.header('last-event-id'), c.req.valid('query').after);
     // Node's response, so a client that falls behind can be cut off at once (the Node adapter passes it as env).
-    const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+    const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
     const caller = callerOf(c);
     const stream = await host.limits.streams.open(c.req.method, caller, async () => {
       const feed = await feedOf(host, c.req.valid('param').sessionId, caller, after, c.req.raw.signal);
       return sessionEventStream(feed, host.sse, outgoing && (() => outgoing.destroy()));
     });
-    if (outgoing) writeThrough(outgoing);
     return new Response(stream, {
       status: 200,
       headers: {
