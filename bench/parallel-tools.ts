@@ -4,6 +4,9 @@
  * SQLite :memory:; the median over several turns of each, and their ratio.
  * `parallel_writes_speedup` (issue 30): the same with 8 write calls (`permissionMode: 'auto'`, so none
  * asks for an approval), which now run side by side too.
+ * `parallel_approved_writes_speedup` (issue 30): 8 writes in `ask`, each approval answered as soon as
+ * it is asked: serially each write runs before the next is asked; in an approval batch each starts
+ * as it is approved, beside the others.
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { z } from 'zod';
@@ -35,7 +38,11 @@ const slowRead = defineTool({
   },
 });
 
-async function turnMs(parallel: boolean, tool: 'slow_read' | 'slow_write' = 'slow_read'): Promise<number> {
+/** Which calls the turn makes: reads, writes nothing asks about, or writes each approved as it is asked. */
+export type ParallelCase = 'slow_read' | 'slow_write' | 'approved_writes';
+
+async function turnMs(parallel: boolean, which: ParallelCase = 'slow_read'): Promise<number> {
+  const tool = which === 'slow_read' ? 'slow_read' : 'slow_write';
   const steps: ScriptedStep[] = [{ text: 'working', toolCalls: Array.from({ length: CALLS }, (_, n) => ({ name: tool, args: { n } })) }, { text: 'done' }];
   const runtime = await createRuntime({
     storage: sqliteStorage({ filename: ':memory:' }),
@@ -43,11 +50,16 @@ async function turnMs(parallel: boolean, tool: 'slow_read' | 'slow_write' = 'slo
     tools: [slowRead, slowWrite],
     agents: { default: { parallelToolCalls: parallel } },
   });
-  const session = await runtime.createSession({ permissionMode: 'auto' });
+  const session = await runtime.createSession({ permissionMode: which === 'approved_writes' ? 'ask' : 'auto' });
+  // The user who answers at once: each approval is allowed as soon as it is asked.
+  const answering = session.updates$.subscribe((u) => {
+    if (u.update.type === 'permission_requested') void session.resolvePermission({ turnId: u.turnId, toolCallId: u.update.toolCallId, decision: 'allow_once' });
+  });
   const started = performance.now();
   const accepted = await session.startTurn({ clientRequestId: 'c', input: [{ type: 'text', text: 'go' }] });
   if (!accepted.ok) throw new Error('refused');
   const outcome = await session.waitForTurn(accepted.turnId);
+  answering.unsubscribe();
   const elapsed = performance.now() - started;
   await runtime.shutdown();
   if (outcome.status !== 'completed') throw new Error(`the turn ended ${outcome.status}`);
@@ -60,8 +72,8 @@ export interface ParallelToolsResult {
   speedup: number;
 }
 
-/** Reads by default; `slow_write` for the writes case (issue 30). */
-export async function measureParallelTools(turns = 9, tool: 'slow_read' | 'slow_write' = 'slow_read'): Promise<ParallelToolsResult> {
+/** Reads by default; `slow_write` for the writes case, `approved_writes` for writes that each ask (issue 30). */
+export async function measureParallelTools(turns = 9, tool: ParallelCase = 'slow_read'): Promise<ParallelToolsResult> {
   const serial: number[] = [];
   const parallel: number[] = [];
   await turnMs(false, tool);

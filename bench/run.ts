@@ -19,6 +19,7 @@
  *   cancel_p99_ms: X                cancelTurn → turn_finished, p99 over five waiting cases
  *   parallel_tools_speedup: X       one turn of 8 reads of 20 ms: serial ÷ parallel wall time    bar ≥ 3
  *   parallel_writes_speedup: X      the same with 8 writes (`auto`: no approvals), issue 30       bar ≥ 3
+ *   parallel_approved_writes_speedup: X  8 writes in `ask`, each approved as asked: an approval batch (issue 30)  bar ≥ 3
  *   mcp_call_overhead_ratio: X      µs per tool step calling server-everything's echo over stdio ÷ the same
  *                                   step calling a native echo, median of per-round ratios (informational)
  *   http_turns_ratio: X             turns/s through the HTTP API (50 sessions, an SSE client each)
@@ -251,6 +252,9 @@ async function main(): Promise<void> {
   const parallelWrites = await measureParallelTools(9, 'slow_write');
   log('[parallel writes] the same with 8 writes of 20 ms, permissionMode auto (issue 30: writes and commands that need no approval run side by side too)');
   log(`  serial ${round(parallelWrites.serialMs, 1)} ms, parallel ${round(parallelWrites.parallelMs, 1)} ms (medians of 9) → ${round(parallelWrites.speedup, 2)}× — bar ≥ 3: ${verdict(parallelWrites.speedup >= 3)}`);
+  const approvedWrites = await measureParallelTools(9, 'approved_writes');
+  log('[approval batch] 8 writes of 20 ms in permissionMode ask, each approved as soon as it is asked (issue 30: every approval first, each call starting as approved)');
+  log(`  serial ${round(approvedWrites.serialMs, 1)} ms, parallel ${round(approvedWrites.parallelMs, 1)} ms (medians of 9) → ${round(approvedWrites.speedup, 2)}× — bar ≥ 3: ${verdict(approvedWrites.speedup >= 3)}`);
   log();
 
   // 6c. An MCP server's tool against a native one.
@@ -401,6 +405,7 @@ async function main(): Promise<void> {
   log(`cancel_p99_ms: ${round(cancel.p99, 2)}`);
   log(`parallel_tools_speedup: ${round(parallel.speedup, 2)}`);
   log(`parallel_writes_speedup: ${round(parallelWrites.speedup, 2)}`);
+  log(`parallel_approved_writes_speedup: ${round(approvedWrites.speedup, 2)}`);
   log(`mcp_call_overhead_ratio: ${round(mcp.pairedRatio, 2)}`);
   log(`http_turns_ratio: ${httpRatio}`);
   log(`sse_delta_p99_ms: ${sseP99}`);

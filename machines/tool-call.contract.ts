@@ -3,7 +3,8 @@ import type { ToolCallPart } from '../src/protocol/messages.js';
 import type { TurnTermination } from '../src/protocol/outcome.js';
 import type { ToolResult } from '../src/protocol/tool-result.js';
 import type { PermissionDecision } from '../src/protocol/updates.js';
-import type { LoopRules, LoopTracker } from './guardrails.js';
+import type { AuditDecision } from '../src/protocol/audit.js';
+import type { LoopRules, LoopTracker, LoopVerdict } from './guardrails.js';
 
 /**
  * What a turn and the tool-call actors it invokes (one per call) say to each other: the call's
@@ -20,6 +21,29 @@ export interface ToolCallInput {
   /** The run of consecutive calls before this one. */
   loop: LoopTracker;
   loopRules: LoopRules;
+  /**
+   * Issue 30: the call is one of a batch whose approvals are all asked before the calls' results are
+   * written: it stops where it would run or write its result, and hands back what it came to (`cleared`).
+   */
+  holdBeforeRun?: boolean;
+  /** Issue 30: what the call came to while its batch was being cleared: it now runs (or writes that result), without being screened again. */
+  cleared?: ClearedCall | null;
+}
+
+/**
+ * Issue 30: what a call of an approval batch came to before it ran: the arguments and decision it
+ * runs with, or the result (and how it ends the turn) it will write when its turn comes.
+ */
+export interface ClearedCall {
+  args: Record<string, unknown>;
+  approvedPaths: string[];
+  decision: AuditDecision | null;
+  hookError: string | null;
+  rewritten: boolean;
+  verdict: LoopVerdict;
+  /** Null when the call runs. */
+  result: ToolResult | null;
+  termination: TurnTermination | null;
 }
 
 export type { TurnTermination } from '../src/protocol/outcome.js';
@@ -31,6 +55,8 @@ export interface ToolCallOutput {
   termination: TurnTermination | null;
   /** The run of consecutive calls after this one (RT-14, GR-1). */
   loop: LoopTracker;
+  /** Issue 30: set when the call was held (`holdBeforeRun`): what it came to; its result is not written yet. */
+  cleared: ClearedCall | null;
 }
 
 /**

@@ -7,7 +7,7 @@ import { isDelegationTool, SPAWN_AGENT, SWITCH_AGENT, WAIT_AGENT } from './deleg
 import { notProvided } from './not-provided.js';
 import { failureOf } from './failure.js';
 import { cancelEffectAction, requestEffectAction, type EffectReply } from './effect-port.js';
-import type { ToolCallCommand, ToolCallInput, ToolCallOutput, TurnTermination } from './tool-call.contract.js';
+import type { ClearedCall, ToolCallCommand, ToolCallInput, ToolCallOutput, TurnTermination } from './tool-call.contract.js';
 import { authorizationOf, dispatchOf, errorOf, executedOf, isWaitTimeout, toolResultOf, waitOf } from './tool-call.effects.js';
 import type { AfterDispatchInput, ArgumentValidator, CallRetry, DispatchOutcome, ExecutedResult, ExecuteInput, LiveStatusParams, PermissionResolvedParams, RetryResolver, RuleResolver, ToolCallEffects, ToolEffectInput, ValidationOutput } from './tool-call.effects.js';
 import type { ToolFailureKind } from '../src/protocol/tool-retry.js';
@@ -23,7 +23,10 @@ import { ruleLabel, type MatchedRule } from '../src/protocol/permission-rule.js'
  * else `executing` (→ `retrying` → `executing` again when the retry policy covers a run's timeout or
  * transient failure, issue 30; → `after_dispatch` when hooks watch results) } → `writing_result` →
  * `done`. An allowed `switch_agent` is a control tool; the allow-list and policy deny it first. Every path ends in `writing_result`, so
- * every call gets exactly one result (RT-12) and one audit row (RL-4).
+ * every call gets exactly one result (RT-12) and one audit row (RL-4). Issue 30: in an approval batch
+ * (`holdBeforeRun`) the call stops in `held` where it would run, or (through `concluding`) where it
+ * would write a result it came to before running; taken up again with `cleared`, it goes straight
+ * to `executing` or `writing_result` (docs/architecture.md, "Approval batches").
  *
  * What the call and its turn say to each other is machines/tool-call.contract.ts; the effects it asks
  * the runtime for, machines/tool-call.effects.ts. Every guard and action is named in `setup`.
@@ -55,6 +58,10 @@ export interface ToolCallContext extends ToolCallInput {
   retry: CallRetry | null;
   /** Issue 30: which run of the tool this is, from 1; a retry policy may run it again. */
   attempt: number;
+  /** Issue 30: the call stops before it runs or writes (its batch's approvals come first). */
+  holdBeforeRun: boolean;
+  /** Issue 30: what the call came to while its batch was cleared; it goes straight to its run or its write. */
+  cleared: ClearedCall | null;
 }
 
 export type ToolCallEvent = ToolCallCommand | EffectReply;
@@ -121,6 +128,10 @@ const toolCallSetup = setup({
     /** Supplied by the runtime: nobody can answer an approval in this session (a sub-agent's): what would ask is denied. */
     approvalNonInteractive: notProvided<ContextGuard, boolean>('tool-call', 'approvalNonInteractive'),
     argumentsAreJsonObject: ({ context }) => context.argumentsParsed,
+    // Issue 30: a call of an approval batch is held before it runs or writes; once the batch is cleared, it goes on from there.
+    holdsBeforeRun: ({ context }) => context.holdBeforeRun,
+    clearedToRun: ({ context }) => context.cleared !== null && context.cleared.result === null,
+    clearedWithResult: ({ context }) => context.cleared?.result != null,
     argumentsMatchSchema: ({ context }) => context.validation?.ok === true,
     loopStopReached: ({ context }) => context.verdict?.level === 'hard',
     loopHintDue: ({ context }) => context.verdict?.level === 'soft' && !context.hintAnnounced,
@@ -323,10 +334,10 @@ const toolCallSetup = setup({
 });
 
 /** Issue 24: a permission rule denies the tool in every mode, whatever else allowed or asked. */
-const RULE_DENIES = { guard: 'ruleDenies', target: '#toolCall.writing_result', actions: 'assignRuleDenial' } as const;
+const RULE_DENIES = { guard: 'ruleDenies', target: '#toolCall.concluding', actions: 'assignRuleDenial' } as const;
 
 /** The session's mode rule-denies the call (e.g. a write when read-only), whatever else allowed or asked. */
-const MODE_FORBIDS = { guard: 'modeForbidsCall', target: '#toolCall.writing_result', actions: 'assignModeDenial' } as const;
+const MODE_FORBIDS = { guard: 'modeForbidsCall', target: '#toolCall.concluding', actions: 'assignModeDenial' } as const;
 
 /**
  * The permission rules and the session's mode decide a call nothing before it stopped or sent
@@ -340,11 +351,13 @@ const MODE_FORBIDS = { guard: 'modeForbidsCall', target: '#toolCall.writing_resu
 const MODE_DECIDES = [
   RULE_DENIES,
   MODE_FORBIDS,
-  { guard: and(['ruleAsks', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+  { guard: and(['ruleAsks', 'approvalNonInteractive']), target: '#toolCall.concluding', actions: 'assignNonInteractiveDenial' },
   { guard: 'ruleAsks', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+  { guard: and(['ruleAllows', 'holdsBeforeRun']), target: '#toolCall.held', actions: 'assignRuleAllowance' },
   { guard: 'ruleAllows', target: 'executing', actions: 'assignRuleAllowance' },
-  { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+  { guard: and(['modeRequiresApproval', 'approvalNonInteractive']), target: '#toolCall.concluding', actions: 'assignNonInteractiveDenial' },
   { guard: 'modeRequiresApproval', target: 'waiting_permission', actions: 'assignApprovalPaths' },
+  { guard: 'holdsBeforeRun', target: '#toolCall.held' },
   { target: 'executing' },
 ] as const;
 
@@ -373,29 +386,32 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
            */
           screening: {
             always: [
+              // Issue 30: screened already, while its batch was cleared: it runs, or writes what it came to.
+              { guard: 'clearedWithResult', target: '#toolCall.writing_result' },
+              { guard: 'clearedToRun', target: 'executing' },
               // The arguments text is not a JSON object of bounded depth: nothing else can be checked.
-              { guard: not('argumentsAreJsonObject'), target: '#toolCall.writing_result', actions: 'assignNotJsonObject' },
+              { guard: not('argumentsAreJsonObject'), target: '#toolCall.concluding', actions: 'assignNotJsonObject' },
               // No control tool and no registry tool has this name.
-              { guard: not(or(['isControlTool', 'isRegistryTool'])), target: '#toolCall.writing_result', actions: 'assignToolNotFound' },
+              { guard: not(or(['isControlTool', 'isRegistryTool'])), target: '#toolCall.concluding', actions: 'assignToolNotFound' },
               // The arguments fail the tool's schema.
-              { guard: not('argumentsMatchSchema'), target: '#toolCall.writing_result', actions: 'assignSchemaFailure' },
+              { guard: not('argumentsMatchSchema'), target: '#toolCall.concluding', actions: 'assignSchemaFailure' },
               // RT-14 / GR-1: the same call too many times in a row, or a sequence repeated too often, ends the turn.
               {
                 guard: 'loopStopReached',
-                target: '#toolCall.writing_result',
+                target: '#toolCall.concluding',
                 actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, 'assignLoopStop'],
               },
               // GR-1: a soft threshold is announced once; the call goes on, and its result will carry the hint.
               { guard: 'loopHintDue', actions: [{ type: 'emitGuardrailTriggered', params: ({ context }) => triggered(context) }, 'markHintAnnounced'] },
               // Delegation: only an agent that allows it, only to the agents it names, only so many live children per turn.
-              { guard: and(['isDelegationTool', 'delegationForbidden']), target: '#toolCall.writing_result', actions: 'assignDelegationDenial' },
-              { guard: and(['isSpawnAgent', 'childAgentForbidden']), target: '#toolCall.writing_result', actions: 'assignUnknownChildAgent' },
-              { guard: and(['isSpawnAgent', 'childLimitReached']), target: '#toolCall.writing_result', actions: 'assignChildLimitDenial' },
+              { guard: and(['isDelegationTool', 'delegationForbidden']), target: '#toolCall.concluding', actions: 'assignDelegationDenial' },
+              { guard: and(['isSpawnAgent', 'childAgentForbidden']), target: '#toolCall.concluding', actions: 'assignUnknownChildAgent' },
+              { guard: and(['isSpawnAgent', 'childLimitReached']), target: '#toolCall.concluding', actions: 'assignChildLimitDenial' },
               { guard: 'isWaitAgent', target: 'waiting_agent' },
               { guard: 'isDelegationTool', target: 'delegating' },
               // Issue 30: agent.switch only to an agent the allow-list names, and a permission rule's deny is policy.
-              { guard: and(['isAgentSwitch', 'agentSwitchForbidden']), target: '#toolCall.writing_result', actions: 'assignSwitchDenial' },
-              { guard: and(['isAgentSwitch', 'ruleDenies']), target: '#toolCall.writing_result', actions: 'assignRuleDenial' },
+              { guard: and(['isAgentSwitch', 'agentSwitchForbidden']), target: '#toolCall.concluding', actions: 'assignSwitchDenial' },
+              { guard: and(['isAgentSwitch', 'ruleDenies']), target: '#toolCall.concluding', actions: 'assignRuleDenial' },
               // Control tools (e.g. `update_plan`, an allowed `switch_agent`) run without authorization.
               { guard: 'isControlTool', target: '#toolCall.running_control' },
               // RL-4: dispatch hooks first — they may deny or rewrite, and a rewritten call is what the user is asked about.
@@ -409,13 +425,13 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
             entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'beforeToolDispatch', input: effectInput(context) }) },
             on: {
               'effect.done': [
-                { guard: 'hooksDeny', target: '#toolCall.writing_result', actions: 'assignHookDenial' },
+                { guard: 'hooksDeny', target: '#toolCall.concluding', actions: 'assignHookDenial' },
                 // A rewrite is checked against the tool's schema again; one that fails it fails the call.
-                { guard: 'hooksRewriteInvalid', target: '#toolCall.writing_result', actions: 'assignInvalidRewrite' },
+                { guard: 'hooksRewriteInvalid', target: '#toolCall.concluding', actions: 'assignInvalidRewrite' },
                 { guard: 'hooksRewrite', target: 'dispatch_allowed', actions: 'assignRewrittenArgs' },
                 { target: 'dispatch_allowed' },
               ],
-              'effect.failed': { target: '#toolCall.writing_result', actions: 'assignBeforeHookFailure' },
+              'effect.failed': { target: '#toolCall.concluding', actions: 'assignBeforeHookFailure' },
             },
           },
           /** The hooks let the call through: the rest of the screening list, with the (possibly rewritten) arguments. */
@@ -428,9 +444,9 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
               'effect.done': [
                 { guard: 'toolAllows', target: 'tool_allowed' },
                 { guard: 'toolAsks', target: 'tool_asked', actions: 'assignAskedPaths' },
-                { target: '#toolCall.writing_result', actions: 'assignToolDenial' },
+                { target: '#toolCall.concluding', actions: 'assignToolDenial' },
               ],
-              'effect.failed': { target: '#toolCall.writing_result', actions: 'assignFailedResult' },
+              'effect.failed': { target: '#toolCall.concluding', actions: 'assignFailedResult' },
             },
           },
           /** The tool's hook asks: a permission rule's deny or the mode may still forbid the call; else the user is asked, if anyone can answer (a rule's allow does not outweigh the tool's own ask). */
@@ -438,7 +454,7 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
             always: [
               RULE_DENIES,
               MODE_FORBIDS,
-              { guard: 'approvalNonInteractive', target: '#toolCall.writing_result', actions: 'assignNonInteractiveDenial' },
+              { guard: 'approvalNonInteractive', target: '#toolCall.concluding', actions: 'assignNonInteractiveDenial' },
               { target: 'waiting_permission' },
             ],
           },
@@ -457,7 +473,7 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
               expiring: {
                 after: {
                   approvalExpiry: {
-                    target: '#toolCall.writing_result',
+                    target: '#toolCall.concluding',
                     actions: [{ type: 'emitPermissionResolved', params: { decision: 'expired' } }, 'assignApprovalExpired'],
                   },
                 },
@@ -466,22 +482,28 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
             },
             on: {
               'permission.resolve': [
+                // Issue 30: approved, in a batch whose approvals come first: it runs once the turn has them all.
+                {
+                  guard: and(['userAllows', 'holdsBeforeRun']),
+                  target: '#toolCall.held',
+                  actions: [{ type: 'emitPermissionResolved', params: { decision: 'allow_once' } }, 'assignUserApproval'],
+                },
                 {
                   guard: 'userAllows',
                   target: 'executing',
                   actions: [{ type: 'emitPermissionResolved', params: { decision: 'allow_once' } }, 'assignUserApproval'],
                 },
                 {
-                  target: '#toolCall.writing_result',
+                  target: '#toolCall.concluding',
                   actions: [{ type: 'emitPermissionResolved', params: { decision: 'deny' } }, 'assignUserDenial'],
                 },
               ],
               'tool.cancel': {
-                target: '#toolCall.writing_result',
+                target: '#toolCall.concluding',
                 actions: [{ type: 'emitPermissionResolved', params: { decision: 'cancelled' } }, 'assignCancelled'],
               },
               'tool.stop': {
-                target: '#toolCall.writing_result',
+                target: '#toolCall.concluding',
                 actions: [{ type: 'emitPermissionResolved', params: { decision: 'actor_stopped' } }, 'assignStopped'],
               },
             },
@@ -554,10 +576,19 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
         },
         on: {
           // Cancelling the pending request aborts its signal: cancel reaches a running tool or hook.
-          'tool.cancel': { target: 'writing_result', actions: ['cancelEffect', 'assignCancelled'] },
-          'tool.stop': { target: 'writing_result', actions: ['cancelEffect', 'assignStopped'] },
+          'tool.cancel': { target: 'concluding', actions: ['cancelEffect', 'assignCancelled'] },
+          'tool.stop': { target: 'concluding', actions: ['cancelEffect', 'assignStopped'] },
         },
       },
+      /**
+       * Issue 30: where a call ends that did not run (screened out, denied, cancelled before its run):
+       * in an approval batch it keeps that result for the turn to write in provider order; else it writes it now.
+       */
+      concluding: {
+        always: [{ guard: 'holdsBeforeRun', target: 'held' }, { target: 'writing_result' }],
+      },
+      /** Issue 30: held before its run or its write; the turn has what it came to (`cleared` in the output). */
+      held: { type: 'final' },
       running_control: {
         // Control tools are short writes; a cancel is honoured at the turn's next checkpoint.
         entry: { type: 'requestEffect', params: ({ context }) => ({ name: 'runControlTool', input: effectInput(context) }) },
@@ -597,6 +628,7 @@ export function toolCallChart(validate: ArgumentValidator, ruleFor: RuleResolver
       result: resultOf(context),
       termination: context.termination,
       loop: context.loop,
+      cleared: context.holdBeforeRun ? clearedOf(context) : null,
     }),
   });
 }
@@ -617,6 +649,7 @@ export const toolCallMachine = toolCallChart(() => ({ ok: false, message: 'no ar
  * not spread from the input: spreading and then adding fields is slow in V8 (docs/architecture.md).
  */
 function initialContext(input: ToolCallInput, validate: ArgumentValidator, ruleFor: RuleResolver, retryFor: RetryResolver): ToolCallContext {
+  if (input.cleared) return clearedContext(input, input.cleared, retryFor);
   const parsed = parseArguments(input.call.argumentsText);
   const validation = parsed === undefined ? null : validate(input.call.name, parsed, input);
   const { args, loop, verdict } = counted(input, validation?.ok ? validation.args : undefined);
@@ -642,7 +675,47 @@ function initialContext(input: ToolCallInput, validate: ArgumentValidator, ruleF
     // After the argument check: the runtime resolved the call's tool there.
     retry: retryFor(input),
     attempt: 1,
+    holdBeforeRun: input.holdBeforeRun === true,
+    cleared: null,
   };
+}
+
+/**
+ * Issue 30: a call of an approval batch, taken up again once the batch is cleared: screened, counted
+ * for the loop rules and decided then, so it starts from what it came to (the turn's loop count
+ * already holds it).
+ */
+function clearedContext(input: ToolCallInput, cleared: ClearedCall, retryFor: RetryResolver): ToolCallContext {
+  return {
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    call: input.call,
+    loop: input.loop,
+    loopRules: input.loopRules,
+    args: cleared.args,
+    argumentsParsed: true,
+    validation: { ok: true, args: cleared.args },
+    result: cleared.result,
+    termination: cleared.termination,
+    approvedPaths: cleared.approvedPaths,
+    requestedPaths: cleared.approvedPaths,
+    decision: cleared.decision,
+    hookError: cleared.hookError,
+    rewritten: cleared.rewritten,
+    verdict: cleared.verdict,
+    hintAnnounced: true,
+    permissionRule: null,
+    retry: retryFor(input),
+    attempt: 1,
+    holdBeforeRun: false,
+    cleared,
+  };
+}
+
+/** Issue 30: what a held call came to, for its turn to hand back once the batch is cleared. */
+function clearedOf(context: ToolCallContext): ClearedCall {
+  const { args, approvedPaths, decision, hookError, rewritten, verdict, result, termination } = context;
+  return { args, approvedPaths, decision, hookError, rewritten, verdict, result, termination };
 }
 
 /** The loop rules' view of a call whose arguments passed (`valid`), or of one that breaks the run. */

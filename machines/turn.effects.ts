@@ -85,6 +85,8 @@ export interface WriteAssistantInput extends TurnEffectInput {
 
 export interface SkipCallsInput extends TurnEffectInput {
   calls: ToolCallPart[];
+  /** Issue 30: calls an approval batch held, whose `tool_call_started` and span went out already. */
+  opened: string[];
 }
 
 /** The effects the turn asks the runtime for, with their inputs and outputs. */

@@ -4,7 +4,7 @@ import type { TurnOutcome } from '../src/protocol/outcome.js';
 import type { ModelResponse } from '../src/protocol/model.js';
 import type { PermissionDecision, TurnResumeReason } from '../src/protocol/updates.js';
 import { toolCallMachine } from './tool-call.machine.js';
-import { callErrorOf, callOutputOf, type ToolCallCommand, type ToolCallNotice, type TurnTermination } from './tool-call.contract.js';
+import { callErrorOf, callOutputOf, type ClearedCall, type ToolCallCommand, type ToolCallNotice, type TurnTermination } from './tool-call.contract.js';
 import { stallWatchdogMachine, WATCHDOG } from './stall-watchdog.machine.js';
 import { DEFAULT_GUARDRAILS, EMPTY_TALLY, FRESH_TRACKER, loopRulesOf, mistakeLimitReached, mistakesAfter, tallyResult } from './guardrails.js';
 import type { GuardrailLimits, GuardrailTrackers, GuardrailTriggered, LoopTracker, StepTally } from './guardrails.js';
@@ -24,7 +24,8 @@ import { messageOf } from '../src/protocol/error-message.js';
  * the principal's daily token budget in `starting` (issue 25: spent, the turn ends
  * `budget_exhausted` before any model call), the no-progress watchdog an invoked chart of its own that sends
  * `turn.interrupt { reason: 'timeout', limit: 'stall' }`. `holding` is the checkpoint a paused task
- * waits at (LC-1, LC-4).
+ * waits at (LC-1, LC-4). Issue 30: an approval batch walks its calls twice — held as each is cleared
+ * (asked and allowed, its run started), then taken up in order to write their results.
  *
  * The effects it asks the runtime for are machines/turn.effects.ts; what it and its tool calls say to
  * each other, machines/tool-call.contract.ts. Every guard and action is named in `setup`.
@@ -67,6 +68,21 @@ export type TurnInterrupt =
   | { type: 'turn.interrupt'; reason: 'cancel' | 'stop' }
   | { type: 'turn.interrupt'; reason: 'timeout'; limit: 'run' | 'stall' };
 
+/**
+ * Issue 30: the calls `[start, end)` of the response whose approvals are all asked, in provider
+ * order, before any of their results is written; each starts as soon as it is cleared (asked and
+ * allowed, or needing no approval). `releasing`: the last of them is cleared, and their charts take
+ * up their runs and write their results in provider order.
+ */
+export interface ApprovalBatch {
+  start: number;
+  end: number;
+  releasing: boolean;
+}
+
+/** No call cleared: one shared object, so a turn outside a batch allocates none. */
+const NONE_CLEARED: Readonly<Record<string, ClearedCall>> = Object.freeze({});
+
 /** The trackers of the input live on as `loop` and `mistakes`, which the turn moves. */
 export interface TurnContext extends Omit<TurnInput, 'trackers' | 'resume'> {
   /** Issue 26: why this turn is resumed; null for a turn begun here. */
@@ -94,6 +110,10 @@ export interface TurnContext extends Omit<TurnInput, 'trackers' | 'resume'> {
   termination: TurnTermination | null;
   pendingPermission: string | null;
   outcome: TurnOutcome | null;
+  /** Issue 30: the approval batch the turn is in; null outside one. */
+  approvalBatch: ApprovalBatch | null;
+  /** Issue 30: what each call of the batch came to as it was cleared, by call id. */
+  cleared: Readonly<Record<string, ClearedCall>>;
 }
 
 export type TurnEvent =
@@ -163,6 +183,19 @@ export const turnMachine = setup({
      */
     callsReadInParallel: notProvided<ContextGuard, boolean>('turn', 'callsReadInParallel'),
     nextCallsReadInParallel: notProvided<ContextGuard, boolean>('turn', 'nextCallsReadInParallel'),
+    /**
+     * Supplied by the runtime (issue 30): with parallel tool calls on, the calls from `toolIndex` (or
+     * the one after it) begin a run of at least two that may run side by side once cleared, and at
+     * least one of them asks for an approval: an approval batch.
+     */
+    opensApprovalBatch: notProvided<ContextGuard, boolean>('turn', 'opensApprovalBatch'),
+    nextOpensApprovalBatch: notProvided<ContextGuard, boolean>('turn', 'nextOpensApprovalBatch'),
+    /** Issue 30: the call just done was held by its approval batch: it has not run or written yet. */
+    callHeld: ({ event }) => callOutputOf(event).cleared !== null,
+    /** Issue 30: the held call was the batch's last, or ends the turn (a denial, a cancel): the batch is released up to it. */
+    clearanceEndsBatch: ({ context, event }) => callOutputOf(event).termination !== null || context.toolIndex + 1 >= context.approvalBatch!.end,
+    /** Issue 30: the next call is one of the released batch: it takes up what it came to, and nothing opens a run around it. */
+    nextInReleasedBatch: ({ context }) => context.approvalBatch?.releasing === true && context.toolIndex + 1 < context.approvalBatch.end,
     interrupted: ({ context }) => context.interrupt !== null,
     reachedMaxModelCalls: ({ context }) => context.modelCallIndex > context.limits.maxModelCalls,
     responseHasNoToolCalls: ({ context }) => (context.response?.toolCalls.length ?? 0) === 0,
@@ -224,6 +257,22 @@ export const turnMachine = setup({
      * reaches `executing`; a cancel aborts every run of the run.
      */
     startParallelReads: notProvided('turn', 'startParallelReads'),
+    /** Supplied by the runtime (issue 30) as an `assign` of `approvalBatch`: the batch beginning at the current call. */
+    openApprovalBatch: approvalBatchAction(() => 0),
+    /** Supplied by the runtime (issue 30): starts the held call just cleared to run, within the agent's bound of calls at once. */
+    startClearedCall: notProvided('turn', 'startClearedCall'),
+    /** Issue 30: keep what the held call came to, and go on to the batch's next call. */
+    recordClearance: assign(({ context, event }) => {
+      const output = callOutputOf(event);
+      return { cleared: { ...context.cleared, [output.toolCallId]: output.cleared! }, toolIndex: context.toolIndex + 1, loop: output.loop };
+    }),
+    /** Issue 30: every approval of the batch is in (or one ended the turn): back to its first call, whose chart now runs it or writes its result. */
+    releaseApprovalBatch: assign({
+      toolIndex: ({ context }) => context.approvalBatch!.start,
+      approvalBatch: ({ context }) => ({ ...context.approvalBatch!, releasing: true }),
+    }),
+    /** Issue 30: an interrupt while the batch was cleared: every call of it, from the first, gets its result as a skipped call. */
+    rewindToBatchStart: assign({ toolIndex: ({ context }) => context.approvalBatch!.start }),
     /** The draft dies with an interrupted or failed model call (RT-18). */
     discardDraft: notProvided('turn', 'discardDraft'),
     /** Supplied by the runtime: the `guardrail_triggered` update. */
@@ -263,12 +312,17 @@ export const turnMachine = setup({
       const output = callOutputOf(event);
       const step = tallyResult(context.step, output.result);
       const last = context.toolIndex + 1 >= toolCallsOf(context).length;
+      const batch = context.approvalBatch;
+      const inBatch = batch !== null && context.toolIndex + 1 < batch.end;
       return {
         toolIndex: context.toolIndex + 1,
         loop: output.loop,
         step,
         mistakes: last ? mistakesAfter(context.mistakes, step) : context.mistakes,
         termination: output.termination ?? context.termination,
+        // Past the batch's last call, the batch is over.
+        approvalBatch: inBatch ? batch : null,
+        cleared: inBatch ? context.cleared : NONE_CLEARED,
       };
     }),
     /** A tool-call actor that crashed (say, a tool schema that throws) ends the turn; its call still gets a result. */
@@ -398,6 +452,8 @@ export const turnMachine = setup({
     interrupt: null,
     termination: null,
     pendingPermission: null,
+    approvalBatch: null,
+    cleared: NONE_CLEARED,
     outcome: null,
   }),
   // The no-progress watchdog lives as long as the turn; it is off unless the agent has a `stallTimeoutMs`.
@@ -589,6 +645,8 @@ export const turnMachine = setup({
               { guard: 'interrupted', target: '#turn.skipping_remaining' },
               // The last call under the token budget still asked for tools: none runs, each gets its result.
               { guard: 'concluding', target: '#turn.skipping_remaining', actions: 'assignBudgetExhausted' },
+              // Issue 30: the response opens with calls whose approvals come first, then run side by side.
+              { guard: 'opensApprovalBatch', target: '#turn.running_tools', actions: 'openApprovalBatch' },
               // RL-5: the response opens with reads that may run side by side: start them, then go call by call.
               { guard: 'callsReadInParallel', target: '#turn.running_tools', actions: 'startParallelReads' },
               { target: '#turn.running_tools' },
@@ -608,21 +666,36 @@ export const turnMachine = setup({
           invoke: {
             id: 'toolCall',
             src: 'toolCall',
-            input: ({ context }) => ({
-              sessionId: context.sessionId,
-              turnId: context.turnId,
-              call: toolCallsOf(context)[context.toolIndex]!,
-              loop: context.loop,
-              loopRules: loopRulesOf(context.limits),
-            }),
+            input: ({ context }) => {
+              const call = toolCallsOf(context)[context.toolIndex]!;
+              const batch = context.approvalBatch;
+              return {
+                sessionId: context.sessionId,
+                turnId: context.turnId,
+                call,
+                loop: context.loop,
+                loopRules: loopRulesOf(context.limits),
+                // Issue 30: in an approval batch, held before it runs; once the batch is released, it goes on from what it came to.
+                holdBeforeRun: batch !== null && !batch.releasing,
+                cleared: batch?.releasing === true ? (context.cleared[call.id] ?? null) : null,
+              };
+            },
             // What comes after a call, decided on its result (guards see the context before it is recorded).
             onDone: [
+              // Issue 30: a call of an approval batch, held: a cancel or stop meanwhile skips the whole batch (what already started says what it came to).
+              { guard: and(['callHeld', 'interrupted']), target: '#turn.skipping_remaining', actions: ['recordClearance', 'rewindToBatchStart'] },
+              // The batch's last approval is in, or one ended the turn: its calls' charts take up their runs, in provider order.
+              { guard: and(['callHeld', 'clearanceEndsBatch']), target: 'tool_call', reenter: true, actions: ['recordClearance', 'startClearedCall', 'releaseApprovalBatch'] },
+              { guard: 'callHeld', target: 'tool_call', reenter: true, actions: ['recordClearance', 'startClearedCall'] },
               // The call ended the turn (a cancel, a stop, a denial, a doom loop, a failed write).
               { guard: 'callEndedTurn', target: '#turn.skipping_remaining', actions: 'recordToolCall' },
               // A cancel or stop arrived while the call ran: the remaining calls still get their results.
               { guard: 'interrupted', target: '#turn.skipping_remaining', actions: 'recordToolCall' },
               // That was the response's last call: back to the model, the step counted for the mistake breaker.
               { guard: 'isLastToolCall', target: '#turn.running_model', actions: 'recordToolCall' },
+              // Issue 30: the next call is one of the released batch; or the next calls open an approval batch.
+              { guard: 'nextInReleasedBatch', target: 'tool_call', reenter: true, actions: 'recordToolCall' },
+              { guard: 'nextOpensApprovalBatch', target: 'tool_call', reenter: true, actions: ['recordToolCall', 'openApprovalBatch'] },
               // The next calls are a run of reads that may run side by side (RL-5): start them, then the next call.
               { guard: 'nextCallsReadInParallel', target: 'tool_call', reenter: true, actions: ['recordToolCall', 'startParallelReads'] },
               // The next call of the same response, in provider order: a new tool-call actor.
@@ -662,7 +735,7 @@ export const turnMachine = setup({
         type: 'requestEffect',
         params: ({ context }) => ({
           name: 'skipToolCalls',
-          input: { sessionId: context.sessionId, turnId: context.turnId, calls: toolCallsOf(context).slice(context.toolIndex) },
+          input: { sessionId: context.sessionId, turnId: context.turnId, calls: toolCallsOf(context).slice(context.toolIndex), opened: Object.keys(context.cleared) },
         }),
       },
       on: {
@@ -694,6 +767,17 @@ export const turnMachine = setup({
   },
   output: ({ context }) => ({ outcome: context.outcome ?? STOPPED, trackers: { loop: context.loop, mistakes: context.mistakes } }),
 });
+
+/**
+ * How the runtime supplies `openApprovalBatch` (issue 30): an `assign` of the batch beginning at the
+ * current call, `length` calls long, with nothing cleared yet.
+ */
+export function approvalBatchAction(length: (context: TurnContext) => number) {
+  return assign<TurnContext, TurnEvent, undefined, TurnEvent, never>({
+    approvalBatch: ({ context }) => ({ start: context.toolIndex, end: context.toolIndex + length(context), releasing: false }),
+    cleared: NONE_CLEARED,
+  });
+}
 
 /** The tool calls of the stored response; none before the first response. */
 function toolCallsOf(context: TurnContext): ToolCallPart[] {

@@ -5,6 +5,8 @@ import { messageOf } from '../src/protocol/error-message.js';
 import type { Warn } from '../src/protocol/log-fields.js';
 import { KyselySessionStorage } from './kysely-storage.js';
 import { messageToRow } from './rows.js';
+import { auditColumns } from './audit-rows.js';
+import type { StoredMessage } from '../src/protocol/messages.js';
 import { toMs, type Database } from './schema.js';
 import type { SessionStorage, TurnRow } from './session-storage.js';
 import { sqliteDatabase } from './sqlite.js';
@@ -20,7 +22,7 @@ const PAGE = 200;
 
 /**
  * Issue 30 (the seed's optional history mirror): when a run ends, its session's new messages — with
- * the session and turn rows they hang on — are copied to a local SQLite file in the same schema (the
+ * the session and turn rows they hang on, and each tool result's audit columns — are copied to a local SQLite file in the same schema (the
  * same migrations), for browsing history offline (`turnchart chat --db FILE`).
  *
  * Copies happen after the run, one at a time, off the run's path: `runEnded` only notes the session.
@@ -105,13 +107,25 @@ export class HistoryMirror {
     for (;;) {
       const page = await this.source.listMessages(sessionId, { afterSequence: after, limit: PAGE });
       // One statement per page: one commit (better-sqlite3 writes block the event loop while they last).
-      if (page.length > 0) await this.db.insertInto('messages').values(page.map(messageToRow)).onConflict((oc) => oc.column('id').doNothing()).execute();
+      if (page.length > 0) await this.db.insertInto('messages').values(await this.rowsOf(sessionId, page)).onConflict((oc) => oc.column('id').doNothing()).execute();
       after = page.at(-1)?.sequence ?? after;
       this.copiedUpTo.set(sessionId, after);
       if (page.length < PAGE) return;
       // Between pages the host's requests and runs get the event loop back.
       await new Promise((resolve) => setImmediate(resolve));
     }
+  }
+
+  /**
+   * A page of messages as the mirror's rows, each tool result with its audit columns (RL-4: who
+   * decided, how long it waited and ran), so the mirror's audit log is the live one's. The page's
+   * audit entries are read in one query: the entries up to its last sequence, newest first.
+   */
+  private async rowsOf(sessionId: string, page: readonly StoredMessage[]) {
+    const first = page[0]!.sequence;
+    const entries = await this.source.listAudit(sessionId, { limit: page.length, before: page.at(-1)!.sequence + 1 });
+    const audits = new Map(entries.filter((e) => e.sequence >= first).map((e) => [e.id, e]));
+    return page.map((m) => ({ ...messageToRow(m), ...auditColumns(audits.get(m.id) ?? null) }));
   }
 
   /** Turn rows (and their runs) before the messages that name them; a turn ended since the last copy is ended here too. */
@@ -163,7 +177,7 @@ export function isHistoryMirror(filename: string): boolean {
 }
 
 /** The mirror's sessions and messages, opened read-only: nothing can be written through it, by this process or by mistake. */
-export function readHistoryMirror(filename: string): Pick<SessionStorage, 'listSessions' | 'getSession' | 'listMessages' | 'listTurns' | 'close'> {
+export function readHistoryMirror(filename: string): Pick<SessionStorage, 'listSessions' | 'getSession' | 'listMessages' | 'listTurns' | 'listAudit' | 'close'> {
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: new BetterSqlite3(filename, { readonly: true, fileMustExist: true }) }) });
   return new KyselySessionStorage(db, { dialect: 'sqlite' });
 }

@@ -5,6 +5,7 @@ import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { FeedStart, UpdateFeed } from './session-access.js';
 import type { SseOptions } from './sse-stream.js';
 import { sseBody, sseFrame } from './sse-writer.js';
+import { resumePoint } from './resume-point.js';
 
 /** What a run's event stream is built from (`GET /runs/{runId}/events`). */
 export interface RunStreamSource {
@@ -14,6 +15,8 @@ export interface RunStreamSource {
   feed: UpdateFeed | null;
   /** The client's resume point (`Last-Event-ID`); null for a new client. */
   after: number | null;
+  /** The client's last event was the run's end (its id says so): it has everything. */
+  hadEnd: boolean;
   /** The run as storage holds it when read again (a queued run that left the queue without starting was cancelled). */
   reread(): Promise<RunRow | undefined>;
   /** A sequence at or above every update the session has issued: the id of an end told from storage. */
@@ -27,11 +30,17 @@ export interface RunStreamSource {
  *
  * What the ring no longer holds is told from what is known instead: a run the snapshot shows
  * running gets `run.started` (for a new client), and a run that ended out of the ring's sight gets
- * its end from storage, with an id at or above every sequence the session issued. A client that
- * comes back after the end it was given gets null — 204, which tells an EventSource to stop.
+ * its end from storage, with an id at or above every sequence the session issued.
+ *
+ * The end event's id says it is the end (`<sequence>-end`, `endEventId`): a client that comes back
+ * with it gets null — 204, which tells an EventSource to stop — and any other client of an ended run
+ * gets the end, from the ring or from storage. Neither the ring nor storage could tell otherwise: a
+ * run that ended with no update in the ring (its host went away) and an end the client was given
+ * before its session closed look the same from there.
  */
 export async function runEventStream(source: RunStreamSource, options: SseOptions, disconnect?: () => void): Promise<ReadableStream<Uint8Array> | null> {
   const { feed, after } = source;
+  if (source.hadEnd) return close(feed);
   let run = source.run;
   const mapper = new RunEventMapper(run.runId);
   const pending: string[] = [];
@@ -45,8 +54,9 @@ export async function runEventStream(source: RunStreamSource, options: SseOption
 
   const emit = (event: RunEventName, data: Record<string, unknown>, id?: number): void => {
     started ||= event === 'run.started';
-    ended ||= RUN_END_EVENTS.has(event);
-    write(sseFrame(JSON.stringify(data), event, id));
+    const end = RUN_END_EVENTS.has(event);
+    ended ||= end;
+    write(sseFrame(JSON.stringify(data), event, end && id !== undefined ? endEventId(id) : id));
   };
   const take = (envelope: UpdateEnvelope): void => {
     if (ended || envelope.sequence <= lastSent) return;
@@ -74,11 +84,8 @@ export async function runEventStream(source: RunStreamSource, options: SseOption
   else if (start) takeSnapshot(start);
   // Read before the feed was taken: a run the feed no longer shows running or queued may have ended since.
   if (!ended && !started && !runHasEnded(run.status) && (leftQueue || (start && start.kind !== 'replay' && !queued))) run = (await source.reread()) ?? run;
-  if (!ended && runHasEnded(run.status)) {
-    // The ring answered from the client's id and held no end: the client was given it already.
-    if (after !== null && (start?.kind === 'replay' || after >= (await source.issuedUpTo()))) return close(feed);
-    await endFromStorage(run, leftQueue);
-  }
+  // The client was not given the end (its id would say so): what the ring did not hold, storage tells.
+  if (!ended && runHasEnded(run.status)) await endFromStorage(run, leftQueue);
   if (ended || !feed) close(feed);
 
   return sseBody(options, disconnect, (sink) => {
@@ -147,4 +154,16 @@ function storedOutcome(run: RunRow): Record<string, unknown> {
     ...(run.errorMessage !== null && { message: run.errorMessage }),
     ...(run.finalText !== null && run.status === 'completed' && { finalText: run.finalText }),
   };
+}
+
+/** The id of a run's end event: its sequence, marked as the end, so a client that comes back with it is known to have it. */
+export function endEventId(sequence: number): string {
+  return `${sequence}-end`;
+}
+
+/** Issue 30: a run stream's `Last-Event-ID`: where to resume, and whether it was the run's end. */
+export function runResumePoint(lastEventId: string | undefined, after: number | undefined): { after: number | null; hadEnd: boolean } {
+  const end = lastEventId === undefined ? null : /^(\d{1,15})-end$/.exec(lastEventId.trim());
+  if (end) return { after: Number(end[1]), hadEnd: true };
+  return { after: resumePoint(lastEventId, after), hadEnd: false };
 }

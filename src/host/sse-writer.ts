@@ -17,7 +17,7 @@ export const SSE_HEADERS = {
 } as const;
 
 /** One SSE frame: an optional event name and id, and the data (one line of JSON). */
-export function sseFrame(data: string, event?: string, id?: number): string {
+export function sseFrame(data: string, event?: string, id?: number | string): string {
   return `${event ? `event: ${event}\n` : ''}${id !== undefined ? `id: ${id}\n` : ''}data: ${data}\n\n`;
 }
 

@@ -1,4 +1,6 @@
 import type { TurnContext } from '../../machines/turn.machine.js';
+import type { ClearedCall } from '../../machines/tool-call.contract.js';
+import type { LoopRules, LoopTracker } from '../../machines/guardrails.js';
 import type { DispatchOutcome, ExecutedResult } from '../../machines/tool-call.effects.js';
 import { parseArguments } from '../../machines/signature.js';
 import { loopRulesOf, observeCall } from '../../machines/guardrails.js';
@@ -22,12 +24,26 @@ export interface StartedRead {
   dispatch: Promise<DispatchOutcome> | null;
   effect: 'read' | 'write' | 'execute';
   settled: boolean;
+  /**
+   * Issue 30: a call of an approval batch, started as it was cleared: its run wrote its durable start
+   * and its audit times itself, so the chart that takes it up only waits for its result.
+   */
+  cleared: boolean;
 }
 
 export type RunRead = (
   sessionId: string,
   turnId: string,
 ) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) => Promise<ExecutedResult>;
+
+/**
+ * Issue 30: runs a call of an approval batch as it is cleared, with the arguments and paths its
+ * chart decided on: its durable start (after an approval) first, its audit times, its progress updates.
+ */
+export type RunCleared = (
+  sessionId: string,
+  turnId: string,
+) => (call: ToolCallPart, cleared: ClearedCall, cancellation: EffectCancellation) => Promise<ExecutedResult>;
 
 /** Issue 30: the session's `beforeToolDispatch` hooks for one call, as its chart's `before_dispatch` runs them. */
 export type RunDispatchHooks = (
@@ -49,7 +65,67 @@ export class ParallelReads {
     private readonly toolset: Toolset,
     private readonly runRead: RunRead,
     private readonly runDispatchHooks: RunDispatchHooks,
+    private readonly runCleared: RunCleared,
   ) {}
+
+  /**
+   * Issue 30: how many calls from `from` make an approval batch — 0 for none. With parallel calls
+   * on, in a session that can ask, a batch is the longest run of consecutive calls that would run
+   * once cleared: registry tools without an `authorize` hook (their own ask is not known ahead),
+   * arguments that pass, no rule or mode that refuses them, under the loop's stop (counted from
+   * `loop`, the count before the first of them). It is worth asking ahead only with at least two
+   * calls, one of which asks for an approval (else the calls need no clearing: a run of RL-5 starts them).
+   * Dispatch hooks run in each call's chart as it is cleared; what they deny is written in order too.
+   */
+  approvalBatchLength(env: SessionEnv, calls: readonly ToolCallPart[], from: number, loop: LoopTracker, rules: LoopRules): number {
+    if (env.config.agent.parallelToolCalls <= 1 || env.config.nonInteractive) return 0;
+    let length = 0;
+    let asks = false;
+    let tracker = loop;
+    for (let i = from; i < calls.length; i++) {
+      const call = calls[i]!;
+      const ask = this.clearance(env, call);
+      if (ask === null) break;
+      const args = this.validArguments(env, call);
+      if (!args) break;
+      const observed = observeCall(tracker, call.name, args, rules);
+      if (observed.verdict?.level === 'hard') break;
+      tracker = observed.tracker;
+      asks ||= ask;
+      length += 1;
+    }
+    return length >= 2 && asks ? length : 0;
+  }
+
+  /**
+   * Issue 30: starts a held call its chart cleared to run, within the agent's bound of calls at once
+   * for the turn; calls cleared while the bound is reached wait, in the order they were cleared.
+   */
+  startCleared(env: SessionEnv, context: TurnContext, call: ToolCallPart, cleared: ClearedCall): void {
+    const signal = new EffectSignal();
+    const effect = this.toolset.toolFor(env.config.agent, call.name)?.effect ?? 'execute';
+    const started: StartedRead = { signal, result: Promise.resolve(NOT_RUN), dispatch: null, effect, settled: false, cleared: true };
+    const run = this.runCleared(context.sessionId, context.turnId);
+    started.result = slotsOf(env, context.turnId, env.config.agent.parallelToolCalls)
+      .run(() => (signal.aborted ? Promise.resolve(NOT_RUN) : run(call, cleared, signal)))
+      .catch((error: unknown): ExecutedResult => ({ status: 'failed', content: `tool error: ${messageOf(error)}` }))
+      .then((result) => {
+        started.settled = true;
+        return result;
+      });
+    env.turns.startedReads.set(call.id, started);
+  }
+
+  /** Issue 30: whether a call could be in an approval batch — true when it asks for an approval, false when it needs none — or null when it cannot. */
+  private clearance(env: SessionEnv, call: ToolCallPart): boolean | null {
+    const tool = this.toolset.toolFor(env.config.agent, call.name);
+    if (tool === undefined || tool.authorize !== undefined || env.turns.startedReads.has(call.id)) return null;
+    const mode = env.config.permissionMode;
+    if (modeForbids(mode, tool.effect)) return null;
+    const rule = env.config.permissions.empty ? null : env.config.permissions.decide(call.name);
+    if (rule !== null) return rule.decision === 'deny' ? null : rule.decision === 'ask';
+    return modeRequiresApproval(mode, tool.effect);
+  }
 
   /**
    * Whether the calls from `from` on begin such a run. Issue 30: `beforeToolDispatch` hooks no
@@ -91,7 +167,7 @@ export class ParallelReads {
       const dispatch = hooked ? new Promise<DispatchOutcome>((resolve) => (decided = resolve)) : null;
       // The chart reads the hooks' failure from its own `before_dispatch`: not an unhandled rejection here.
       void dispatch?.catch(() => undefined);
-      const started: StartedRead = { signal, result: Promise.resolve(NOT_RUN), dispatch, effect, settled: false };
+      const started: StartedRead = { signal, result: Promise.resolve(NOT_RUN), dispatch, effect, settled: false, cleared: false };
       started.result = new Promise<ExecutedResult>((resolve) => {
         const begin = () => {
           // Given up on while it waited for a slot (the call was skipped, the turn ended): it never starts.
@@ -181,4 +257,39 @@ export function abandonStartedReads(env: SessionEnv, callIds?: readonly string[]
     env.turns.startedReads.get(id)?.signal.abort();
     env.turns.startedReads.delete(id);
   }
+}
+
+/**
+ * Issue 30: the bound on a turn's calls started as they were cleared: at most `limit` run at once,
+ * the rest wait in the order they were cleared. One per session, for its running turn.
+ */
+export class CallSlots {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(
+    readonly turnId: string,
+    private readonly limit: number,
+  ) {}
+
+  run<T>(task: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const begin = () => {
+        this.active += 1;
+        task()
+          .then(resolve, reject)
+          .finally(() => {
+            this.active -= 1;
+            this.waiting.shift()?.();
+          });
+      };
+      if (this.active < this.limit) begin();
+      else this.waiting.push(begin);
+    });
+  }
+}
+
+function slotsOf(env: SessionEnv, turnId: string, limit: number): CallSlots {
+  if (env.turns.callSlots?.turnId !== turnId) env.turns.callSlots = new CallSlots(turnId, limit);
+  return env.turns.callSlots;
 }

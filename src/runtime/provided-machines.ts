@@ -19,7 +19,7 @@ const CANCELLABLE: ReadonlySet<string> = new Set(['callModel', 'authorize', 'exe
  */
 export function provideMachines(deps: SessionEffectDeps & SubagentDeps) {
   const tool = toolCallEffects(deps);
-  const turn = turnEffects(deps, tool.runRead, tool.runDispatchHooks);
+  const turn = turnEffects(deps, tool);
   const session = sessionEffects(deps);
   const delegation = delegationEffects(deps);
   const effects = directEffectActions();

@@ -18,7 +18,7 @@ import { planSchema } from '../protocol/plan.js';
 import type { SpanFacts, SpanStatus } from '../protocol/trace.js';
 import type { AuthorizationDecision, ToolResult } from '../protocol/tool-result.js';
 import type { AnyTool, ToolExecutionResult } from '../tools/define-tool.js';
-import type { ToolCallInput } from '../../machines/tool-call.contract.js';
+import type { ClearedCall, ToolCallInput } from '../../machines/tool-call.contract.js';
 import type { MatchedRule } from '../protocol/permission-rule.js';
 import { modeForbids, modeRequiresApproval } from '../tools/permission-policy.js';
 import { UPDATE_PLAN } from '../tools/toolset.js';
@@ -72,26 +72,43 @@ export function toolCallEffects(deps: TurnEffectDeps) {
 
   const executeTool = async (input: ExecuteInput, cancellation: EffectCancellation): Promise<ExecutedResult> => {
     const env = envOf(input.sessionId);
+    const started = env.turns.startedReads.get(input.toolCallId);
+    // Issue 30: started as its approval batch cleared it, with its durable start and audit times: only its result is left to take.
+    if (started?.cleared) {
+      env.turns.startedReads.delete(input.toolCallId);
+      return joinStartedRead(started, cancellation);
+    }
     // Issue 26: a call that went through an approval says durably that it starts, before it runs.
     if (env.turns.approvalExpiries.has(input.toolCallId)) await recordStart(env, input);
     env.turns.audits.runStarted(input.toolCallId, now());
-    // Each run is audited with how it ended (issue 30: a retry policy may run the tool again).
-    const ran = (result?: ExecutedResult) => env.turns.audits.runEnded(input.toolCallId, now(), result);
-    const audited = (running: Promise<ExecutedResult>) =>
-      running.then(
-        (result) => (ran(result), result),
-        (error: unknown) => {
-          ran();
-          throw error;
-        },
-      );
     // A read of this call may already be under way (RL-5): the call takes its result, and a cancel now reaches it.
-    const started = env.turns.startedReads.get(input.toolCallId);
     if (started) {
       env.turns.startedReads.delete(input.toolCallId);
-      return audited(joinStartedRead(started, cancellation));
+      return audited(env, input.toolCallId, joinStartedRead(started, cancellation));
     }
-    return audited(runWithinLimit(input, cancellation, true));
+    return audited(env, input.toolCallId, runWithinLimit(input, cancellation, true));
+  };
+
+  /** Each run is audited with how it ended (issue 30: a retry policy may run the tool again). */
+  const audited = (env: SessionEnv, toolCallId: string, running: Promise<ExecutedResult>): Promise<ExecutedResult> => {
+    const ran = (result?: ExecutedResult) => env.turns.audits.runEnded(toolCallId, now(), result);
+    return running.then(
+      (result) => (ran(result), result),
+      (error: unknown) => {
+        ran();
+        throw error;
+      },
+    );
+  };
+
+  /** Issue 30: a call of an approval batch, run as it is cleared: as `executeTool` runs a call, before its chart takes it up. */
+  const runCleared = (sessionId: string, turnId: string) => async (call: ToolCallPart, cleared: ClearedCall, cancellation: EffectCancellation): Promise<ExecutedResult> => {
+    const env = envOf(sessionId);
+    const input: ExecuteInput = { sessionId, turnId, toolCallId: call.id, name: call.name, args: cleared.args, approvedPaths: cleared.approvedPaths };
+    if (env.turns.approvalExpiries.has(call.id)) await recordStart(env, input);
+    env.turns.audits.runStarted(call.id, now());
+    env.output.live.setToolStatus(call.id, 'running');
+    return audited(env, call.id, runWithinLimit(input, cancellation, true));
   };
 
   /** Runs the tool under its time limit; `announce` sends its progress updates (a read started ahead of its call stays quiet). */
@@ -269,6 +286,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     runRead: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
       runWithinLimit({ sessionId, turnId, toolCallId: call.id, name: call.name, args, approvedPaths: [] }, cancellation, false),
     /** Issue 30: a call started ahead runs the session's `beforeToolDispatch` hooks first, as its chart would. */
+    runCleared,
     runDispatchHooks: (sessionId: string, turnId: string) => (call: ToolCallPart, args: Record<string, unknown>, cancellation: EffectCancellation) =>
       hooks.beforeToolDispatch({ sessionId, turnId, toolCallId: call.id, name: call.name, args }, cancellation),
     guards: {
@@ -292,6 +310,8 @@ export function toolCallEffects(deps: TurnEffectDeps) {
     actions: {
       assignApprovalPaths: approvalPathsAction(approvalPaths),
       startSpan: ({ context }: Ctx) => {
+        // Issue 30: a call taken up after its approval batch was cleared opened its span then.
+        if (context.cleared) return;
         const control = toolset.isControlTool(context.call.name);
         const tool = control ? undefined : callTool(context);
         const facts: SpanFacts = {
@@ -302,13 +322,15 @@ export function toolCallEffects(deps: TurnEffectDeps) {
         };
         trace.start(span(context, toolSpanId(context.turnId, context.call.id), 'tool_call', context.call.name, control ? 'control_tool' : 'registry', now(), facts));
       },
-      emitToolCallStarted: ({ context }: Ctx) =>
+      emitToolCallStarted: ({ context }: Ctx) => {
+        if (context.cleared) return;
         emit(envOf(context.sessionId), context.turnId, {
           type: 'tool_call_started',
           toolCallId: context.call.id,
           name: context.call.name,
           status: 'validating',
-        }),
+        });
+      },
       setLiveStatus: ({ context }: Ctx, params: LiveStatusParams) => {
         const env = envOf(context.sessionId);
         if (params.status === 'waiting_permission') env.turns.audits.waitStarted(context.call.id, now());

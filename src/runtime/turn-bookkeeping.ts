@@ -5,7 +5,7 @@ import type { ChatMessage } from '../protocol/messages.js';
 import type { TurnOutcome } from '../protocol/outcome.js';
 import type { TriggerType } from '../protocol/commands.js';
 import type { TurnMeter } from './turn-meter.js';
-import type { StartedRead } from './parallel-reads.js';
+import type { CallSlots, StartedRead } from './parallel-reads.js';
 import { CallAudits } from './call-audits.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import type { SpanFacts } from '../protocol/trace.js';
@@ -46,6 +46,8 @@ export interface TurnBookkeeping {
   readonly runs: Map<string, string>;
   /** Reads started ahead of their tool-call charts (RL-5), by call id, until a chart takes each over. */
   readonly startedReads: Map<string, StartedRead>;
+  /** Issue 30: the running turn's bound on calls started as their approval batch cleared them. */
+  callSlots: CallSlots | null;
   /** The storage write cancelling a queued turn, awaited by the command that cancelled it. */
   readonly cancelWrites: Map<string, Promise<void>>;
   /** What each tool call's audit row needs that its chart does not hold: how long it waited and ran (RL-4). */
@@ -106,6 +108,7 @@ export function createTurnBookkeeping(runs: Map<string, string>, queued: readonl
     stored: new DurableSignals(),
     runs,
     startedReads: new Map(),
+    callSlots: null,
     cancelWrites: new Map(),
     audits: new CallAudits(),
     callTools: new Map(),

@@ -1,4 +1,6 @@
-import type { TurnContext } from '../../machines/turn.machine.js';
+import type { EventObject } from 'xstate';
+import { approvalBatchAction, type TurnContext } from '../../machines/turn.machine.js';
+import { callOutputOf } from '../../machines/tool-call.contract.js';
 import type {
   BeganTurn,
   BeginTurnInput,
@@ -12,8 +14,8 @@ import type {
   TurnEffects,
   WriteAssistantInput,
 } from '../../machines/turn.effects.js';
-import type { GuardrailTriggered } from '../../machines/guardrails.js';
-import { abandonStartedReads, ParallelReads, type RunDispatchHooks, type RunRead, type StartedRead } from './parallel-reads.js';
+import { loopRulesOf, type GuardrailTriggered, type LoopTracker } from '../../machines/guardrails.js';
+import { abandonStartedReads, ParallelReads, type RunCleared, type RunDispatchHooks, type RunRead, type StartedRead } from './parallel-reads.js';
 
 /** Issue 30: a write or command started alongside others, stopped when the turn ended before its result was written. */
 const RAN_AHEAD_STOPPED = 'the call was started alongside the calls before it and stopped when the turn ended: whether it took effect is unknown';
@@ -52,8 +54,8 @@ export interface TurnEffectDeps extends RuntimeDeps {
 }
 
 /** The turn chart's effects (RT-10), supplied with `turnMachine.provide()`. */
-export function turnEffects(deps: TurnEffectDeps, runRead: RunRead, runDispatchHooks: RunDispatchHooks) {
-  const parallel = new ParallelReads(deps.toolset, runRead, runDispatchHooks);
+export function turnEffects(deps: TurnEffectDeps, runners: { runRead: RunRead; runDispatchHooks: RunDispatchHooks; runCleared: RunCleared }) {
+  const parallel = new ParallelReads(deps.toolset, runners.runRead, runners.runDispatchHooks, runners.runCleared);
   const { env: envOf, storage, trace, now } = deps;
   // Each agent may have its own model (issue 24): its limits are worked out once per capabilities object.
   const limitsByCapabilities = new WeakMap<ModelCapabilities, ModelContextLimits>();
@@ -68,6 +70,10 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead, runDispatchH
   };
 
   const hooks = contextHooks(deps);
+
+  /** Issue 30: the approval batch from call `from` of the turn's response, as long as it is; 0 for none. */
+  const batchLength = (context: TurnContext, from: number, loop: LoopTracker): number =>
+    parallel.approvalBatchLength(envOf(context.sessionId), context.response?.toolCalls ?? [], from, loop, loopRulesOf(context.limits));
 
   /** The one assembly path (CW-1): this turn's system context (with what context hooks added), the conversation, the tool surface. */
   const prepareFor = (env: SessionEnv, system: readonly SystemPart[] = env.conversation.turnSystem): PreparedModelCall =>
@@ -263,15 +269,17 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead, runDispatchH
     }));
     // Calls started ahead that will not run now stop (a cancel reaches every running call).
     abandonStartedReads(env, input.calls.map((c) => c.id));
+    // Issue 30: a call its approval batch held has its span open and its start announced already.
+    const opened = new Set(input.opened);
     for (const call of input.calls.filter((c) => !answered.has(c.id))) {
       const { status, content } = await skippedResult(ranAhead.get(call.id));
       const message = { role: 'tool', toolCallId: call.id, toolName: call.name, status, content } as const;
       await persistAndAppend(env, deps, input.turnId, message, undefined, { ...skippedCallAudit(call, env.config.principal), status });
       const spanId = toolSpanId(input.turnId, call.id);
-      trace.start(span(input, spanId, 'tool_call', call.name, 'system', now()));
+      if (!opened.has(call.id)) trace.start(span(input, spanId, 'tool_call', call.name, 'system', now()));
       trace.end(spanId, { status: 'cancelled', errorCode: 'turn_terminated', endedAtMs: now() });
-      emit(env, input.turnId, { type: 'tool_call_started', toolCallId: call.id, name: call.name, status: 'cancelled' });
-      emit(env, input.turnId, { type: 'tool_call_finished', toolCallId: call.id, status: 'cancelled' });
+      if (!opened.has(call.id)) emit(env, input.turnId, { type: 'tool_call_started', toolCallId: call.id, name: call.name, status: 'cancelled' });
+      emit(env, input.turnId, { type: 'tool_call_finished', toolCallId: call.id, status });
     }
   };
 
@@ -314,9 +322,20 @@ export function turnEffects(deps: TurnEffectDeps, runRead: RunRead, runDispatchH
       holdRequested: ({ context }: { context: TurnEffectInput }) => envOf(context.sessionId).turns.hold !== null,
       callsReadInParallel: ({ context }: { context: TurnContext }) => parallel.beginsRun(envOf(context.sessionId), context, context.toolIndex),
       nextCallsReadInParallel: ({ context }: { context: TurnContext }) => parallel.beginsRun(envOf(context.sessionId), context, context.toolIndex + 1),
+      // Issue 30: the loop count before the batch's first call: the turn's after the response, the done call's after a call.
+      opensApprovalBatch: ({ context }: { context: TurnContext }) => batchLength(context, context.toolIndex, context.loop) > 0,
+      nextOpensApprovalBatch: ({ context, event }: { context: TurnContext; event: EventObject }) =>
+        batchLength(context, context.toolIndex + 1, callOutputOf(event).loop) > 0,
     },
     actions: {
       startParallelReads: ({ context }: { context: TurnContext }) => parallel.start(envOf(context.sessionId), context),
+      // Taken once the turn is at the batch's first call: its loop count is the one before it.
+      openApprovalBatch: approvalBatchAction((context) => batchLength(context, context.toolIndex, context.loop)),
+      startClearedCall: ({ context, event }: { context: TurnContext; event: EventObject }) => {
+        const { toolCallId, cleared } = callOutputOf(event);
+        const call = context.response?.toolCalls.find((c) => c.id === toolCallId);
+        if (call && cleared && cleared.result === null) parallel.startCleared(envOf(context.sessionId), context, call, cleared);
+      },
       emitPhase: ({ context }: { context: TurnEffectInput }, params: PhaseParams) =>
         emit(envOf(context.sessionId), context.turnId, { type: 'phase_changed', phase: params.phase }),
       emitGuardrailTriggered: ({ context }: { context: TurnEffectInput }, params: GuardrailTriggered) =>

@@ -68,7 +68,7 @@ describe.each(durableTargets)('the history mirror on $name (issue 30)', ({ skip,
     const mirrored = async () => {
       const mirror = readHistoryMirror(file);
       try {
-        return { messages: await mirror.listMessages(sessionId), turns: await mirror.listTurns(sessionId) };
+        return { messages: await mirror.listMessages(sessionId), turns: await mirror.listTurns(sessionId), audit: await mirror.listAudit(sessionId, { limit: 50 }) };
       } finally {
         await mirror.close();
       }
@@ -88,6 +88,9 @@ describe.each(durableTargets)('the history mirror on $name (issue 30)', ({ skip,
     // The same rows, in the same schema: the messages as stored, the turn ended as it ended, its run kept.
     const copy = await mirrored();
     expect(copy.messages).toEqual(await h.storage.listMessages(sessionId));
+    // Each tool result's audit row too: the mirror's audit log is the live one's.
+    expect(copy.audit).toHaveLength(1);
+    expect(copy.audit).toEqual(await h.storage.listAudit(sessionId, { limit: 50 }));
     expect(copy.turns).toMatchObject([{ id: first.turnId, runId: first.runId, status: 'completed', finalText: 'the door is shut' }]);
     expect(isHistoryMirror(file)).toBe(true);
 
@@ -102,6 +105,7 @@ describe.each(durableTargets)('the history mirror on $name (issue 30)', ({ skip,
     await until('the owed copy to be made', async () => (await mirrored()).turns.filter((t) => t.status === 'completed').length === 3);
     await until('the mirror to hold every message', async () => (await mirrored()).messages.length === (await h.storage.listMessages(sessionId)).length);
     expect((await mirrored()).messages).toEqual(await h.storage.listMessages(sessionId));
+    expect((await mirrored()).audit).toEqual(await h.storage.listAudit(sessionId, { limit: 50 }));
     const before = await mirrored();
 
     // Offline: the chat lists the mirror's sessions and prints a conversation, and writes nothing.

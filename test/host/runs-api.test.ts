@@ -5,6 +5,7 @@ import { defineTool } from '../../src/index.js';
 import { durableTargets, type DurableDatabase } from '../support/databases.js';
 import { finished, gatedStep, newSession, testHost, type TestHost } from '../support/host.js';
 import { SseClient, type SseEvent } from '../support/sse-client.js';
+import { until } from '../support/poll.js';
 
 /**
  * Issue 30, items 1 and 2: the seed's entry point (`POST /sessions/{id}/messages`), the run resource
@@ -153,8 +154,11 @@ describe.each(durableTargets)('runs over HTTP on $name (issue 30)', ({ skip, cre
     expect(data(sse.events.find((e) => e.event === 'tool.completed')!)).toMatchObject({ status: 'succeeded', toolCallId: data(toolStarted).toolCallId });
     expect(sse.events.filter((e) => e.event === 'message.delta').map((e) => data(e).text).join('')).toBe('let me lookall done');
     expect(data(sse.events.at(-1)!)).toMatchObject({ status: 'completed', finalText: 'all done' });
-    const ids = sse.events.map((e) => Number(e.id));
+    const ids = sse.events.map((e) => Number.parseInt(e.id!, 10));
     expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    // The end's id says it is the end; the others are the session's sequences.
+    expect(sse.events.at(-1)!.id).toBe(`${ids.at(-1)!}-end`);
+    expect(sse.events.slice(0, -1).every((e) => /^\d+$/.test(e.id!))).toBe(true);
 
     // Resumed after the tool started: only what came after.
     const resumed = await SseClient.connect(`${host.url}/runs/${runId}/events`, { 'last-event-id': toolStarted.id! });
@@ -206,6 +210,48 @@ describe.each(durableTargets)('runs over HTTP on $name (issue 30)', ({ skip, cre
     const back = await fetch(`${host.url}/runs/${one.body.runId as string}/events`, { headers: { 'last-event-id': stored.events[1]!.id! } });
     expect(back.status).toBe(204);
     expect(host.runtime.openHandle(sessionId)).toBeUndefined();
+  });
+
+  it.skipIf(skip)('a client that had not been given the end gets it on any host, once; a client that had it gets 204, though the session closed in between', async () => {
+    db = create();
+    const held = heldTool('held');
+    host = await testHost(db, [{ text: 'looking', toolCalls: [{ name: 'held', args: {} }] }], { runtime: { tools: [held.tool] } });
+    const sessionId = await newSession(host);
+    const accepted = await host.call('POST', `/sessions/${sessionId}/messages`, message('g1'));
+    const runId = accepted.body.runId as string;
+    const sse = await SseClient.connect(`${host.url}/runs/${runId}/events`);
+    await held.reached;
+    const toolStarted = await sse.next((e) => e.event === 'tool.started');
+    sse.close();
+    // The run's host goes away while its tool runs; another host takes the session up, with a ring of its own.
+    await host.close();
+    host = await testHost(db, [{ text: 'hello again' }]);
+    const h = host;
+    // The run goes on here (its tool is not here, so it fails) or was ended by its host: either way, then a new run.
+    await until('the run to end', async () => ['failed', 'cancelled', 'timed_out', 'completed'].includes((await h.call('GET', `/runs/${runId}`)).body.status as string));
+    const next = await host.call('POST', `/sessions/${sessionId}/messages`, message('g2'));
+    expect(next.status).toBe(202);
+    await finished(host, sessionId, next.body.turnId as string);
+    // The client comes back with the last id it had: it gets what it missed up to the run's end, which says it is the end.
+    const resumed = await SseClient.connect(`${host.url}/runs/${runId}/events`, { 'last-event-id': toolStarted.id! });
+    await resumed.ended;
+    const stored = (await host.call('GET', `/runs/${runId}`)).body;
+    expect(['failed', 'cancelled', 'timed_out', 'completed']).toContain(stored.status);
+    const ends = resumed.events.filter((e) => /^run\.(completed|failed|cancelled|timed_out)$/.test(e.event));
+    expect(ends).toEqual([resumed.events.at(-1)]);
+    expect(data(ends[0]!)).toMatchObject({ runId, status: stored.status });
+    const endId = ends[0]!.id!;
+    expect(endId).toMatch(/^\d+-end$/);
+    // With the end it was given, the client gets 204, here and on a host where the session is not open.
+    expect((await fetch(`${host.url}/runs/${runId}/events`, { headers: { 'last-event-id': endId } })).status).toBe(204);
+    await host.close();
+    host = await testHost(db, []);
+    expect((await fetch(`${host.url}/runs/${runId}/events`, { headers: { 'last-event-id': endId } })).status).toBe(204);
+    // Without it, from storage, once.
+    const again = await SseClient.connect(`${host.url}/runs/${runId}/events`, { 'last-event-id': toolStarted.id! });
+    await again.ended;
+    expect(again.events.map((e) => e.event)).toEqual([ends[0]!.event]);
+    held.release();
   });
 
   it.skipIf(skip)('ends the stream of a queued run cancelled before it started with run.cancelled, and a failed run with run.failed and its code', async () => {

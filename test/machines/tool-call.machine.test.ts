@@ -1,5 +1,5 @@
 import { createActor, toPromise, waitFor, type ActorRefFrom } from 'xstate';
-import type { ToolCallOutput } from '../../machines/tool-call.contract.js';
+import type { ToolCallInput, ToolCallOutput } from '../../machines/tool-call.contract.js';
 import { describe, expect, it } from 'vitest';
 import { ChatStateError } from '../../src/index.js';
 import { hostWithPort, toolCallStubs } from './stubs.js';
@@ -17,7 +17,7 @@ const input = (name: string, argumentsText: string, loop: LoopTracker = FRESH_TR
 });
 
 /** The chart always runs as a child (it tells its parent about approvals), so tests give it a host. */
-function start(stubs: ReturnType<typeof toolCallStubs>, i: ReturnType<typeof input>) {
+function start(stubs: ReturnType<typeof toolCallStubs>, i: ToolCallInput) {
   const root = createActor(hostWithPort(stubs.machine, i, stubs.handlers));
   const done = toPromise(root) as Promise<ToolCallOutput>;
   root.start();
@@ -36,6 +36,7 @@ describe('tool-call chart through .provide() (RT-15)', () => {
       result: { status: 'succeeded', content: 'ran read_file' },
       termination: null,
       loop: { signature: READ_A, count: 1, recent: [], waitTimeouts: 0 },
+      cleared: null,
     });
     expect(stubs.emitted).toEqual(['span', 'started', 'live:running', 'finished']);
     expect(stubs.written).toHaveLength(1);
@@ -193,5 +194,61 @@ describe('tool-call chart: dispatch hooks and who decided (RL-4)', () => {
     const output = await start(after, input('read_file', '{"path":"a"}')).done;
     expect(output.result).toEqual({ status: 'failed', content: "hook_failed: scanner down (the tool's result, succeeded, is withheld)" });
     expect(after.written[0]).toMatchObject({ hookError: 'hook_failed', decision: null });
+  });
+});
+
+describe('tool-call chart in an approval batch (issue 30)', () => {
+  const held = (name: string, argumentsText: string) => ({ ...input(name, argumentsText), holdBeforeRun: true });
+
+  it('held where it would run: nothing runs or is written, and the output says what it came to', async () => {
+    const stubs = toolCallStubs();
+    const output = await start(stubs, held('read_file', '{"path":"a"}')).done;
+    expect(output.cleared).toEqual({ args: { path: 'a' }, approvedPaths: [], decision: null, hookError: null, rewritten: false, verdict: null, result: null, termination: null });
+    expect(stubs.written).toEqual([]);
+    expect(stubs.emitted).toEqual(['span', 'started']);
+  });
+
+  it('held after the user answers: an approval carries its decision, a denial its result and how it ends the turn, neither written', async () => {
+    const approved = toolCallStubs({ mode: 'ask' });
+    const asked = start(approved, held('read_file', '{"path":"a"}'));
+    await waitFor(asked.actor, (s) => s.matches({ active: 'waiting_permission' }));
+    asked.actor.send({ type: 'permission.resolve', decision: 'allow_once', principal: 'alice' });
+    const allowed = await asked.done;
+    expect(allowed.cleared).toMatchObject({ result: null, decision: { verdict: 'allowed', by: 'user', principal: 'alice' } });
+    expect(approved.emitted).toContain('permission_resolved:allow_once');
+    expect(asked.received()).toEqual(['tool.permission_requested', 'tool.permission_settled']);
+
+    const refused = toolCallStubs({ mode: 'ask' });
+    const denying = start(refused, held('read_file', '{"path":"a"}'));
+    await waitFor(denying.actor, (s) => s.matches({ active: 'waiting_permission' }));
+    denying.actor.send({ type: 'permission.resolve', decision: 'deny' });
+    const denied = await denying.done;
+    expect(denied.cleared).toMatchObject({ result: { status: 'denied', content: 'denied by the user' }, termination: { kind: 'failed', code: 'permission_denied' } });
+    expect(refused.written).toEqual([]);
+  });
+
+  it('held with the result of a call screened out before its run (the mode forbids it)', async () => {
+    const stubs = toolCallStubs({ mode: 'deny' });
+    const output = await start(stubs, held('read_file', '{"path":"a"}')).done;
+    expect(output.cleared?.result).toEqual({ status: 'denied', content: "denied by rule: the session's permission mode does not allow 'read_file'" });
+    expect(stubs.written).toEqual([]);
+  });
+
+  it('taken up once its batch is cleared: it runs with the arguments it was cleared with, unscreened, or writes the result it came to', async () => {
+    const runs: string[] = [];
+    const stubs = toolCallStubs({ mode: 'deny', execute: async (i) => (runs.push(JSON.stringify(i.args)), { status: 'succeeded', content: 'ran' }) });
+    const clearedRun = { args: { path: 'b' }, approvedPaths: ['/tmp/b'], decision: { verdict: 'allowed' as const, by: 'user' as const }, hookError: null, rewritten: false, verdict: null, result: null, termination: null };
+    // The mode would deny it now: the call was cleared already, so it is not screened again.
+    const ran = await start(stubs, { ...input('read_file', '{"path":"a"}'), cleared: clearedRun }).done;
+    expect(ran.result).toEqual({ status: 'succeeded', content: 'ran' });
+    expect(runs).toEqual(['{"path":"b"}']);
+    expect(stubs.written[0]).toMatchObject({ args: { path: 'b' }, decision: { verdict: 'allowed', by: 'user' } });
+
+    const denial = { ...clearedRun, result: { status: 'denied' as const, content: 'denied by the user' }, termination: { kind: 'failed' as const, code: 'permission_denied' as const, message: 'the user denied the tool call' } };
+    const written = toolCallStubs();
+    const ended = await start(written, { ...input('read_file', '{"path":"a"}'), cleared: denial }).done;
+    expect(ended).toMatchObject({ result: denial.result, termination: denial.termination, cleared: null });
+    expect(written.written).toHaveLength(1);
+    expect(written.emitted).not.toContain('live:running');
   });
 });

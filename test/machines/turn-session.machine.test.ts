@@ -13,7 +13,7 @@ function turnWithStubs() {
   const tool = toolCallStubs();
   const machine = turnMachine.provide({
     actors: { toolCall: tool.machine },
-    guards: { mailboxHasMessages: () => false, holdRequested: () => false, callsReadInParallel: () => false, nextCallsReadInParallel: () => false },
+    guards: { mailboxHasMessages: () => false, holdRequested: () => false, callsReadInParallel: () => false, nextCallsReadInParallel: () => false, opensApprovalBatch: () => false, nextOpensApprovalBatch: () => false },
     actions: {
       emitPhase: (_, params) => phases.push(params.phase),
       discardDraft: () => undefined,
@@ -49,7 +49,7 @@ describe('turn chart through .provide() (RT-8, RT-10)', () => {
 
 describe('session chart guards (XS-3, RT-1)', () => {
   const stubTurn = turnMachine.provide({
-    guards: { mailboxHasMessages: () => false, holdRequested: () => false, callsReadInParallel: () => false, nextCallsReadInParallel: () => false },
+    guards: { mailboxHasMessages: () => false, holdRequested: () => false, callsReadInParallel: () => false, nextCallsReadInParallel: () => false, opensApprovalBatch: () => false, nextOpensApprovalBatch: () => false },
     actions: { emitPhase: () => undefined, discardDraft: () => undefined, cancelChildren: () => undefined },
   });
   // The turn's first write never finishes, so the session stays `running` while the guards are probed.

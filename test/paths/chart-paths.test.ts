@@ -33,12 +33,39 @@ const UNREACHABLE_SESSION_TRANSITIONS = { 'session.running xstate.error.actor.tu
  * starts a fresh turn in a fresh runtime, so none of them sets those up; the real restarts, kills and
  * parks of test/runtime/durability/resume.test.ts, test/host/turn-chaos-sqlite.test.ts and
  * test/reliability/turn-chaos.test.ts take every one of them.
+ *
+ * Issue 30: an approval batch's transitions too (held calls, the batch released). The paths'
+ * scenarios never open one; test/runtime/loop/parallel-writes.test.ts runs batches on the real
+ * runtime and test/machines/tool-call.machine.test.ts takes each hold of the tool-call chart.
  */
 const RESUME_TRANSITIONS = {
-  turn: ['turn.starting effect.done#1', 'turn.starting effect.done#2', 'turn.starting effect.done#3', 'turn.starting effect.done#4'],
+  turn: [
+    'turn.starting effect.done#1',
+    'turn.starting effect.done#2',
+    'turn.starting effect.done#3',
+    'turn.starting effect.done#4',
+    // Issue 30's approval batches (opened, held, released, the next batch): the path scenarios' calls need no approval; test/runtime/loop/parallel-writes.test.ts takes them.
+    'turn.running_model.writing_response effect.done#4',
+    'turn.running_tools.tool_call xstate.done.actor.toolCall#0',
+    'turn.running_tools.tool_call xstate.done.actor.toolCall#1',
+    'turn.running_tools.tool_call xstate.done.actor.toolCall#2',
+    'turn.running_tools.tool_call xstate.done.actor.toolCall#6',
+    'turn.running_tools.tool_call xstate.done.actor.toolCall#7',
+  ],
   toolCall: [
+    // Issue 30: a call held by its approval batch, and taken up once the batch is cleared (test/machines/tool-call.machine.test.ts, 'in an approval batch').
+    'toolCall.active.screening always#0',
+    'toolCall.active.screening always#1',
+    'toolCall.active.screening always#21',
+    'toolCall.active.screening always#25',
+    'toolCall.active.dispatch_allowed always#5',
+    'toolCall.active.dispatch_allowed always#9',
+    'toolCall.active.tool_allowed always#4',
+    'toolCall.active.tool_allowed always#8',
+    'toolCall.active.waiting_permission permission.resolve#0',
     'toolCall.active.waiting_permission.deadline always#0',
     'toolCall.active.waiting_permission.expiring xstate.after.approvalExpiry.toolCall.active.waiting_permission.expiring#0',
+    'toolCall.concluding always#0',
   ],
   session: [
     'session.idle always#0',

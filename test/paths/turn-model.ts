@@ -170,6 +170,9 @@ function traversalTurnMachine(scenario: TurnScenario) {
       holdRequested: ({ event }: { event: EventObject }) => (event as { hold?: boolean }).hold === true,
       callsReadInParallel: ({ context }: { context: WalkedContext }) => parallel && runFrom(context, context.toolIndex).length >= 2,
       nextCallsReadInParallel: ({ context }: { context: WalkedContext }) => parallel && runFrom(context, context.toolIndex + 1).length >= 2,
+      // The scenarios' calls need no approval: no approval batch opens (issue 30's batches are tested in parallel-writes.test.ts).
+      opensApprovalBatch: () => false,
+      nextOpensApprovalBatch: () => false,
     },
   });
 }
@@ -190,6 +193,7 @@ const childDone = (termination: Termination, mail = false, status: 'succeeded' |
     result: { status, content: '' },
     termination: termination === null ? null : termination === 'cancelled' ? { kind: 'cancelled' } : { kind: 'failed', code: 'persistence_error', message: '' },
     loop: FRESH_TRACKER,
+    cleared: null,
   },
 });
 

@@ -6,9 +6,8 @@ import { callerOf } from '../auth.js';
 import { decodeCursor, encodeCursor } from '../cursor.js';
 import { ApiError, viaStorage } from '../errors.js';
 import { openSessionOf, sessionOf, storedSessionOf, type HostContext } from '../host-context.js';
-import { resumePoint } from '../resume-point.js';
 import { runBody, visibleRun } from '../run-access.js';
-import { runEventStream } from '../run-event-stream.js';
+import { runEventStream, runResumePoint } from '../run-event-stream.js';
 import { RunList, RunParams, RunSchema } from '../run-schemas.js';
 import { errors, EventsQuery, PageQuery, SessionParams } from '../schemas.js';
 import type { SessionAccess } from '../session-access.js';
@@ -68,7 +67,7 @@ export function runRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(events, async (c) => {
     const { runId } = c.req.valid('param');
     const caller = callerOf(c);
-    const after = resumePoint(c.req.header('last-event-id'), c.req.valid('query').after);
+    const { after, hadEnd } = runResumePoint(c.req.header('last-event-id'), c.req.valid('query').after);
     const run = await visibleRun(host, runId, caller);
     // Node's response, so a client that falls behind can be cut off at once (as the session stream does).
     const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
@@ -79,6 +78,7 @@ export function runRoutes(app: OpenAPIHono, host: HostContext): void {
         run,
         feed: (await session?.updateFeed(after ?? 0)) ?? null,
         after,
+        hadEnd,
         reread: () => reread(host, runId, session),
         issuedUpTo: async () => (await viaStorage(() => host.storage.getSession(run.sessionId)))?.updateSequence ?? 0,
       };

@@ -2,14 +2,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRuntime, defineTool, scriptedModel, type AnyTool, type Runtime, type ScriptedStep, type SessionStorage, type StoredMessage } from '../../../src/index.js';
 import { planResumption } from '../../../src/runtime/turn-resumption.js';
+import { INTERRUPTED_RESULT_TEXT } from '../../../src/protocol/messages.js';
 import { crash, harness, startTurn, type Harness } from '../../support/harness.js';
 import { durableTargets, sqliteFile, type DurableDatabase } from '../../support/databases.js';
 import { finished, newSession, postTurn, testHost, type TestHost } from '../../support/host.js';
+import { until } from '../../support/poll.js';
+import type { SessionHandle } from '../../../src/index.js';
 
 /**
  * Issue 30, item 5: with `parallelToolCalls`, calls that need no approval run side by side — writes
  * and commands too, not only reads — up to the bound, and their results are still written in
- * provider order. `beforeToolDispatch` hooks no longer keep calls serial: they run per call.
+ * provider order. `beforeToolDispatch` hooks no longer keep calls serial: they run per call. Calls
+ * that ask for an approval are asked in provider order, every approval before any result is
+ * written; each approved call starts as it is approved, beside the others (an approval batch).
  */
 
 /** A tool of `effect` that records its runs and waits for the test to let each finish; a cancel ends it. */
@@ -103,25 +108,6 @@ describe.each(durableTargets)('parallel writes and commands ($name)', (target) =
 });
 
 describe('parallel writes: what still keeps them serial, hooks per call, and ends', () => {
-  it('a write the mode asks about is not started ahead: in `ask` the writes run one at a time, each after its approval', async () => {
-    const writes = gatedTool('put', 'write');
-    h = await harness([{ text: 'two', toolCalls: calls('put', 1, 2) }, { text: 'done' }], { tools: [writes.tool], agents: { default: { parallelToolCalls: true } }, permissionMode: 'ask' });
-    const turnId = await startTurn(h.session, 'go');
-    for (const n of [1, 2]) {
-      await new Promise<void>((resolve) => {
-        const sub = h!.session.updates$.subscribe((u) => {
-          if (u.update.type !== 'permission_requested') return;
-          sub.unsubscribe();
-          void h!.session.resolvePermission({ turnId, toolCallId: u.update.toolCallId, decision: 'allow_once' }).then(() => resolve());
-        });
-      });
-      await writes.untilStarted(n);
-      writes.release(n);
-    }
-    expect(await h.session.waitForTurn(turnId)).toMatchObject({ status: 'completed' });
-    expect(writes.mostAtOnce()).toBe(1);
-  });
-
   it('dispatch hooks no longer switch parallelism off: each call runs them once, before its own tool; a denial or a rewrite holds for that call alone', async () => {
     const writes = gatedTool('put', 'write');
     const hookCalls: number[] = [];
@@ -163,8 +149,8 @@ describe('parallel writes: what still keeps them serial, hooks per call, and end
     const turnId = await startTurn(h.session, 'go');
     await writes.untilStarted(3);
     writes.release(3);
-    // Let the released run settle before the cancel.
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The released run settles in microtasks: they all run before the next turn of the event loop, so the cancel comes after it.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(await h.session.cancelTurn(turnId)).toEqual({ ok: true });
     expect(await h.session.waitForTurn(turnId)).toMatchObject({ status: 'cancelled' });
     const results = resultsOf(await h.storage.listMessages(h.session.id)).map((r) => r.split(':').slice(0, 2).join(':'));
@@ -272,5 +258,190 @@ describe('parallel writes over HTTP', () => {
     expect((audit.body.entries as { toolName: string; verdict: string }[]).map((e) => `${e.toolName}:${e.verdict}`)).toEqual(Array(4).fill('put:allowed'));
     const messages = await host.storage.listMessages(id);
     expect(resultsOf(messages)).toEqual(['put:succeeded:put 1', 'put:succeeded:put 2', 'put:succeeded:put 3', 'put:succeeded:put 4']);
+  });
+});
+
+/** The next approval the session asks for, in the order asked: its call id once `permission_requested` goes out. */
+function approvals(session: SessionHandle) {
+  const asked: string[] = [];
+  const waiting: (() => void)[] = [];
+  /** Each call's `tool_call_started` and `tool_call_finished`, in order. */
+  const lifecycle: string[] = [];
+  const sub = session.updates$.subscribe((u) => {
+    if (u.update.type === 'tool_call_started' || u.update.type === 'tool_call_finished') lifecycle.push(`${u.update.type}:${u.update.toolCallId}`);
+    if (u.update.type !== 'permission_requested') return;
+    asked.push(u.update.toolCallId);
+    for (const wake of waiting.splice(0)) wake();
+  });
+  return {
+    asked,
+    lifecycle,
+    async nth(n: number): Promise<string> {
+      while (asked.length < n) await new Promise<void>((resolve) => waiting.push(resolve));
+      return asked[n - 1]!;
+    },
+    stop: () => sub.unsubscribe(),
+  };
+}
+
+describe.each(durableTargets)('approval batches: every approval first, then the approved calls side by side ($name)', (target) => {
+  const open = async (steps: ScriptedStep[], tools: AnyTool[]) => {
+    db = target.create();
+    const storage = db.open();
+    runtime = await createRuntime({ storage, model: scriptedModel(steps), tools, agents: { default: { parallelToolCalls: true } } });
+    const session = await runtime.createSession({ permissionMode: 'ask' });
+    return { storage, session };
+  };
+
+  it.skipIf(target.skip)('asks for each write in provider order; each starts once approved, beside the others; results and audit rows in provider order', async () => {
+    const writes = gatedTool('put', 'write');
+    const reads = gatedTool('look', 'read');
+    const { storage, session } = await open([{ text: 'three', toolCalls: [...calls('put', 1), ...calls('look', 2), ...calls('put', 3)] }, { text: 'done' }], [writes.tool, reads.tool]);
+    const asked = approvals(session);
+    const turnId = await startTurn(session, 'go');
+    const put1 = await asked.nth(1);
+    expect(writes.started).toEqual([]);
+    expect(await session.resolvePermission({ turnId, toolCallId: put1, decision: 'allow_once' })).toEqual({ ok: true });
+    // Approved, the write starts; the read after it needs no approval and starts too; then the second write is asked about.
+    await writes.untilStarted(1);
+    await reads.untilStarted(1);
+    const put3 = await asked.nth(2);
+    expect(resultsOf(await storage.listMessages(session.id))).toEqual([]);
+    expect(await session.resolvePermission({ turnId, toolCallId: put3, decision: 'allow_once' })).toEqual({ ok: true });
+    await writes.untilStarted(2);
+    expect(writes.mostAtOnce()).toBe(2);
+    // They finish out of order; the results are written in the provider's.
+    writes.release(3);
+    reads.release(2);
+    writes.release(1);
+    expect(await session.waitForTurn(turnId)).toMatchObject({ status: 'completed', finalText: 'done' });
+    expect(asked.asked).toEqual([put1, put3]);
+    expect(resultsOf(await storage.listMessages(session.id))).toEqual(['put:succeeded:put 1', 'look:succeeded:look 2', 'put:succeeded:put 3']);
+    const audit = (await runtime!.auditLog(session.id)).entries.reverse();
+    expect(audit.map((a) => [a.toolName, a.verdict, a.decidedBy, a.permissionWaitMs !== null, a.executionMs !== null])).toEqual([
+      ['put', 'allowed', 'user', true, true],
+      ['look', 'allowed', 'mode', false, true],
+      ['put', 'allowed', 'user', true, true],
+    ]);
+    // Each call started and finished once, though its chart was taken up again after the batch was cleared.
+    const ids = (await storage.listMessages(session.id)).flatMap((m) => (m.message.role === 'tool' ? [m.message.toolCallId] : []));
+    expect([...asked.lifecycle].sort()).toEqual(ids.flatMap((c) => [`tool_call_finished:${c}`, `tool_call_started:${c}`]).sort());
+    asked.stop();
+  });
+
+  it.skipIf(target.skip)('a denial ends the turn: what was approved before it still ran, the denial is written in its place, the calls after it never run', async () => {
+    const writes = gatedTool('put', 'write');
+    const { storage, session } = await open([{ text: 'three', toolCalls: calls('put', 1, 2, 3) }], [writes.tool]);
+    const asked = approvals(session);
+    const turnId = await startTurn(session, 'go');
+    await session.resolvePermission({ turnId, toolCallId: await asked.nth(1), decision: 'allow_once' });
+    await writes.untilStarted(1);
+    await session.resolvePermission({ turnId, toolCallId: await asked.nth(2), decision: 'deny' });
+    writes.release(1);
+    expect(await session.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'permission_denied' });
+    expect(writes.started).toEqual([1]);
+    expect(asked.asked).toHaveLength(2);
+    const results = resultsOf(await storage.listMessages(session.id)).map((r) => r.split(':').slice(0, 2).join(':'));
+    expect(results).toEqual(['put:succeeded', 'put:denied', 'put:cancelled']);
+    asked.stop();
+  });
+
+  it.skipIf(target.skip)('a cancel while the second approval waits: the approved write that is running is stopped and says `outcome_unknown`; the rest never ran', async () => {
+    const writes = gatedTool('put', 'write');
+    const { storage, session } = await open([{ text: 'three', toolCalls: calls('put', 1, 2, 3) }], [writes.tool]);
+    const asked = approvals(session);
+    const turnId = await startTurn(session, 'go');
+    await session.resolvePermission({ turnId, toolCallId: await asked.nth(1), decision: 'allow_once' });
+    await writes.untilStarted(1);
+    await asked.nth(2);
+    expect(await session.cancelTurn(turnId)).toEqual({ ok: true });
+    expect(await session.waitForTurn(turnId)).toMatchObject({ status: 'cancelled' });
+    expect(writes.started).toEqual([1]);
+    const results = resultsOf(await storage.listMessages(session.id)).map((r) => r.split(':').slice(0, 2).join(':'));
+    expect(results).toEqual(['put:outcome_unknown', 'put:cancelled', 'put:cancelled']);
+    // The held calls' starts went out as they were screened; the skip adds only their finishes.
+    expect(asked.lifecycle.filter((l) => l.startsWith('tool_call_started'))).toHaveLength(3);
+    expect(asked.lifecycle.filter((l) => l.startsWith('tool_call_finished'))).toHaveLength(3);
+    asked.stop();
+  });
+});
+
+describe.each(durableTargets)('approval batches: a host that went away ($name)', (target) => {
+  it.skipIf(target.skip)('the approved write that started is `interrupted` after the restart and never runs twice; the approval still pending is asked again', async () => {
+    db = target.create();
+    const log: string[] = [];
+    let started: () => void = () => undefined;
+    const ran = new Promise<void>((resolve) => (started = resolve));
+    const deploy = defineTool({
+      name: 'deploy',
+      description: 'deploys once and never returns, like a process killed inside it',
+      effect: 'write',
+      input: z.object({ to: z.string() }),
+      execute: ({ to }) => {
+        log.push(to);
+        started();
+        return new Promise<never>(() => undefined);
+      },
+    });
+    const agents = { default: { parallelToolCalls: true } };
+    const response = { text: 'both', toolCalls: [{ id: 'd-1', name: 'deploy', args: { to: 'eu' } }, { id: 'd-2', name: 'deploy', args: { to: 'us' } }] };
+    const first = await createRuntime({ storage: db.open(), resumeTurns: true, model: scriptedModel([response]), tools: [deploy], agents });
+    const session = await first.createSession({ permissionMode: 'ask' });
+    const asked = approvals(session);
+    const turnId = await startTurn(session, 'deploy both');
+    await session.resolvePermission({ turnId, toolCallId: await asked.nth(1), decision: 'allow_once' });
+    await ran;
+    expect(await asked.nth(2)).toBe('d-2');
+    crash(first);
+    asked.stop();
+
+    const model = scriptedModel([{ text: 'eu may have deployed; us was denied' }]);
+    const storage2 = db.open();
+    runtime = await createRuntime({ storage: storage2, resumeTurns: true, model, tools: [deploy], agents });
+    const reopened = await runtime.openSession(session.id);
+    await until('the second approval to be asked again', () => {
+      const live = reopened.snapshot().runtime;
+      return live.kind === 'running' && live.pendingApproval?.toolCallId === 'd-2';
+    });
+    expect(await reopened.resolvePermission({ turnId, toolCallId: 'd-2', decision: 'deny' })).toEqual({ ok: true });
+    expect(await reopened.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'permission_denied' });
+    expect(log).toEqual(['eu']);
+    const results = resultsOf(await storage2.listMessages(session.id));
+    expect(results).toEqual([`deploy:cancelled:${INTERRUPTED_RESULT_TEXT}`, 'deploy:denied:denied by the user']);
+    await first.shutdown().catch(() => undefined);
+  });
+});
+
+describe('approval batches over HTTP', () => {
+  it('two writes posted over HTTP are approved through the API one after the other and run side by side', async () => {
+    db = sqliteFile();
+    const writes = gatedTool('put', 'write');
+    host = await testHost(db, [{ text: 'writing', toolCalls: calls('put', 1, 2) }, { text: 'written' }], {
+      runtime: { tools: [writes.tool], agents: { default: { parallelToolCalls: true } } },
+    });
+    const id = await newSession(host, { permissionMode: 'ask' });
+    const turnId = (await postTurn(host, id, 'h1')).body.turnId as string;
+    const pending = async (): Promise<string | null> => {
+      const { body } = await host!.call('GET', `/sessions/${id}`);
+      return (body.runtime as { pendingApproval?: { toolCallId: string } | null }).pendingApproval?.toolCallId ?? null;
+    };
+    const answered: string[] = [];
+    for (let n = 1; n <= 2; n++) {
+      let callId: string | null = null;
+      await until(`approval ${n} to be pending`, async () => {
+        callId = await pending();
+        return callId !== null && !answered.includes(callId);
+      });
+      expect((await host.call('POST', `/sessions/${id}/turns/${turnId}/permissions/${callId!}`, { decision: 'allow_once' })).status).toBe(200);
+      answered.push(callId!);
+      await writes.untilStarted(n);
+    }
+    expect(writes.mostAtOnce()).toBe(2);
+    writes.release(2);
+    writes.release(1);
+    expect(await finished(host, id, turnId)).toMatchObject({ status: 'completed' });
+    expect(resultsOf(await host.storage.listMessages(id))).toEqual(['put:succeeded:put 1', 'put:succeeded:put 2']);
+    const audit = await host.call('GET', `/sessions/${id}/audit`);
+    expect((audit.body.entries as { decidedBy: string }[]).map((e) => e.decidedBy)).toEqual(['user', 'user']);
   });
 });
