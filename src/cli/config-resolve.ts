@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { agentDataSettings } from '../runtime/agents.js';
 import { isAbsolute, resolve } from 'node:path';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { aiSdkModel } from '../model/ai-sdk-model.js';
@@ -82,6 +83,11 @@ export async function resolveConfig(loaded: LoadedConfig, options: ResolveOption
         fail(`${at}.delegation.agents.${index}`, `no agent named '${other}'; agents are: ${[...agentNames, 'default', 'explorer'].join(', ')}`);
       }
     }
+    for (const [index, other] of (agent.switchTo ?? []).entries()) {
+      if (!agentNames.includes(other) && other !== 'default' && other !== 'explorer') {
+        fail(`${at}.switchTo.${index}`, `no agent named '${other}'; agents are: ${[...agentNames, 'default', 'explorer'].join(', ')}`);
+      }
+    }
     const systemPrompt = await instructionsOf(agent, loaded, `${at}.instructions`);
     const tools = toolList(agent);
     agents[name] = {
@@ -91,8 +97,7 @@ export async function resolveConfig(loaded: LoadedConfig, options: ResolveOption
       ...(agent.guardrails !== undefined && { guardrails: agent.guardrails }),
       ...(agent.delegation && { delegation: agent.delegation }),
       ...(agent.sandbox && { sandbox: agent.sandbox }),
-      ...(agent.resume !== undefined && { resume: agent.resume }),
-      ...(agent.approvalTimeoutMs !== undefined && { approvalTimeoutMs: agent.approvalTimeoutMs }),
+      ...dataSettingsOf(agent),
       ...(agent.model !== undefined && { model: (await named(agent.model)).model }),
     };
     notes[name] = { description: agent.description, ...(agent.model !== undefined && { modelDescription: (await named(agent.model)).description }) };
@@ -181,4 +186,9 @@ async function buildModel(entry: string | LanguageModelV3, loaded: LoadedConfig,
   } catch (error) {
     throw new ConfigError(loaded.name, at, messageOf(error));
   }
+}
+
+/** The plain-data settings the file gave the agent, as the runtime takes them (each only when given). */
+function dataSettingsOf(agent: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.keys(agentDataSettings).flatMap((key) => (agent[key] === undefined ? [] : [[key, agent[key]]])));
 }

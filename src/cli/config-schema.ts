@@ -6,6 +6,7 @@ import { mcpServersSchema } from '../tools/mcp/server-config.js';
 import { sandboxChoiceSchema } from '../tools/sandbox/command-sandbox.js';
 import { agentSandboxSchema } from '../protocol/sandbox.js';
 import { guardrailsSchema } from '../runtime/guardrail-profiles.js';
+import { agentDataSettings } from '../runtime/agents.js';
 import { permissionRulesSchema } from '../tools/permission-rules.js';
 import { logFormatSchema, logLevelSchema } from '../host/logger.js';
 import type { PermissionRules } from '../protocol/permission-rule.js';
@@ -124,10 +125,12 @@ const agentFileSchema = z.strictObject({
     .optional(),
   /** `{ network: true }`: the agent's commands may use the network under the bubblewrap sandbox (default: none). */
   sandbox: agentSandboxSchema.optional(),
-  /** Issue 26: `false` ends a turn whose host went away `interrupted` instead of going on with it. */
-  resume: z.boolean().optional(),
-  /** Issue 26: an approval nobody answers within this many milliseconds is denied. */
-  approvalTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
+  /**
+   * The runtime's plain-data agent settings, with its bounds: `maxModelCalls`, `doomLoopThreshold`,
+   * `runTimeoutMs`, `toolTimeoutMs`, `parallelToolCalls`, `switchTo`, `resume` (issue 26),
+   * `approvalTimeoutMs` (issue 26), `retryPolicy` (issue 30).
+   */
+  ...agentDataSettings,
 });
 
 export const configFileSchema = z.strictObject({

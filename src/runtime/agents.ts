@@ -75,14 +75,30 @@ const toolPatternSchema = z
 /** Live children one turn may have when the agent does not say. */
 const DEFAULT_MAX_CHILDREN = 4;
 
-const agentConfigSchema = z.object({
-  systemPrompt: z.string().min(1).optional(),
+/**
+ * An agent's settings that are plain data, as `createRuntime`'s `agents` and a configuration file's
+ * `agents` both take them (one set of bounds for both).
+ */
+export const agentDataSettings = {
   maxModelCalls: z.number().int().min(1).max(1_000).optional(),
   doomLoopThreshold: z.number().int().min(2).max(100).optional(),
   runTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
   toolTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
-  /** `true` runs up to 4 reads of one response at once; a number sets the bound. */
+  /** `true` runs up to 4 calls of one response at once; a number sets the bound. */
   parallelToolCalls: z.union([z.boolean(), z.number().int().min(1).max(64)]).optional(),
+  /** agent.switch: the agents a session of this agent may switch to. */
+  switchTo: z.array(z.string().min(1).max(200)).max(64).optional(),
+  /** Issue 26: `false` ends a turn whose host went away `interrupted` instead of going on with it. */
+  resume: z.boolean().optional(),
+  /** Issue 26: an approval unanswered this long is denied (the wait survives restarts: it counts from the first request). */
+  approvalTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
+  /** Issue 30: `{ maxAttempts, backoffMs, on: ['timeout', 'transient'], continueLoop? }` for tools without their own. */
+  retryPolicy: toolRetryPolicySchema.optional(),
+};
+
+const agentConfigSchema = z.object({
+  systemPrompt: z.string().min(1).optional(),
+  ...agentDataSettings,
   /** RL-4: checked to be functions; the functions given are kept, not zod's wrappers. */
   hooks: hooksSchema.optional(),
   /** `'default'`, `'cline'`, or `{ profile?, loop?, cycles?, nearDuplicates?, mistakeLimit?, stallTimeoutMs?, maxTurnTokens? }`. */
@@ -93,8 +109,6 @@ const agentConfigSchema = z.object({
   delegation: z
     .strictObject({ agents: z.array(z.string().min(1).max(200)).min(1).max(64), maxChildren: z.number().int().min(1).max(64).optional(), nested: z.boolean().optional() })
     .optional(),
-  /** agent.switch: the agents a session of this agent may switch to. */
-  switchTo: z.array(z.string().min(1).max(200)).max(64).optional(),
   /** Issue 24: the agent's own model; checked as the runtime's `model` is. */
   model: z.custom<ModelPort>((v) => typeof (v as ModelPort | null)?.stream === 'function', 'a ModelPort').optional(),
   /** Issue 24: the registry tools (the runtime's `tools` and tool sources) this agent gets: exact names or globs. */
@@ -103,12 +117,6 @@ const agentConfigSchema = z.object({
   permissions: permissionRulesSchema.optional(),
   /** Issue 25: `{ network: true }` lets the agent's commands use the network under the bubblewrap sandbox. */
   sandbox: agentSandboxSchema.optional(),
-  /** Issue 26: `false` ends a turn whose host went away `interrupted` instead of going on with it. */
-  resume: z.boolean().optional(),
-  /** Issue 26: an approval unanswered this long is denied (the wait survives restarts: it counts from the first request). */
-  approvalTimeoutMs: z.number().int().min(1).max(2_147_483_647).optional(),
-  /** Issue 30: `{ maxAttempts, backoffMs, on: ['timeout', 'transient'], continueLoop? }` for tools without their own. */
-  retryPolicy: toolRetryPolicySchema.optional(),
 });
 
 /** Reads of one response run at once when parallel tool calls are on and no bound is given. */

@@ -92,6 +92,24 @@ describe('configuration file: formats', () => {
     expect(serveSettings([], {}, loaded)).toMatchObject({ port: 4997, 'permission-mode': 'auto', 'command-env': ['GIT_AUTHOR_NAME'] });
   });
 
+  it("gives an agent the runtime's plain settings: parallel calls, agents to switch to, a retry policy, limits", async () => {
+    const settings = {
+      parallelToolCalls: 3,
+      switchTo: ['reviewer'],
+      retryPolicy: { maxAttempts: 3, backoffMs: 100, on: ['timeout'] },
+      maxModelCalls: 12,
+      runTimeoutMs: 60_000,
+      toolTimeoutMs: 5_000,
+      doomLoopThreshold: 4,
+      approvalTimeoutMs: 30_000,
+      resume: false,
+    };
+    const loaded = await load('turnchart.config.json', json({ agents: { builder: { ...helper, ...settings }, reviewer: helper } }));
+    const { agents } = await resolveIt(loaded);
+    expect(agents.builder).toMatchObject(settings);
+    expect(Object.keys(agents.reviewer!)).not.toContain('parallelToolCalls');
+  });
+
   it('a module without a default export, and two files in one directory, are refused by name', async () => {
     await expect(load('turnchart.config.mjs', 'export const port = 1;\n')).rejects.toThrow('turnchart.config.mjs: it has no default export');
     const both = await mkdtemp(path.join(dir, 'both-'));
@@ -163,6 +181,15 @@ describe('configuration file: errors name the file and the key path', () => {
   it('an unknown tool', async () => {
     const message = await problem('turnchart.config.json', { agents: { reviewer: { ...helper, tools: ['read_file', 'read'] } } });
     expect(message).toMatch(/^turnchart\.config\.json: agents\.reviewer\.tools\.1: no tool named 'read'; tools are: read_file, list_dir, grep/);
+  });
+
+  it('an agent to switch to that does not exist, and a setting out of its range', async () => {
+    const message = await problem('turnchart.config.json', { agents: { builder: { ...helper, switchTo: ['revewer'] } } });
+    expect(message).toBe("turnchart.config.json: agents.builder.switchTo.0: no agent named 'revewer'; agents are: builder, default, explorer");
+    expect(await problem('turnchart.config.json', { agents: { builder: { ...helper, parallelToolCalls: 0 } } })).toMatch(/^turnchart\.config\.json: agents\.builder\.parallelToolCalls: /);
+    expect(await problem('turnchart.config.json', { agents: { builder: { ...helper, retryPolicy: { maxAttempts: 3, backoffMs: 1, on: ['sometimes'] } } } })).toMatch(
+      /^turnchart\.config\.json: agents\.builder\.retryPolicy\.on\.0: /,
+    );
   });
 
   it('an unknown MCP server', async () => {
