@@ -412,9 +412,9 @@ describe.each(durableTargets)('approval batches: a host that went away ($name)',
   });
 });
 
-describe('approval batches over HTTP', () => {
-  it('two writes posted over HTTP are approved through the API one after the other and run side by side', async () => {
-    db = sqliteFile();
+describe.each(durableTargets)('approval batches over HTTP ($name)', (target) => {
+  it.skipIf(target.skip)('two writes posted over HTTP are approved through the API one after the other and run side by side', async () => {
+    db = target.create();
     const writes = gatedTool('put', 'write');
     host = await testHost(db, [{ text: 'writing', toolCalls: calls('put', 1, 2) }, { text: 'written' }], {
       runtime: { tools: [writes.tool], agents: { default: { parallelToolCalls: true } } },
