@@ -74,7 +74,7 @@ export type TurnInterrupt =
  * allowed, or needing no approval). `releasing`: the last of them is cleared, and their charts take
  * up their runs and write their results in provider order.
  */
-export interface ApprovalBatch {
+interface ApprovalBatch {
   start: number;
   end: number;
   releasing: boolean;

@@ -157,7 +157,7 @@ function storedOutcome(run: RunRow): Record<string, unknown> {
 }
 
 /** The id of a run's end event: its sequence, marked as the end, so a client that comes back with it is known to have it. */
-export function endEventId(sequence: number): string {
+function endEventId(sequence: number): string {
   return `${sequence}-end`;
 }
 

@@ -293,6 +293,17 @@ describe.each(durableTargets)('approval batches: every approval first, then the 
     return { storage, session };
   };
 
+  /** Three writes in one response; the first is approved and running, the second is being asked about. */
+  const firstOfThreeRunning = async () => {
+    const writes = gatedTool('put', 'write');
+    const { storage, session } = await open([{ text: 'three', toolCalls: calls('put', 1, 2, 3) }], [writes.tool]);
+    const asked = approvals(session);
+    const turnId = await startTurn(session, 'go');
+    await session.resolvePermission({ turnId, toolCallId: await asked.nth(1), decision: 'allow_once' });
+    await writes.untilStarted(1);
+    return { writes, storage, session, asked, turnId };
+  };
+
   it.skipIf(target.skip)('asks for each write in provider order; each starts once approved, beside the others; results and audit rows in provider order', async () => {
     const writes = gatedTool('put', 'write');
     const reads = gatedTool('look', 'read');
@@ -330,12 +341,7 @@ describe.each(durableTargets)('approval batches: every approval first, then the 
   });
 
   it.skipIf(target.skip)('a denial ends the turn: what was approved before it still ran, the denial is written in its place, the calls after it never run', async () => {
-    const writes = gatedTool('put', 'write');
-    const { storage, session } = await open([{ text: 'three', toolCalls: calls('put', 1, 2, 3) }], [writes.tool]);
-    const asked = approvals(session);
-    const turnId = await startTurn(session, 'go');
-    await session.resolvePermission({ turnId, toolCallId: await asked.nth(1), decision: 'allow_once' });
-    await writes.untilStarted(1);
+    const { writes, storage, session, asked, turnId } = await firstOfThreeRunning();
     await session.resolvePermission({ turnId, toolCallId: await asked.nth(2), decision: 'deny' });
     writes.release(1);
     expect(await session.waitForTurn(turnId)).toMatchObject({ status: 'failed', code: 'permission_denied' });
@@ -347,12 +353,7 @@ describe.each(durableTargets)('approval batches: every approval first, then the 
   });
 
   it.skipIf(target.skip)('a cancel while the second approval waits: the approved write that is running is stopped and says `outcome_unknown`; the rest never ran', async () => {
-    const writes = gatedTool('put', 'write');
-    const { storage, session } = await open([{ text: 'three', toolCalls: calls('put', 1, 2, 3) }], [writes.tool]);
-    const asked = approvals(session);
-    const turnId = await startTurn(session, 'go');
-    await session.resolvePermission({ turnId, toolCallId: await asked.nth(1), decision: 'allow_once' });
-    await writes.untilStarted(1);
+    const { writes, storage, session, asked, turnId } = await firstOfThreeRunning();
     await asked.nth(2);
     expect(await session.cancelTurn(turnId)).toEqual({ ok: true });
     expect(await session.waitForTurn(turnId)).toMatchObject({ status: 'cancelled' });
