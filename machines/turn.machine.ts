@@ -190,6 +190,8 @@ export const turnMachine = setup({
      */
     opensApprovalBatch: notProvided<ContextGuard, boolean>('turn', 'opensApprovalBatch'),
     nextOpensApprovalBatch: notProvided<ContextGuard, boolean>('turn', 'nextOpensApprovalBatch'),
+    /** Issue 30: the turn is walking an approval batch to clear its calls (none of them has its result yet). */
+    clearingBatch: ({ context }) => context.approvalBatch !== null && !context.approvalBatch.releasing,
     /** Issue 30: the call just done was held by its approval batch: it has not run or written yet. */
     callHeld: ({ event }) => callOutputOf(event).cleared !== null,
     /** Issue 30: the held call was the batch's last, or ends the turn (a denial, a cancel): the batch is released up to it. */
@@ -701,8 +703,12 @@ export const turnMachine = setup({
               // The next call of the same response, in provider order: a new tool-call actor.
               { target: 'tool_call', reenter: true, actions: 'recordToolCall' },
             ],
-            // A tool-call actor that crashed (say, a tool schema that throws) still leaves every call with one result (RT-12).
-            onError: { target: '#turn.skipping_remaining', actions: 'assignToolCallCrash' },
+            // A tool-call actor that crashed (say, a tool schema that throws) still leaves every call with one result (RT-12):
+            // while a batch is being cleared, from the batch's first call (the calls held before it have none yet).
+            onError: [
+              { guard: 'clearingBatch', target: '#turn.skipping_remaining', actions: ['assignToolCallCrash', 'rewindToBatchStart'] },
+              { target: '#turn.skipping_remaining', actions: 'assignToolCallCrash' },
+            ],
           },
           initial: 'executing',
           states: {

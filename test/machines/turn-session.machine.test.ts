@@ -1,7 +1,8 @@
 import { createActor, toPromise } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { sessionMachine } from '../../machines/session.machine.js';
-import { turnMachine } from '../../machines/turn.machine.js';
+import { approvalBatchAction, turnMachine } from '../../machines/turn.machine.js';
+import type { SkipCallsInput } from '../../machines/turn.effects.js';
 import { FRESH_TRACKERS } from '../../machines/guardrails.js';
 import type { ModelResponse } from '../../src/protocol/model.js';
 import { hostWithPort, never, stubPort, toolCallStubs } from './stubs.js';
@@ -44,6 +45,45 @@ describe('turn chart through .provide() (RT-8, RT-10)', () => {
     expect(await done).toMatchObject({ outcome: { status: 'failed', code: 'max_model_calls' } });
     expect(t.calls()).toBe(4);
     expect(t.phases).toEqual(['starting', ...Array(4).fill(['running_model', 'running_tools']).flat(), 'failed']);
+  });
+});
+
+describe('turn chart: an approval batch whose call crashes (issue 30, RT-12)', () => {
+  it('a tool-call actor that crashes while its batch is cleared: every call of the batch, from the first, is skipped with a result', async () => {
+    const tool = toolCallStubs();
+    // The second call's actor throws as it starts: the first is held (cleared, no result yet).
+    const crashing = tool.machine.provide({
+      actions: {
+        startSpan: ({ context }) => {
+          if (context.call.id === 'c2') throw new Error('boom');
+        },
+      },
+    });
+    const skipped: string[][] = [];
+    const machine = turnMachine.provide({
+      actors: { toolCall: crashing },
+      guards: { mailboxHasMessages: () => false, holdRequested: () => false, callsReadInParallel: () => false, nextCallsReadInParallel: () => false, opensApprovalBatch: () => true, nextOpensApprovalBatch: () => false },
+      actions: { emitPhase: () => undefined, discardDraft: () => undefined, cancelChildren: () => undefined, openApprovalBatch: approvalBatchAction(() => 2), startClearedCall: () => undefined },
+    });
+    const handlers = {
+      ...tool.handlers,
+      beginTurn: async () => undefined,
+      prepareRequest: async () => ({ overLine: false }),
+      writeAssistant: async () => undefined,
+      skipToolCalls: async (input: SkipCallsInput) => void skipped.push(input.calls.map((c) => c.id)),
+      callModel: async (): Promise<ModelResponse> => ({
+        text: 'two',
+        reasoning: '',
+        toolCalls: ['c1', 'c2'].map((id) => ({ id, name: 'read_file', argumentsText: `{"path":"${id}"}` })),
+      }),
+    };
+    const input = { sessionId: 's', turnId: 't', limits: { maxModelCalls: 4, doomLoopThreshold: 3 }, trackers: FRESH_TRACKERS };
+    const actor = createActor(hostWithPort(machine, input, handlers));
+    const done = toPromise(actor);
+    actor.start();
+    expect(await done).toMatchObject({ outcome: { status: 'failed', code: 'tool_call_crashed' } });
+    expect(skipped).toEqual([['c1', 'c2']]);
+    expect(tool.written).toEqual([]);
   });
 });
 

@@ -51,6 +51,7 @@ const RESUME_TRANSITIONS = {
     'turn.running_tools.tool_call xstate.done.actor.toolCall#2',
     'turn.running_tools.tool_call xstate.done.actor.toolCall#6',
     'turn.running_tools.tool_call xstate.done.actor.toolCall#7',
+    'turn.running_tools.tool_call xstate.error.actor.toolCall#0',
   ],
   toolCall: [
     // Issue 30: a call held by its approval batch, and taken up once the batch is cleared (test/machines/tool-call.machine.test.ts, 'in an approval batch').
