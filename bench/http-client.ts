@@ -178,12 +178,14 @@ export function fetchClient(base: string): BenchClient {
  * One round's client side: creates the sessions, connects an SSE client to each (before the clock
  * starts), then runs every session's turns one after another (`POST` the turn, `GET ?wait`), and ends
  * once every SSE client has seen its session's last `turn_finished`. Each text delta's arrival goes
- * to `onDelta` as soon as its event is parsed.
+ * to `onDelta` as soon as its event is parsed; `onFinished` is told the round's times at its end,
+ * before the streams are closed.
  */
 export async function clientRound(
   client: BenchClient,
   options: ClientRoundOptions,
   onDelta: (sessionId: string, text: string) => void,
+  onFinished: (times: ClientRoundTimes) => void = () => undefined,
 ): Promise<ClientRoundTimes> {
   const finishLine = new FinishLine();
   const ids: string[] = [];
@@ -207,6 +209,7 @@ export async function clientRound(
     }),
   );
   const finishedAt = epochNow();
+  onFinished({ startedAt, finishedAt });
   client.close();
   await Promise.all(streams.map((s) => s.done));
   return { startedAt, finishedAt };

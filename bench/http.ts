@@ -50,7 +50,7 @@ import {
 } from '../src/index.js';
 import { median, readTool, stepOf } from './common.js';
 import { epochNow, FinishLine, turnText, type ClientKind } from './http-client.js';
-import type { RoundReply, RoundRequest } from './http-client-process.js';
+import type { RoundFinished, RoundReply, RoundRequest } from './http-client-process.js';
 import { benchScript } from './child-script.js';
 
 export const BENCH_TOOL = 'bench_read';
@@ -110,7 +110,7 @@ const DELTA_IN_CHUNK = /"sessionId":"([^"]+)"[^\n]*?"update":\{"type":"text_delt
 
 /**
  * Diagnostic: stamps in `probe` the moment the host hands each text delta's SSE bytes to its socket
- * (`ServerResponse.write`, which @hono/node-server calls for every chunk of a streamed body), so the
+ * (`ServerResponse.write`, which the event route calls for every chunk of its stream), so the
  * latency splits into the host's part and the part spent waiting for the client's callback. It
  * decodes every streamed chunk, which costs time: used in a round of its own, never a timed one.
  * Returns the function that takes the stamp off again.
@@ -118,9 +118,10 @@ const DELTA_IN_CHUNK = /"sessionId":"([^"]+)"[^\n]*?"update":\{"type":"text_delt
 export function stampSocketWrites(probe: DeltaProbe): () => void {
   const original = http.ServerResponse.prototype.write;
   const patched = function (this: http.ServerResponse, chunk: unknown, ...rest: unknown[]): boolean {
-    if (chunk instanceof Uint8Array) {
+    // The event route writes its frames as text (`writeSessionEvents`); other bodies come as bytes.
+    const text = typeof chunk === 'string' ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8') : null;
+    if (text !== null) {
       const at = epochNow();
-      const text = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
       for (const match of text.matchAll(DELTA_IN_CHUNK)) probe.wrote(match[1]!, match[2]!, at);
     }
     return (original as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
@@ -182,15 +183,19 @@ export class ClientProcess {
     this.child = fork(script.file, [], { execArgv: script.execArgv });
   }
 
-  round(request: RoundRequest): Promise<Extract<RoundReply, { ok: true }>> {
+  /** One round: `onFinished` when its work is done (`RoundFinished`), then its reply. */
+  round(request: RoundRequest, onFinished: (times: RoundFinished) => void = () => undefined): Promise<Extract<RoundReply, { ok: true }>> {
     return new Promise((resolve, reject) => {
       const onExit = (code: number | null) => reject(new Error(`the bench client process exited (${code})`));
       this.child.once('exit', onExit);
-      this.child.once('message', (reply: RoundReply) => {
+      const onMessage = (message: RoundFinished | RoundReply) => {
+        if ('finished' in message) return onFinished(message);
         this.child.off('exit', onExit);
-        if (reply.ok) resolve(reply);
-        else reject(new Error(`bench client: ${reply.message}`));
-      });
+        this.child.off('message', onMessage);
+        if (message.ok) resolve(message);
+        else reject(new Error(`bench client: ${message.message}`));
+      };
+      this.child.on('message', onMessage);
       this.child.send(request);
     });
   }
@@ -203,7 +208,8 @@ export class ClientProcess {
 /**
  * One round through the HTTP API: a fresh host in this process, its clients in `clients`. The
  * round's time runs from the client starting the turns to the trace queue being flushed after the
- * last subscriber has seen its last `turn_finished`.
+ * last subscriber has seen its last `turn_finished`: the flush starts when the client says so, not
+ * once it has closed its streams and sent the arrivals.
  */
 export async function httpRound(
   options: HttpBenchOptions,
@@ -224,10 +230,14 @@ export async function httpRound(
   });
   try {
     const stopSampling = sampleLoopDelay(loopDelay);
-    const reply = await clients.round({ base: host.url, options, clientKind, recordDeltas: probe !== null });
-    await host.runtime.flushTrace();
-    const elapsedMs = epochNow() - reply.startedAt;
-    stopSampling();
+    let ended: Promise<number> | null = null;
+    const flush = () => host.runtime.flushTrace().then(() => (stopSampling(), epochNow()));
+    const reply = await clients.round({ base: host.url, options, clientKind, recordDeltas: probe !== null }, () => {
+      ended = flush();
+      // Awaited below, once the reply is in; a failure is not unhandled meanwhile.
+      ended.catch(() => undefined);
+    });
+    const elapsedMs = (await (ended ?? flush())) - reply.startedAt;
     for (const [sessionId, text, at] of reply.arrivals) probe?.arrived(sessionId, text, at);
     const turns = options.sessions * options.turnsPerSession;
     return { turns, elapsedMs, turnsPerSecond: (turns * 1000) / elapsedMs };

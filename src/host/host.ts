@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { getRequestListener, RequestError } from '@hono/node-server';
+import { getRequestListener, RequestError, type Http2Bindings, type HttpBindings } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SessionStorage } from '../../storage/session-storage.js';
@@ -27,6 +27,7 @@ import { SessionListFeed } from '../inspect/session-list.js';
 import { statelyForward, type StatelyForward } from '../inspect/stately-forward.js';
 import { AgentDirectory, type AgentNote } from './agent-directory.js';
 import { createApp } from './app.js';
+import { answerWithDeferred } from './deferred-body.js';
 import { authentication, type Authenticate } from './auth.js';
 import { JwtVerifier, type JwtSettings } from './jwt-verifier.js';
 import { allowedHostSchema } from './host-check.js';
@@ -429,10 +430,14 @@ function sqliteFileOf(options: HostOptions): string | null {
   return forSessions || forTasks ? sqliteFile(options) : null;
 }
 
-function listen(fetch: (request: Request) => Response | Promise<Response>, hostname: string, port: number, timeouts: NonNullable<HostOptions['requestTimeouts']>): Promise<Server> {
+function listen(fetch: (request: Request, env: HttpBindings | Http2Bindings) => Response | Promise<Response>, hostname: string, port: number, timeouts: NonNullable<HostOptions['requestTimeouts']>): Promise<Server> {
   return new Promise((resolvePromise, reject) => {
-    // `serve` of @hono/node-server, but with an error handler for the requests it cannot build.
-    const listener = getRequestListener(fetch, { hostname, errorHandler: answerUnbuildable });
+    // `serve` of @hono/node-server, but with an error handler for the requests it cannot build, and the bodies routes write to Node's response themselves.
+    const answer = (request: Request, env: HttpBindings | Http2Bindings): Response | Promise<Response> => {
+      const answered = fetch(request, env);
+      return answered instanceof Promise ? answered.then((response) => answerWithDeferred(response, env.outgoing)) : answerWithDeferred(answered, env.outgoing);
+    };
+    const listener = getRequestListener(answer, { hostname, errorHandler: answerUnbuildable });
     const serverOptions = {
       ...(timeouts.headersMs !== undefined && { headersTimeout: timeouts.headersMs }),
       ...(timeouts.requestMs !== undefined && { requestTimeout: timeouts.requestMs }),

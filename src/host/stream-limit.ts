@@ -39,12 +39,11 @@ export class StreamLimit {
   }
 
   /**
-   * Opens a stream in a slot of its own. The slot is given back when the stream ends, fails or is
-   * cancelled (the client went away), or at once when opening it fails. A `HEAD` request gets the
-   * answer a `GET` would, without the body: its stream is opened (so errors are the same) and
-   * cancelled at once, since nobody would ever read it.
+   * A slot for a stream, claimed before anything is opened for it; the function returned gives it
+   * back (once, whenever it is called). Past the host's cap `TooManyStreams`, past the caller's
+   * quota `QuotaExceeded`.
    */
-  async open<T>(method: string, caller: Caller, open: () => Promise<ReadableStream<T>>): Promise<ReadableStream<T>> {
+  async claim(caller: Caller): Promise<() => void> {
     if (this.held >= this.max) {
       throw new ApiError('TooManyStreams', `this host serves its limit of ${this.max} concurrent streams; try again later`, { retryAfterMs: CAPACITY_RETRY_AFTER_MS });
     }
@@ -63,6 +62,17 @@ export class StreamLimit {
       release();
       throw error;
     }
+    return release;
+  }
+
+  /**
+   * Opens a stream in a slot of its own. The slot is given back when the stream ends, fails or is
+   * cancelled (the client went away), or at once when opening it fails. A `HEAD` request gets the
+   * answer a `GET` would, without the body: its stream is opened (so errors are the same) and
+   * cancelled at once, since nobody would ever read it.
+   */
+  async open<T>(method: string, caller: Caller, open: () => Promise<ReadableStream<T>>): Promise<ReadableStream<T>> {
+    const release = await this.claim(caller);
     let body: ReadableStream<T>;
     try {
       body = await open();

@@ -135,6 +135,29 @@ describe.each(durableTargets)('live updates over SSE on $name', ({ skip, create 
     expect(await finished(second, sessionId, turn.body.turnId as string)).toMatchObject({ status: 'completed' });
   });
 
+  it.skipIf(skip)('answers the stream with the headers the app gives every answer (CORS, Vary) before its events', async () => {
+    db = create();
+    const host = await open(db, [], { corsOrigin: 'https://app.example' });
+    const sessionId = await newSession(host);
+    const abort = new AbortController();
+    const response = await fetch(`${host.url}/sessions/${sessionId}/events`, { headers: { origin: 'https://app.example' }, signal: abort.signal });
+    try {
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      expect(response.headers.get('cache-control')).toBe('no-cache, no-transform');
+      // The CORS middleware's headers, the one set before the route and the one after it.
+      expect(response.headers.get('access-control-allow-origin')).toBe('https://app.example');
+      expect(response.headers.get('vary')).toContain('Origin');
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!text.includes('event: snapshot')) text += decoder.decode((await reader.read()).value, { stream: true });
+      expect(text.startsWith('retry: 1000\n\nevent: snapshot\nid: 0\n')).toBe(true);
+    } finally {
+      abort.abort();
+    }
+  });
+
   it.skipIf(skip)('cuts off a client that stops reading, while another client and the turn go on undelayed', async () => {
     db = create();
     // 25 MB in all: more than the network stack holds for a client that does not read, plus the 1 MiB allowed.

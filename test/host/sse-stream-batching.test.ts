@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { sessionEventStream, type SseOptions } from '../../src/host/sse-stream.js';
 import type { FeedSink, FeedStart, UpdateFeed } from '../../src/host/session-access.js';
 import type { SessionSnapshot } from '../../src/protocol/session-snapshot.js';
@@ -114,6 +114,24 @@ describe('session event stream: frames of one task go out as one chunk', () => {
     // Updates after the cancel are ignored, and nothing throws from the waiting flush.
     feed.sink!.update(envelope(2));
     await tick();
+  });
+
+  it('serializes an update once for all the clients following its session', async () => {
+    const feeds = [manualFeed({ kind: 'snapshot', snapshot: snapshot(0) }), manualFeed({ kind: 'snapshot', snapshot: snapshot(0) })];
+    const reads = feeds.map((feed) => chunksOf(sessionEventStream(feed, options)));
+    const updates = [envelope(1), envelope(2), envelope(3)];
+    const stringify = vi.spyOn(JSON, 'stringify');
+    try {
+      // As the session's update stream delivers: each envelope to every subscriber in turn.
+      for (const update of updates) for (const feed of feeds) feed.sink!.update(update);
+      expect(stringify.mock.calls.filter(([value]) => updates.includes(value as UpdateEnvelope))).toHaveLength(3);
+    } finally {
+      stringify.mockRestore();
+    }
+    for (const feed of feeds) feed.sink!.end();
+    const [first, second] = (await Promise.all(reads)).map((chunks) => chunks.join(''));
+    expect(idsIn(first!)).toEqual([0, 1, 2, 3]);
+    expect(second).toBe(first);
   });
 
   it('a client past its buffer is cut off when the next frame comes, as before', async () => {

@@ -1,3 +1,4 @@
+import { ServerResponse } from 'node:http';
 import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import { callerOf } from '../auth.js';
 import { sessionOf, type HostContext } from '../host-context.js';
@@ -5,7 +6,9 @@ import type { Caller } from '../../protocol/principal.js';
 import type { UpdateFeed } from '../session-access.js';
 import { errors, EventsQuery, SessionParams } from '../schemas.js';
 import { resumePoint } from '../resume-point.js';
-import { sessionEventStream } from '../sse-stream.js';
+import { sessionEventStream, writeSessionEvents } from '../sse-stream.js';
+import { SSE_HEADERS } from '../sse-writer.js';
+import { deferBody } from '../deferred-body.js';
 import { untilOwnerAnswers } from '../sse-takeover.js';
 
 const route = createRoute({
@@ -24,23 +27,34 @@ const route = createRoute({
 export function eventRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(route, async (c) => {
     const after = resumePoint(c.req.header('last-event-id'), c.req.valid('query').after);
-    // Node's response, so a client that falls behind can be cut off at once (the Node adapter passes it as env).
-    const outgoing = (c.env as { outgoing?: { destroy(): void } } | undefined)?.outgoing;
+    // Node's response (the Node adapter passes it as env): written to directly, and a client that falls behind is cut off at once.
+    const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
     const caller = callerOf(c);
+    const sessionId = c.req.valid('param').sessionId;
+    if (outgoing instanceof ServerResponse && c.req.method === 'GET') {
+      const release = await host.limits.streams.claim(caller);
+      let feed: UpdateFeed;
+      try {
+        feed = await feedOf(host, sessionId, caller, after, c.req.raw.signal);
+      } catch (error) {
+        release();
+        throw error;
+      }
+      deferBody(outgoing, {
+        start: (response) => writeSessionEvents(response, feed, host.sse, release),
+        cancel: () => {
+          // The feed holds its subscription until it is taken: taken and dropped at once.
+          feed.subscribe({ update: () => undefined, end: () => undefined })();
+          release();
+        },
+      });
+      return new Response(null, { status: 200, headers: SSE_HEADERS });
+    }
     const stream = await host.limits.streams.open(c.req.method, caller, async () => {
-      const feed = await feedOf(host, c.req.valid('param').sessionId, caller, after, c.req.raw.signal);
-      return sessionEventStream(feed, host.sse, outgoing && (() => outgoing.destroy()));
+      const feed = await feedOf(host, sessionId, caller, after, c.req.raw.signal);
+      return sessionEventStream(feed, host.sse, outgoing instanceof ServerResponse ? () => outgoing.destroy() : undefined);
     });
-    return new Response(stream, {
-      status: 200,
-      headers: {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache, no-transform',
-        connection: 'keep-alive',
-        'transfer-encoding': 'chunked',
-        'x-accel-buffering': 'no',
-      },
-    });
+    return new Response(stream, { status: 200, headers: SSE_HEADERS });
   });
 }
 
