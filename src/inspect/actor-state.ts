@@ -41,6 +41,8 @@ export interface SnapshotLike {
   value?: unknown;
   context?: unknown;
   children?: Record<string, AnyActorRef | undefined>;
+  /** XState's active state nodes, carried from one snapshot to the next by reference while they stay the same. */
+  _nodes?: unknown;
 }
 
 /** Sanitized contexts by context object: a transition without `assign` keeps the same context, so most snapshots reuse one copy. */
@@ -64,15 +66,47 @@ export function actorState(info: ActorInfo, snapshot: unknown): ActorState {
 
 /** An actor's state but its context. */
 export function stateParts(info: ActorInfo, s: SnapshotLike): Omit<ActorState, 'context'> {
+  return { actor: info, status: typeof s.status === 'string' ? s.status : 'active', states: activeStates(info, s), children: childIds(s) };
+}
+
+/** A snapshot's active state ids (see `activeStateIds`); none for an actor that is not a state machine. */
+export function activeStates(info: ActorInfo, s: SnapshotLike): string[] {
+  const value = s.value as StateValue | undefined;
+  return info.machineId !== null && value !== undefined ? statesOf(info.machineId, value, s._nodes) : [];
+}
+
+/** A snapshot's children: name → actor id. */
+export function childIds(s: SnapshotLike): Record<string, string> {
   const children: Record<string, string> = {};
   for (const [name, child] of Object.entries(s.children ?? {})) if (child) children[name] = (child as unknown as ActorInternals).sessionId;
-  const value = s.value as StateValue | undefined;
-  return {
-    actor: info,
-    status: typeof s.status === 'string' ? s.status : 'active',
-    states: info.machineId !== null && value !== undefined ? activeStateIds(info.machineId, value) : [],
-    children,
-  };
+  return children;
+}
+
+/** Configurations met, by their state nodes in order: a trie of XState's own node objects, one level per node. */
+interface Configuration {
+  next: WeakMap<object, Configuration>;
+  states?: string[];
+}
+
+const configurations = new WeakMap<object, Configuration>();
+
+/**
+ * The active state ids of a snapshot. A chart moves among a few configurations, and XState's
+ * snapshot value (from which the ids are spelled) is a function of its nodes (`_nodes`, the chart's
+ * own state node objects): the ids of a configuration met before are the same list, already spelled
+ * (shared: read only).
+ */
+function statesOf(machineId: string, value: StateValue, nodes: unknown): string[] {
+  if (!Array.isArray(nodes) || nodes.length === 0) return activeStateIds(machineId, value);
+  let level = configurations;
+  let configuration: Configuration | undefined;
+  for (const node of nodes as unknown[]) {
+    if (typeof node !== 'object' || node === null) return activeStateIds(machineId, value);
+    configuration = level.get(node);
+    if (configuration === undefined) level.set(node, (configuration = { next: new WeakMap() }));
+    level = configuration.next;
+  }
+  return (configuration!.states ??= activeStateIds(machineId, value));
 }
 
 /**
@@ -97,11 +131,8 @@ interface TransitionLike {
   eventType?: string;
 }
 
-/** The transitions of a microstep, by state id. */
-export function takenTransitions(transitions: readonly unknown[]): TakenTransition[] {
-  return transitions.map((t) => {
-    const tr = t as TransitionLike;
-    const source = tr.source?.id ?? '';
-    return { source, targets: tr.target?.map((x) => x.id) ?? [], eventType: tr.eventType ?? '' };
-  });
+/** A transition of a microstep, by state id. */
+export function takenTransition(transition: unknown): TakenTransition {
+  const tr = transition as TransitionLike;
+  return { source: tr.source?.id ?? '', targets: tr.target?.map((x) => x.id) ?? [], eventType: tr.eventType ?? '' };
 }

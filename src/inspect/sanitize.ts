@@ -111,7 +111,7 @@ type Budget = { left: number };
  * Members of a plain object as `sanitize(record)` copies them, each handed to `each` with what it
  * takes of the byte budget, its key included, and whether its copy depends on the record (it refers
  * back to it: `[circular]` there). While a record's members take less than `maxBytes` in all (see
- * {@link membersFit}), `sanitize(record)` is exactly its members copied one by one so — the budget
+ * {@link plainMembersFit}), `sanitize(record)` is exactly its members copied one by one so — the budget
  * runs out for none — and a context whose assign changed two keys needs only those two copied.
  */
 export function sanitizeMembers(
@@ -157,13 +157,14 @@ class RecordSeen extends Set<object> {
 }
 
 /**
- * Whether `sanitize(value)` copies `value` member by member as {@link sanitizeMembers} does: a plain
- * object (not an array, a Date, a Map or an actor, which it copies otherwise) of at most `maxItems`
- * keys, whose members' costs add up (with its braces) to `total`, under the byte budget.
+ * Whether `sanitize(value)` copies `value` member by member as {@link sanitizeMembers} does, for a
+ * value `isPlainRecord` accepted (not an array, a Date, a Map or an actor, which it copies
+ * otherwise): at most `maxItems` keys, whose members' costs add up (with its braces) to `total`,
+ * under the byte budget.
  */
-export function membersFit(value: object, keyCount: number, total: number, limits: SanitizeLimits = DEFAULT_LIMITS): boolean {
+export function plainMembersFit(value: object, keyCount: number, total: number, limits: SanitizeLimits = DEFAULT_LIMITS): boolean {
   // An own `__proto__` key (JSON.parse makes one) is set as the copy's prototype by `copyRecord`, not kept: left to it.
-  return keyCount <= limits.maxItems && RECORD_BRACES + total < limits.maxBytes && isPlainRecord(value) && !Object.hasOwn(value, '__proto__');
+  return keyCount <= limits.maxItems && RECORD_BRACES + total < limits.maxBytes && !Object.hasOwn(value, '__proto__');
 }
 
 /** What `copyRecord` takes of the budget for a record's own braces. */
@@ -236,6 +237,8 @@ function keptString(text: string, limits: SanitizeLimits): string {
   let redacted: string | null = null;
   let unscanned = 0;
   if (first === LBRACE || first === LBRACKET) {
+    const known = recentJsonText(text, limits);
+    if (known !== null) return known;
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -251,9 +254,34 @@ function keptString(text: string, limits: SanitizeLimits): string {
     if (text.length > window) unscanned = text.length - window;
     redacted = scannedText(text, window);
   }
-  if (redacted.length <= limits.maxString && unscanned === 0) return redacted;
-  const shown = redacted.slice(0, limits.maxString);
+  const kept = redacted.length <= limits.maxString && unscanned === 0 ? redacted : cutString(redacted, limits.maxString, unscanned);
+  if (first === LBRACE || first === LBRACKET) rememberJsonText(text, limits, kept);
+  return kept;
+}
+
+function cutString(redacted: string, maxString: number, unscanned: number): string {
+  const shown = redacted.slice(0, maxString);
   return `${shown}… [${redacted.length - shown.length + unscanned} more characters]`;
+}
+
+/**
+ * The last few texts that start as JSON, with what they were kept as: a tool call's
+ * `argumentsText` reaches the inspector as the same string in the model's response, the turn's
+ * context, the tool call's input and its context — each time parsed, copied and written again
+ * otherwise. Looked up with `===`, as `recentScans`; a text's result depends on the limits too.
+ */
+const recentJson: { text: string; limits: SanitizeLimits; kept: string }[] = [];
+
+function recentJsonText(text: string, limits: SanitizeLimits): string | null {
+  if (text.length > REMEMBERED_LENGTH.max) return null;
+  for (const seen of recentJson) if (seen.text === text && seen.limits === limits) return seen.kept;
+  return null;
+}
+
+function rememberJsonText(text: string, limits: SanitizeLimits, kept: string): void {
+  if (text.length > REMEMBERED_LENGTH.max) return;
+  if (recentJson.length >= RECENT_SCANS) recentJson.shift();
+  recentJson.push({ text, limits, kept });
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { ActorChange, ActorInfo, ActorState } from './stream-protocol.js';
-import { sanitizedContext, stateParts, type SnapshotLike } from './actor-state.js';
-import { isPlainRecord, membersFit, sanitizeMembers } from './sanitize.js';
+import { activeStates, childIds, sanitizedContext, stateParts, type SnapshotLike } from './actor-state.js';
+import { isPlainRecord, plainMembersFit, sanitizeMembers } from './sanitize.js';
 
 /** An actor's next message: its whole state (`change` null: its first), or what changed since the last. */
 export type ActorMessage = { version: number; state: ActorState; change: null } | { version: number; state: null; change: ActorChange };
@@ -34,7 +34,7 @@ export class SentActor {
 
   /** The actor's next message: whole when it is the first, or when `whole` asks for it (its base is gone from where pages find it). */
   next(snapshot: unknown, whole = false): ActorMessage {
-    const s = (snapshot ?? {}) as SnapshotLike & { _nodes?: unknown };
+    const s = (snapshot ?? {}) as SnapshotLike;
     const raw = this.info.machineId !== null ? s.context : null;
     this.version += 1;
     if (this.version === 1 || whole) {
@@ -53,11 +53,14 @@ export class SentActor {
     const status = typeof s.status === 'string' ? s.status : 'active';
     if (status !== this.status) change.status = this.status = status;
     // XState carries a snapshot's configuration (`_nodes`) and children over by reference while they stay the same.
-    if (s._nodes === undefined || s._nodes !== this.nodes || s.children !== this.rawChildren) {
-      const parts = stateParts(this.info, s);
-      if (!sameList(parts.states, this.states)) change.states = this.states = parts.states;
-      if (!sameRecord(parts.children, this.children)) change.children = this.children = parts.children;
+    if (s._nodes === undefined || s._nodes !== this.nodes) {
+      const states = activeStates(this.info, s);
+      if (!sameList(states, this.states)) change.states = this.states = states;
       this.nodes = s._nodes;
+    }
+    if (s._nodes === undefined || s.children !== this.rawChildren) {
+      const children = childIds(s);
+      if (!sameRecord(children, this.children)) change.children = this.children = children;
       this.rawChildren = s.children;
     }
     if (raw !== this.raw) this.contextChange(raw, change);
@@ -84,7 +87,7 @@ export class SentActor {
   }
 
   /**
-   * Moves to context `raw`: when the sanitizer copies it key by key (`membersFit`), sanitizes each
+   * Moves to context `raw`: when the sanitizer copies it key by key (`plainMembersFit`), sanitizes each
    * key whose value is not the one it had in the last context (all of them after a whole one), hands
    * it to `each` and keeps its cost; answers the keys gone. Null when it goes whole.
    */
@@ -97,7 +100,7 @@ export class SentActor {
     this.fits = false;
     if (!isPlainRecord(raw)) return null;
     const keys = Object.keys(raw);
-    if (!membersFit(raw, keys.length, 0)) return null;
+    if (!plainMembersFit(raw, keys.length, 0)) return null;
     let total = before !== null ? this.total : 0;
     let changed: readonly string[] = keys;
     if (before !== null) {
@@ -131,7 +134,7 @@ export class SentActor {
     }
     this.costs = costs;
     this.total = total;
-    this.fits = membersFit(raw, keys.length, total);
+    this.fits = plainMembersFit(raw, keys.length, total);
     return gone;
   }
 }
@@ -146,6 +149,8 @@ function sameMember(a: Record<string, unknown>, b: Record<string, unknown>, key:
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {
+  // A configuration met before gives the same list (see `activeStates`).
+  if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i += 1) if (a[i] !== b[i]) return false;
   return true;

@@ -1,11 +1,12 @@
 import type { Subscription as RxSubscription } from 'rxjs';
 import type { AnyActorRef, InspectionEvent, Subscription } from 'xstate';
-import type { SessionUpdate, UpdateEnvelope } from '../protocol/updates.js';
+import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
-import { actorInfo, currentActors, takenTransitions } from './actor-state.js';
+import { actorInfo, currentActors } from './actor-state.js';
 import { sanitize } from './sanitize.js';
 import { SentActor } from './sent-actor.js';
-import type { ActorChange, ActorInfo, ActorState, StreamHello, StreamItem, TakenTransition, VersionedActorState } from './stream-protocol.js';
+import { changeJson, jsonMember, knownActor, numberMember, stateJson, transitionsJson, wordMember, type KnownActor } from './message-json.js';
+import type { ActorChange, ActorState, StreamHello, StreamItem, VersionedActorState } from './stream-protocol.js';
 
 /** A message ready to send: its cursor and its JSON. */
 export interface Sent {
@@ -39,7 +40,17 @@ const WATCH_BUFFER = 2_000;
  * state or change is read back from its JSON when it leaves the buffer, rather than kept as objects
  * the collector would walk for as long as the message is buffered.
  */
-type ActorEntry = { id: string; whole: boolean };
+type ActorEntry = { readonly id: string; readonly whole: boolean };
+
+/** An actor as the watch knows it; `sent` once it has a message of its state. */
+interface WatchedActor extends KnownActor {
+  sent?: SentActor;
+  /** Microsteps seen since its last snapshot: XState's transitions its next snapshot took, one list per microstep. */
+  steps?: (readonly unknown[])[];
+  /** Its buffer entries (the same for all of its whole messages, and for all of its deltas). */
+  whole?: ActorEntry;
+  delta?: ActorEntry;
+}
 
 /** A buffered message. */
 interface Buffered extends Sent {
@@ -60,11 +71,9 @@ export class SessionWatch {
   private readonly ring: Buffered[] = [];
   private pending: Raw[] = [];
   private flushScheduled = false;
-  private readonly infos = new WeakMap<AnyActorRef, ActorInfo>();
-  /** Microsteps seen since each actor's last snapshot: the transitions its next snapshot took. */
-  private readonly steps = new Map<string, TakenTransition[]>();
-  /** What each actor's messages have said: the next one is sent as the difference. Gone with the actor. */
-  private readonly sent = new WeakMap<AnyActorRef, SentActor>();
+  /** Each actor seen, with what its messages have said (`sent`: the next one is sent as the difference). Gone with the actor. */
+  private readonly actors = new WeakMap<AnyActorRef, WatchedActor>();
+  private lastTurn: { id: unknown; json: string } = { id: undefined, json: '' };
   /**
    * For each actor with messages in the buffer: its state before the oldest of them (the last one
    * dropped from the buffer, the deltas applied in place), where a page that replays the buffer
@@ -110,7 +119,7 @@ export class SessionWatch {
       cursor: this.lastCursor,
       reset: !resumable,
       // Each actor with the version of its newest message, so the deltas after the hello apply to it.
-      actors: this.ended ? [] : currentActors(this.handle.actor, (ref) => this.sent.get(ref)?.version ?? 0),
+      actors: this.ended ? [] : currentActors(this.handle.actor, (ref) => this.actors.get(ref)?.sent?.version ?? 0),
       history: resumable ? [] : this.history(),
       session: this.handle.snapshot(),
       principal: this.handle.principal,
@@ -197,15 +206,12 @@ export class SessionWatch {
     if (this.pending.length === 0) return;
     const batch = this.pending;
     this.pending = [];
-    const at = this.now();
+    const at = JSON.stringify(this.now());
     for (const raw of batch) {
-      const made = this.itemOf(raw, at);
-      if (made === null) continue;
-      const { item, actor } = made;
-      const json = JSON.stringify(item);
-      const entry: Buffered = actor ? { cursor: item.cursor, json, actor } : { cursor: item.cursor, json };
+      const entry = this.messageOf(raw, at);
+      if (entry === null) continue;
       this.ring.push(entry);
-      if (actor) this.buffered.set(actor.id, (this.buffered.get(actor.id) ?? 0) + 1);
+      if (entry.actor) this.buffered.set(entry.actor.id, (this.buffered.get(entry.actor.id) ?? 0) + 1);
       if (this.ring.length > WATCH_BUFFER) this.drop(this.ring.length - WATCH_BUFFER);
       for (const listener of this.listeners) listener.item(entry);
     }
@@ -234,61 +240,71 @@ export class SessionWatch {
     }
   }
 
-  private itemOf(raw: Raw, at: number): { item: StreamItem; actor?: Buffered['actor'] } | null {
+  /**
+   * A recorded event as the message it makes, written as JSON straight away: what repeats from one
+   * message to the next (an actor's info and id, the transitions of its chart) is serialized once,
+   * so only what a step said is stringified. Keys come in the order of `StreamItem`'s types.
+   */
+  private messageOf(raw: Raw, at: string): Buffered | null {
     if (raw.kind === 'update') {
       // The envelope's own fields are the runtime's ids and numbers; only the update holds what a model or tool said.
       const { turnId, sequence, occurredAtMs, update } = raw.envelope;
-      return { item: { kind: 'update', cursor: this.cursors.next(), at, envelope: { turnId, sequence, occurredAtMs, update: sanitize(update) as SessionUpdate } } };
+      const cursor = this.cursors.next();
+      const rest = `${numberMember('sequence', sequence)}${numberMember('occurredAtMs', occurredAtMs)}${jsonMember('update', sanitize(update))}`;
+      const turn = this.turnJson(turnId);
+      // Members come with their leading comma, the turn's without: the envelope is cut (which copies its pieces into one string) only when it has no turn.
+      const envelope = turn !== '' ? `{${turn}${rest}}` : `{${rest.substring(1)}}`;
+      return { cursor, json: `{"kind":"update","cursor":${cursor},"at":${at},"envelope":${envelope}}` };
     }
-    const info = this.infoOf(raw.ref);
+    const known = this.knownOf(raw.ref);
     switch (raw.kind) {
-      case 'actor':
-        return { item: { kind: 'actor', cursor: this.cursors.next(), at, actor: info } };
+      case 'actor': {
+        const cursor = this.cursors.next();
+        return { cursor, json: `{"kind":"actor","cursor":${cursor},"at":${at},"actor":${known.json}}` };
+      }
       case 'microstep': {
-        const taken = this.steps.get(info.actorId) ?? [];
-        taken.push(...takenTransitions(raw.transitions));
-        this.steps.set(info.actorId, taken);
+        if (known.steps) known.steps.push(raw.transitions);
+        else known.steps = [raw.transitions];
         return null;
       }
-      case 'event':
-        return {
-          item: {
-            kind: 'event',
-            cursor: this.cursors.next(),
-            at,
-            actorId: info.actorId,
-            sourceId: raw.source ? this.infoOf(raw.source).actorId : null,
-            eventType: raw.event.type,
-            event: sanitize(raw.event),
-          },
-        };
+      case 'event': {
+        const cursor = this.cursors.next();
+        const source = raw.source ? this.knownOf(raw.source).id : 'null';
+        const json = `{"kind":"event","cursor":${cursor},"at":${at},"actorId":${known.id},"sourceId":${source}${wordMember('eventType', raw.event.type)}${jsonMember('event', sanitize(raw.event))}}`;
+        return { cursor, json };
+      }
       case 'snapshot': {
+        const info = known.info;
         // The effect port's snapshots carry no state: its events say what it does.
         if (info.machineId === null) return null;
-        const transitions = this.steps.get(info.actorId) ?? [];
-        this.steps.delete(info.actorId);
-        let sent = this.sent.get(raw.ref);
-        if (!sent) this.sent.set(raw.ref, (sent = new SentActor(info)));
+        const transitions = transitionsJson(known.steps);
+        known.steps = undefined;
+        const sent = (known.sent ??= new SentActor(info));
         // Every message of the actor has left the buffer, and its base with them: a page that joins must get this one whole.
         const message = sent.next(raw.snapshot, !this.buffered.has(info.actorId));
         const cursor = this.cursors.next();
-        const eventType = raw.event.type;
-        const { version } = message;
-        const actor = { id: info.actorId, whole: message.change === null };
+        const head = `"cursor":${cursor},"at":${at},"actorId":${known.id}${wordMember('eventType', raw.event.type)},"transitions":${transitions},"version":${message.version}`;
+        const actor = message.change === null ? (known.whole ??= { id: info.actorId, whole: true }) : (known.delta ??= { id: info.actorId, whole: false });
         return message.change === null
-          ? { item: { kind: 'snapshot', cursor, at, actorId: info.actorId, eventType, transitions, version, state: message.state }, actor }
-          : { item: { kind: 'delta', cursor, at, actorId: info.actorId, eventType, transitions, version, change: message.change }, actor };
+          ? { cursor, json: `{"kind":"snapshot",${head},"state":${stateJson(known, message.state)}}`, actor }
+          : { cursor, json: `{"kind":"delta",${head},"change":${changeJson(message.change)}}`, actor };
       }
     }
   }
 
-  private infoOf(ref: AnyActorRef): ActorInfo {
-    let info = this.infos.get(ref);
-    if (!info) {
-      info = actorInfo(ref);
-      this.infos.set(ref, info);
+  private knownOf(ref: AnyActorRef): WatchedActor {
+    let known = this.actors.get(ref);
+    if (!known) {
+      known = knownActor(actorInfo(ref));
+      this.actors.set(ref, known);
     }
-    return info;
+    return known;
+  }
+
+  /** `"turnId":…` of an update (nothing when it has none): the same turn's, quoted once, in most of a batch. */
+  private turnJson(turnId: unknown): string {
+    if (turnId !== this.lastTurn.id) this.lastTurn = { id: turnId, json: jsonMember('turnId', turnId).substring(1) };
+    return this.lastTurn.json;
   }
 
   private end(): void {
@@ -311,7 +327,7 @@ function applyInPlace(state: ActorState, change: ActorChange): void {
   if (change.children !== undefined) state.children = change.children;
   if ('context' in change) state.context = change.context;
   else if (change.set !== undefined || change.unset !== undefined) {
-    // JSON.parse made the context and the set: a `__proto__` key (which a key-wise context never has, see `membersFit`) stays a key either way.
+    // JSON.parse made the context and the set: a `__proto__` key (which a key-wise context never has, see `plainMembersFit`) stays a key either way.
     const context = state.context as Record<string, unknown>;
     for (const key of change.unset ?? []) delete context[key];
     for (const [key, value] of Object.entries(change.set ?? {})) Object.defineProperty(context, key, { value, enumerable: true, writable: true, configurable: true });

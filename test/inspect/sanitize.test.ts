@@ -104,6 +104,23 @@ describe('inspection sanitizer', () => {
     expect(out).toEqual({ argumentsText: '{"path":"a","auth":"[redacted]"}', plain: '{not json', list: '[{"token":"[redacted]"}]' });
   });
 
+  it('keeps a JSON text it met a moment ago as it kept it then, under the same limits only', () => {
+    // Built anew each time: the same text as another string, as each step's events and contexts hold it.
+    const args = () => ['{"path":"a.txt","apiKey":"sk-live-abc",', '"note":"', 'x'.repeat(30), '"}'].join('');
+    const whole = sanitize({ argumentsText: args() });
+    expect(whole).toEqual({ argumentsText: `{"path":"a.txt","apiKey":"[redacted]","note":"${'x'.repeat(30)}"}` });
+    const short = { ...limits, maxString: 20, maxItems: 10 };
+    const cut = sanitize({ argumentsText: args() }, short);
+    expect(cut).toEqual({ argumentsText: '{"path":"a.txt","api… [58 more characters]' });
+    for (let i = 0; i < 3; i += 1) {
+      expect(sanitize({ argumentsText: args() })).toEqual(whole);
+      expect(sanitize({ argumentsText: args() }, short)).toEqual(cut);
+    }
+    // Other texts in between push it out of the few kept; it is then parsed again, to the same result.
+    for (let i = 0; i < 40; i += 1) sanitize({ argumentsText: `{"i":${i}}` });
+    expect(sanitize({ argumentsText: args() })).toEqual(whole);
+  });
+
   it('caps strings, arrays, object keys and depth, and says what it cut', () => {
     const out = sanitize({ s: 'abcdefghijklmnop', a: [1, 2, 3, 4, 5], deep: { b: { c: { d: 1 } } }, list: [[[1]]] }, { ...limits, maxItems: 10 }) as Record<string, unknown>;
     expect(out.s).toBe('abcdefghij… [6 more characters]');
