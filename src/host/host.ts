@@ -28,6 +28,7 @@ import { statelyForward, type StatelyForward } from '../inspect/stately-forward.
 import { AgentDirectory, type AgentNote } from './agent-directory.js';
 import { createApp } from './app.js';
 import { answerWithDeferred } from './deferred-body.js';
+import { atWriteTime } from './write-batch.js';
 import { authentication, type Authenticate } from './auth.js';
 import { JwtVerifier, type JwtSettings } from './jwt-verifier.js';
 import { allowedHostSchema } from './host-check.js';
@@ -430,12 +431,28 @@ function sqliteFileOf(options: HostOptions): string | null {
   return forSessions || forTasks ? sqliteFile(options) : null;
 }
 
-function listen(fetch: (request: Request, env: HttpBindings | Http2Bindings) => Response | Promise<Response>, hostname: string, port: number, timeouts: NonNullable<HostOptions['requestTimeouts']>): Promise<Server> {
+function listen(
+  fetch: (request: Request, env: HttpBindings | Http2Bindings) => Response | Promise<Response>,
+  hostname: string,
+  port: number,
+  timeouts: NonNullable<HostOptions['requestTimeouts']>,
+): Promise<Server> {
   return new Promise((resolvePromise, reject) => {
     // `serve` of @hono/node-server, but with an error handler for the requests it cannot build, and the bodies routes write to Node's response themselves.
-    const answer = (request: Request, env: HttpBindings | Http2Bindings): Response | Promise<Response> => {
+    // Answers are written with the other socket writes of their turn of the event loop (`write-batch.ts`); a failure goes to the adapter at once.
+    const answer = (request: Request, env: HttpBindings | Http2Bindings): Promise<Response> => {
       const answered = fetch(request, env);
-      return answered instanceof Promise ? answered.then((response) => answerWithDeferred(response, env.outgoing)) : answerWithDeferred(answered, env.outgoing);
+      const written = (response: Response) =>
+        new Promise<Response>((resolveAnswer, rejectAnswer) =>
+          atWriteTime(() => {
+            try {
+              resolveAnswer(answerWithDeferred(response, env.outgoing));
+            } catch (error) {
+              rejectAnswer(error);
+            }
+          }),
+        );
+      return answered instanceof Promise ? answered.then(written) : written(answered);
     };
     const listener = getRequestListener(answer, { hostname, errorHandler: answerUnbuildable });
     const serverOptions = {

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { UpdateEnvelope } from '../protocol/updates.js';
 import type { UpdateFeed } from './session-access.js';
+import { atWriteTime } from './write-batch.js';
 
 export interface SseOptions {
   /** A comment line this often keeps proxies from closing a quiet stream. */
@@ -129,10 +130,11 @@ function followFeed(feed: UpdateFeed, options: SseOptions, sink: FrameSink): () 
   /**
    * A step's updates come in bursts (its deltas, its message, the tool call's start) spread
    * over the microtasks of one task, and each chunk costs a write with its chunk framing (and, on
-   * the web stream, its reads and an `encode`): the frames of one task and its microtasks go out
-   * as one chunk when the next-tick queue runs. In the HTTP bench that is 5 chunks per turn
-   * instead of 34 and about a tenth less of the host's CPU per turn (bench/README.md). Node
-   * writes the chunk to the socket at its next tick, as it does every response's writes.
+   * the web stream, its reads and an `encode`): the frames written meanwhile go out as one chunk,
+   * with the host's other socket writes of that turn of the event loop (`atWriteTime`: in its
+   * check phase, or at the end of a task once the first has waited 2 ms). In the HTTP bench that
+   * is about 5 chunks per turn instead of 34 (bench/README.md). Node writes the chunk to the
+   * socket at its next tick, as it does every response's writes.
    */
   const flush = (): void => {
     flushing = false;
@@ -148,7 +150,7 @@ function followFeed(feed: UpdateFeed, options: SseOptions, sink: FrameSink): () 
       pending += text;
       if (!flushing) {
         flushing = true;
-        process.nextTick(flush);
+        atWriteTime(flush);
       }
       return;
     }
