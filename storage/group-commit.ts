@@ -7,8 +7,7 @@ import { sql, type RawBuilder } from 'kysely';
  * so write-before-run (RT-12) holds per session.
  *
  * A lone write goes out alone, through the statement used without batching. While `maxInFlight`
- * batches wait on the server, new writes gather; they leave as one batch when one returns. With
- * nothing on the server, a write leaves once the microtasks of the work that made it have run. A batch
+ * batches wait on the server, new writes gather; they leave as one batch when one returns. A batch
  * the server refuses as a whole (a sequence taken, a deadlock, a lost connection) is written again
  * one by one, so each caller gets exactly the outcome its own write would have had.
  */
@@ -63,19 +62,12 @@ export class GroupCommit<W> {
   private schedule(): void {
     if (this.scheduled || this.inFlight >= this.maxInFlight || this.pending.length === 0) return;
     this.scheduled = true;
-    // With a batch on the server, after the I/O callbacks of this loop turn: every write they started
-    // joins the next batch. With none, the server is idle and a write that waited for the loop turn to
-    // end would keep it so: the writes gather only until the work that started them has run its
-    // microtasks (those made together, by one callback, still go out as one batch), and the statement
-    // leaves while the rest of this loop turn runs.
-    if (this.inFlight === 0) queueMicrotask(this.flushScheduled);
-    else setImmediate(this.flushScheduled);
+    // After the I/O callbacks of this loop turn: every write they started joins the batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
   }
-
-  private readonly flushScheduled = (): void => {
-    this.scheduled = false;
-    this.flush();
-  };
 
   private flush(): void {
     while (this.inFlight < this.maxInFlight && this.pending.length > 0) {
