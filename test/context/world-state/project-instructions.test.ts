@@ -1,4 +1,4 @@
-import { mkdir, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { captureProjectInstructions } from '../../../src/context/world-state/project-instructions.js';
@@ -58,5 +58,18 @@ describe('captureProjectInstructions', () => {
     const dir = await tempDir();
     await writeFile(path.join(dir, 'AGENTS.md'), Buffer.from([0xff, 0xfe, 0x41]));
     await expect(captureProjectInstructions(dir)).rejects.toMatchObject(failure);
+  });
+});
+
+describe('captureProjectInstructions, sampled again', () => {
+  it('shows a rewrite of the same size made right after the last sample, and the file going away', async () => {
+    const dir = await tempDir();
+    const file = path.join(dir, 'AGENTS.md');
+    await writeFile(file, 'rule one');
+    expect(await captureProjectInstructions(dir)).toContain('rule one');
+    await writeFile(file, 'rule two');
+    expect(await captureProjectInstructions(dir)).toContain('rule two');
+    await rm(file);
+    expect(await captureProjectInstructions(dir)).toBeNull();
   });
 });

@@ -93,3 +93,19 @@ describe('captureUserProjectContext', () => {
     }
   });
 });
+
+describe('captureUserProjectContext, sampled again', () => {
+  it('shows an entry added right after the last sample, and a .git made since', async () => {
+    const root = await tempDir();
+    const workspace = path.join(root, 'app');
+    await mkdir(workspace);
+    const first = await captureUserProjectContext(workspace);
+    expect(first).toContain('repository_root: none');
+    await writeFile(path.join(workspace, 'added.ts'), '');
+    expect(await captureUserProjectContext(workspace)).toContain('- added.ts');
+    await mkdir(path.join(root, '.git'));
+    const third = await captureUserProjectContext(workspace);
+    expect(third).toContain(`repository_root: ${root}\n`);
+    expect(third).toContain('- app/');
+  });
+});
