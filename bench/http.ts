@@ -337,15 +337,22 @@ function loopDelayOf(histogram: RecordableHistogram): LoopDelay {
 function sampleLoopDelay(into: RecordableHistogram | undefined): () => void {
   if (!into) return () => undefined;
   let timer: NodeJS.Timeout;
+  let armed = performance.now();
+  const record = () => into.record(Math.max(1, Math.round((performance.now() - armed - 1) * 1000)));
   const arm = () => {
-    const armed = performance.now();
+    armed = performance.now();
     timer = setTimeout(() => {
-      into.record(Math.max(1, Math.round((performance.now() - armed - 1) * 1000)));
+      record();
       arm();
     }, 1);
   };
   arm();
-  return () => clearTimeout(timer);
+  return () => {
+    clearTimeout(timer);
+    // A probe still waiting when the round ends was held that long: a round that never hands the loop
+    // back (the in-process side runs on promises alone when nothing does I/O) is one sample of its length.
+    if (performance.now() - armed > 1) record();
+  };
 }
 
 export function quantile(values: readonly number[], q: number): number {

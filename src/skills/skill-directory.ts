@@ -1,18 +1,30 @@
+import { statSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 import { loadSkillFile } from './skill-file.js';
 import { type SkillResolution, type SkillSnapshot, type SkillsConfig, type SkillSummary } from './types.js';
 import { SKILL_TOKEN_LIMIT } from '../protocol/item-limits.js';
 import { WorldStateError } from '../protocol/errors.js';
 import { messageOf } from '../protocol/error-message.js';
 import { estimateTokens } from '../protocol/token-estimate.js';
+import { SettledReads } from '../util/settled-reads.js';
+
+/** Each skills directory's folder names (links among them), read again only when the directory changed. */
+const folderNames = new SettledReads<string[]>();
 
 /** Every enabled skill, by name. A broken skill folder is a warning for the log, never a failed turn. */
 export async function listSkills(config: SkillsConfig): Promise<{ skills: SkillSummary[]; warnings: string[] }> {
   let names: string[];
   try {
-    const entries = await readdir(config.dir, { withFileTypes: true });
-    // Links are kept so they are reported: a linked skill folder is refused, never silently lost.
-    names = entries.filter((e) => e.isDirectory() || e.isSymbolicLink()).map((e) => e.name);
+    const seenAtMs = Date.now();
+    // One stat on the main thread: the catalog is sampled before every model call (`SettledReads`).
+    const info = statSync(config.dir, { bigint: true, throwIfNoEntry: false });
+    if (info === undefined) return { skills: [], warnings: [] };
+    names = await folderNames.read(path.resolve(config.dir), info, seenAtMs, async () => {
+      const entries = await readdir(config.dir, { withFileTypes: true });
+      // Links are kept so they are reported: a linked skill folder is refused, never silently lost.
+      return entries.filter((e) => e.isDirectory() || e.isSymbolicLink()).map((e) => e.name);
+    });
   } catch (error) {
     // No skills directory simply means no skills; one that exists but cannot be listed is a fault.
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { skills: [], warnings: [] };

@@ -1,10 +1,11 @@
-import { lstat } from 'node:fs/promises';
+import { lstatSync } from 'node:fs';
 import path from 'node:path';
 import { readRegularFile } from './bounded-read.js';
 import { parseSkillFile, type ParsedSkillFile } from './frontmatter.js';
 import { MAX_SKILL_DESCRIPTION_CHARS, MAX_SKILL_FILE_BYTES, SKILL_READ_TIMEOUT_MS } from './limits.js';
 import { withDeadline } from '../util/deadline.js';
 import { messageOf } from '../protocol/error-message.js';
+import { SettledReads } from '../util/settled-reads.js';
 
 export type SkillFileLoad = { file: string; parsed: ParsedSkillFile } | { warning: string };
 
@@ -18,11 +19,31 @@ export function loadSkillFile(dir: string, name: string): Promise<SkillFileLoad>
   return withDeadline(load(path.resolve(dir, name)), SKILL_READ_TIMEOUT_MS, late);
 }
 
+/** Each SKILL.md as it was read and parsed, read again only when the file changed; failed reads are not kept. */
+const skillFiles = new SettledReads<SkillFileLoad>();
+
+/**
+ * The folder's and the file's metadata are one `lstat` each on the main thread: the catalog is
+ * sampled before every model call, and the thread pool costs some 60 µs of CPU per operation, five
+ * of them for a file's lstat, open, fstat, read and close (`SettledReads`).
+ */
 async function load(folder: string): Promise<SkillFileLoad> {
   try {
-    const folderProblem = await checkFolder(folder);
+    const folderProblem = checkFolder(folder);
     if (folderProblem !== null) return { warning: folderProblem };
     const file = path.join(folder, 'SKILL.md');
+    const seenAtMs = Date.now();
+    const info = lstatSync(file, { bigint: true, throwIfNoEntry: false });
+    if (info === undefined) return { warning: 'no SKILL.md' };
+    return await skillFiles.read(file, info, seenAtMs, () => readSkill(file), (read) => 'file' in read);
+  } catch (error) {
+    return { warning: messageOf(error) };
+  }
+}
+
+/** Reads SKILL.md as a regular file, checked again as it is opened (`readRegularFile`), and parses it. */
+async function readSkill(file: string): Promise<SkillFileLoad> {
+  try {
     const read = await readRegularFile(file, MAX_SKILL_FILE_BYTES);
     if (read.status === 'missing') return { warning: 'no SKILL.md' };
     if (read.status === 'refused') return { warning: `SKILL.md ${read.reason}` };
@@ -37,15 +58,11 @@ async function load(folder: string): Promise<SkillFileLoad> {
   }
 }
 
-async function checkFolder(folder: string): Promise<string | null> {
-  try {
-    const info = await lstat(folder);
-    if (info.isSymbolicLink()) return 'folder is a symbolic link';
-    return info.isDirectory() ? null : 'is not a folder';
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'no such folder';
-    throw error;
-  }
+function checkFolder(folder: string): string | null {
+  const info = lstatSync(folder, { throwIfNoEntry: false });
+  if (info === undefined) return 'no such folder';
+  if (info.isSymbolicLink()) return 'folder is a symbolic link';
+  return info.isDirectory() ? null : 'is not a folder';
 }
 
 function decodeUtf8(bytes: Buffer): string | null {

@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { listSkills, resolveSkill, skillInstructionText } from '../../src/skills/skill-directory.js';
@@ -92,5 +92,20 @@ describe('skillInstructionText', () => {
     expect(skillInstructionText({ name: 'review', path: '/s/review/SKILL.md', body: 'Read the diff.' })).toBe(
       '<skill name="review" path="/s/review/SKILL.md">\nRead the diff.\n</skill>',
     );
+  });
+});
+
+describe('listSkills, sampled again', () => {
+  it('shows a skill added, a description rewritten and a SKILL.md removed right after the last sample', async () => {
+    const dir = await tempDir();
+    await writeSkill(dir, 'alpha', '---\ndescription: first\n---\nA');
+    expect((await listSkills({ dir })).skills.map((s) => s.description)).toEqual(['first']);
+    await writeSkill(dir, 'alpha', '---\ndescription: again\n---\nA');
+    await writeSkill(dir, 'beta', '---\ndescription: new\n---\nB');
+    expect((await listSkills({ dir })).skills.map((s) => `${s.name}: ${s.description}`)).toEqual(['alpha: again', 'beta: new']);
+    await rm(path.join(dir, 'alpha', 'SKILL.md'));
+    const third = await listSkills({ dir });
+    expect(third.skills.map((s) => s.name)).toEqual(['beta']);
+    expect(third.warnings).toEqual(['skill alpha: no SKILL.md']);
   });
 });

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { WorldStateError } from '../../protocol/errors.js';
 import { messageOf } from '../../protocol/error-message.js';
-import { SettledReads } from './settled-reads.js';
+import { SettledReads } from '../../util/settled-reads.js';
 
 const MAX_PROJECT_INSTRUCTIONS_BYTES = 64 * 1024;
 

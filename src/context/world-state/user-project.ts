@@ -3,7 +3,7 @@ import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { WorldStateError } from '../../protocol/errors.js';
 import { messageOf } from '../../protocol/error-message.js';
-import { SettledReads } from './settled-reads.js';
+import { SettledReads } from '../../util/settled-reads.js';
 
 /** CW-2 source rules: a bounded listing keeps a huge repository from flooding the context. */
 const MAX_TOP_LEVEL_ENTRIES = 64;

@@ -1,8 +1,8 @@
 import { statSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SETTLE_MS, SettledReads } from '../../../src/context/world-state/settled-reads.js';
-import { useTempDirs } from './temp-dir.js';
+import { SETTLE_MS, SettledReads } from '../../src/util/settled-reads.js';
+import { useTempDirs } from '../context/world-state/temp-dir.js';
 
 const tempDir = useTempDirs();
 

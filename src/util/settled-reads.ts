@@ -20,11 +20,11 @@ interface Kept<T> {
 }
 
 /**
- * The world-state sources' reads of files and directories (CW-2), reused while their entry's
- * metadata shows it unchanged. The world state is sampled before every model call; a read through
- * the thread pool costs some 50–70 µs of CPU per operation (the hand-off, the wake-up, an error
- * object for a missing file), where the `lstat` that proves the entry unchanged costs 2 on the main
- * thread. Bounded: past `capacity` entries the oldest read is forgotten.
+ * Reads of files and directories reused while their entry's metadata shows it unchanged: the world
+ * state's sources and the skill catalog (CW-2), sampled before every model call. A read through the
+ * thread pool costs some 50–70 µs of CPU per operation (the hand-off, the wake-up, an error object
+ * for a missing file), where the `lstat` that proves the entry unchanged costs 2 on the main thread.
+ * Bounded: past `capacity` entries the oldest read is forgotten.
  */
 export class SettledReads<T> {
   private readonly kept = new Map<string, Kept<T>>();
@@ -33,14 +33,15 @@ export class SettledReads<T> {
 
   /**
    * `path`'s value: the kept one while `info` (its metadata, taken at `seenAtMs` or later) matches the
-   * entry's when it was read and that read was settled; else `load()`'s, kept when `info` is settled.
+   * entry's when it was read and that read was settled; else `load()`'s, kept when `info` is settled
+   * and `keep` accepts it (a value that says a read failed for a passing reason is read again).
    */
-  async read(path: string, info: BigIntStats, seenAtMs: number, load: () => Promise<T>): Promise<T> {
+  async read(path: string, info: BigIntStats, seenAtMs: number, load: () => Promise<T>, keep: (value: T) => boolean = () => true): Promise<T> {
     const kept = this.kept.get(path);
     if (kept !== undefined && sameEntry(kept, info)) return kept.value;
     const value = await load();
     this.kept.delete(path);
-    if (Number(info.ctimeMs) < seenAtMs - SETTLE_MS) {
+    if (Number(info.ctimeMs) < seenAtMs - SETTLE_MS && keep(value)) {
       if (this.kept.size >= this.capacity) this.kept.delete(this.kept.keys().next().value as string);
       this.kept.set(path, { ino: info.ino, dev: info.dev, size: info.size, mtimeNs: info.mtimeNs, ctimeNs: info.ctimeNs, value });
     }
