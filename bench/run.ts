@@ -16,6 +16,9 @@
  *   prepare_1000_messages_us: X     ContextEngine.prepare, 1 000-message conversation (median µs)
  *   prepare_10000_messages_us: X    the same at 10 000 messages: about 10× means linear
  *                                   (the same conversation array prepared again, as every model step does)
+ *   world_state_sample_us: X        one world-state sample (CW-2: a workspace with AGENTS.md, 10 skills) while
+ *                                   nothing changed, median µs (informational)
+ *   world_state_reread_ratio: X     a sample right after the files changed (every read made) ÷ that (informational)
  *   cancel_p99_ms: X                cancelTurn → turn_finished, p99 over five waiting cases
  *   parallel_tools_speedup: X       one turn of 8 reads of 20 ms: serial ÷ parallel wall time    bar ≥ 3
  *   parallel_writes_speedup: X      the same with 8 writes (`auto`: no approvals), issue 30       bar ≥ 3
@@ -79,6 +82,7 @@ import { measureInspectOverhead } from './inspect-overhead.js';
 import { measureTelemetryOverhead, type TelemetryOverheadPair } from './telemetry-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
+import { measureWorldState } from './world-state.js';
 import { measureCancelLatency } from './cancel.js';
 import { measureParallelTools } from './parallel-tools.js';
 import { measureMcpOverhead, reportMcpOverhead } from './mcp-overhead.js';
@@ -237,6 +241,9 @@ async function main(): Promise<void> {
     ` — growth ${round(assembly.growth, 1)}× for 10× the messages (linear ≈ 10)`);
   log(`  informational: the first call on a new array of the same items (the whole copy built) ${round(assembly.rebuildUs[1_000]!)} µs and` +
     ` ${round(assembly.rebuildUs[10_000]!)} µs`);
+  const world = await measureWorldState();
+  log('[world state] one sample before a model call: a workspace of 20 entries with AGENTS.md, 10 skills');
+  log(`  nothing changed ${round(world.settledUs)} µs; right after a change (every file and listing read) ${round(world.changedUs)} µs (medians)`);
   log();
 
   // 6. Cancel latency.
@@ -402,6 +409,8 @@ async function main(): Promise<void> {
   log(`delta_throughput_per_s: ${perSecond}`);
   log(`prepare_1000_messages_us: ${round(assembly.medianUs[1_000]!)}`);
   log(`prepare_10000_messages_us: ${round(assembly.medianUs[10_000]!)}`);
+  log(`world_state_sample_us: ${round(world.settledUs)}`);
+  log(`world_state_reread_ratio: ${round(world.ratio, 1)}`);
   log(`cancel_p99_ms: ${round(cancel.p99, 2)}`);
   log(`parallel_tools_speedup: ${round(parallel.speedup, 2)}`);
   log(`parallel_writes_speedup: ${round(parallelWrites.speedup, 2)}`);
