@@ -146,15 +146,37 @@ async function feedEvent(client: ChatClient, sessionId: string, event: FeedEvent
 /**
  * Starts the chat: the chart runs, and after each of its steps the screen shows the prompt and the
  * spinner its state calls for. `done` resolves once the chat has ended (its backend closed).
+ *
+ * From a script, a prompt is drawn only once the input has been read since the step that asked for
+ * it (two macrotasks: the event loop polls the input in between), and only if the chart still wants
+ * it then. A script's end may already wait in the pipe while a turn and the commands after it run
+ * without any I/O (an embedded session on SQLite with a scripted model): prompted at once, the
+ * transcript would end with a prompt the input's end then leaves standing.
  */
 export function startChat(client: ChatClient, screen: Screen, input: ChatClientInput): { actor: Actor<ReturnType<typeof chatMachine>>; done: Promise<void> } {
   const actor = createActor(chatMachine(client, screen), { input });
+  let promptCheck = 0;
+  const showPrompt = (prompt: string | null): void => {
+    promptCheck += 1;
+    if (prompt === null || input.interactive || screen.promptShown === prompt) {
+      screen.setPrompt(prompt);
+      return;
+    }
+    const check = promptCheck;
+    setImmediate(() =>
+      setImmediate(() => {
+        // A later step decided again meanwhile; its own check draws the prompt if it wants one.
+        if (check !== promptCheck || actor.getSnapshot().status !== 'active') return;
+        screen.setPrompt(screenOf(actor.getSnapshot()).prompt);
+      }),
+    );
+  };
   const done = new Promise<void>((resolve, reject) => {
     actor.subscribe({
       next: (snapshot) => {
         const { prompt, spinner } = screenOf(snapshot);
         screen.spinner(spinner);
-        screen.setPrompt(prompt);
+        showPrompt(prompt);
         if (snapshot.status === 'done') resolve();
       },
       error: reject,
