@@ -66,8 +66,64 @@ export async function measureInspectOverhead(options: InspectOverheadOptions): P
   };
 }
 
+export interface WatchBufferResult {
+  /** Heap a watch holds for its session once its replay buffer is full, in KiB: what the last page leaving gives back. */
+  kibPerWatch: number;
+  /** Messages in each watch's buffer when it was measured. */
+  messages: number;
+}
+
+/**
+ * The memory of a watch whose 2 000-message buffer is full: `sessions` sessions run turns of the
+ * `inspect_overhead_ratio` workload while watched until each buffer is full, then the heap (after
+ * a full collection) is read with the watches listening and again once every page has left (which
+ * drops the watch, its buffer and its actors' bases). Needs `--expose-gc`.
+ */
+export async function measureWatchBuffer(sessions = 20, toolSteps = 10): Promise<WatchBufferResult> {
+  const collect = (globalThis as { gc?: () => void }).gc;
+  if (!collect) throw new Error('measureWatchBuffer needs node --expose-gc');
+  const runtime = await createRuntime({ storage: sqliteStorage({ filename: ':memory:' }), model: stepModel(toolSteps), tools: [readTool()], agents: { default: { maxModelCalls: 50 } } });
+  try {
+    const hub = new InspectHub();
+    const leave: (() => void)[] = [];
+    let messages = 0;
+    const handles = [];
+    for (let i = 0; i < sessions; i++) {
+      const session = await runtime.createSession({ agent: 'default', permissionMode: 'auto' });
+      const watch = hub.watch(session);
+      const listener = { item: () => (messages += 1), end: () => undefined };
+      watch.listen(listener, null);
+      leave.push(() => watch.unlisten(listener));
+      handles.push(session);
+    }
+    // A turn makes some 260 messages: eight fill the buffer (and the runtime's own state settles as it does without a watch).
+    for (let turn = 0; turn < 8; turn++) {
+      for (const session of handles) {
+        const started = await session.startTurn({ clientRequestId: `fill-${turn}`, input: [{ type: 'text', text: 'read the files' }] });
+        if (!started.ok) throw new Error(`startTurn refused: ${JSON.stringify(started.error)}`);
+        await session.waitForTurn(started.turnId);
+      }
+    }
+    await nextMacrotask();
+    collect();
+    const watched = process.memoryUsage().heapUsed;
+    // Emptied as they run: nothing here keeps a watch alive after its page left.
+    for (const unlisten of leave.splice(0)) unlisten();
+    // Collected in the same synchronous run as the calls above, the watches were still reachable
+    // (3 KiB a watch was given back); after a yield, all of them are.
+    await nextMacrotask();
+    collect();
+    const left = process.memoryUsage().heapUsed;
+    return { kibPerWatch: (watched - left) / 1024 / sessions, messages: Math.min(messages / sessions, 2_000) };
+  } finally {
+    await runtime.shutdown();
+  }
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const r = await measureInspectOverhead({ toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 });
   console.log(`unwatched ${r.unwatched.median.toFixed(1)} µs/step, watched ${r.watched.median.toFixed(1)} µs/step`);
   console.log(`inspect_overhead_ratio: ${r.pairedRatio.toFixed(2)} (ratio of the medians ${r.ratio.toFixed(2)}; ${Math.round(r.bytesPerStep)} B of messages per step)`);
+  const buffer = await measureWatchBuffer();
+  console.log(`inspect_watch_kib: ${Math.round(buffer.kibPerWatch)} (heap of one watch with ${buffer.messages} messages buffered)`);
 }

@@ -6,6 +6,7 @@
  *   orchestration_ratio: X          the same with null storage on both sides (orchestration alone); issue 14's bar ≤ 8
  *   xstate_floor_ratio: X           (bare loop + two charts reduced to a step's events) ÷ bare loop: the least the line above could be
  *   inspect_overhead_ratio: X       µs/step with an inspector page's watch ÷ without, median of per-round ratios   bar ≤ 1.3
+ *   inspect_watch_kib: X            heap one watch holds with its 2 000-message buffer full                     informational
  *   metrics_overhead_ratio: X       µs/step with a SpanMetrics observer (Prometheus) ÷ without, median of per-round ratios   bar ≤ 1.1
  *   otel_overhead_ratio: X          µs/step with an OtelSpans observer on the OpenTelemetry SDK's tracer (batch processor,
  *                                   in-memory exporter), content off ÷ without, median of per-round ratios   bar ≤ 1.3
@@ -78,7 +79,7 @@ import { round } from './common.js';
 import { measureConcurrentSessions } from './concurrency.js';
 import { measureIdleSessionMemory, type MemoryResult } from './memory.js';
 import { measureStepOverhead } from './step-overhead.js';
-import { measureInspectOverhead } from './inspect-overhead.js';
+import { measureInspectOverhead, measureWatchBuffer } from './inspect-overhead.js';
 import { measureTelemetryOverhead, type TelemetryOverheadPair } from './telemetry-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
@@ -193,6 +194,9 @@ async function main(): Promise<void> {
   log(`  watched   median ${round(inspect.watched.median, 1)} µs/step  (samples ${samples(inspect.watched.samples)})`);
   log(`  median of the per-round ratios ${inspectRatio}× — bar ≤ 1.3×: ${verdict(inspectRatio <= 1.3)}`);
   log(`  informational: ratio of the medians ${round(inspect.ratio, 2)}×; ${round(inspect.bytesPerStep)} B of stream messages per model step`);
+  const watchBuffer = await measureWatchBuffer();
+  const watchKib = round(watchBuffer.kibPerWatch);
+  log(`  a watch with its buffer full (${watchBuffer.messages} messages) holds ${watchKib} KiB of heap, given back when its last page leaves (informational)`);
   log();
 
   // 2c. Issue 27's span observers: Prometheus metrics and OpenTelemetry spans, each against the same runtime without.
@@ -401,6 +405,7 @@ async function main(): Promise<void> {
   log(`orchestration_ratio: ${step.orchestration ? round(step.orchestration.ratio, 1) : 'skipped'}`);
   log(`xstate_floor_ratio: ${floorRatio}`);
   log(`inspect_overhead_ratio: ${inspectRatio}`);
+  log(`inspect_watch_kib: ${watchKib}`);
   log(`metrics_overhead_ratio: ${metricsRatio}`);
   log(`otel_overhead_ratio: ${otelRatio ?? 'skipped'}`);
   log(`otel_content_overhead_ratio: ${otelContentRatio ?? 'skipped'}`);
