@@ -120,7 +120,10 @@ export async function measureWatchBuffer(sessions = 20, toolSteps = 10): Promise
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === 'buffer') {
+  // `npm run bench` runs without --expose-gc: it starts this file so (`node --expose-gc inspect-overhead.js buffer`) and reads the line.
+  console.log(JSON.stringify(await measureWatchBuffer()));
+} else if (import.meta.url === `file://${process.argv[1]}`) {
   const r = await measureInspectOverhead({ toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 });
   console.log(`unwatched ${r.unwatched.median.toFixed(1)} µs/step, watched ${r.watched.median.toFixed(1)} µs/step`);
   console.log(`inspect_overhead_ratio: ${r.pairedRatio.toFixed(2)} (ratio of the medians ${r.ratio.toFixed(2)}; ${Math.round(r.bytesPerStep)} B of messages per step)`);

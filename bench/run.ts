@@ -79,7 +79,7 @@ import { round } from './common.js';
 import { measureConcurrentSessions } from './concurrency.js';
 import { measureIdleSessionMemory, type MemoryResult } from './memory.js';
 import { measureStepOverhead } from './step-overhead.js';
-import { measureInspectOverhead, measureWatchBuffer } from './inspect-overhead.js';
+import { measureInspectOverhead, measureWatchBuffer, type WatchBufferResult } from './inspect-overhead.js';
 import { measureTelemetryOverhead, type TelemetryOverheadPair } from './telemetry-overhead.js';
 import { measureDeltaThroughput } from './throughput.js';
 import { measurePrepare } from './prepare.js';
@@ -129,16 +129,17 @@ function verdict(ok: boolean): string {
   return ok ? 'meets bar' : 'MISSES bar';
 }
 
-function memoryInChild(count: number): MemoryResult {
-  const script = benchScript('memory');
-  const child = spawnSync(process.execPath, ['--expose-gc', ...script.execArgv, script.file, String(count)], {
+/** A figure measured in a child `node --expose-gc` running bench script `name`, read from the JSON of its last line. */
+function jsonFromChild<T>(name: string, args: string[]): T {
+  const script = benchScript(name);
+  const child = spawnSync(process.execPath, ['--expose-gc', ...script.execArgv, script.file, ...args], {
     cwd: ROOT,
     encoding: 'utf8',
     timeout: 120_000,
   });
-  if (child.status !== 0) throw new Error(`memory child failed (${child.status ?? child.signal}): ${child.stderr}`);
+  if (child.status !== 0) throw new Error(`${name} child failed (${child.status ?? child.signal}): ${child.stderr}`);
   const line = child.stdout.trim().split('\n').at(-1) ?? '';
-  return JSON.parse(line) as MemoryResult;
+  return JSON.parse(line) as T;
 }
 
 async function main(): Promise<void> {
@@ -148,7 +149,7 @@ async function main(): Promise<void> {
 
   // 1. Memory first: in a clean child process unless this one already has gc.
   const hasGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
-  const memory = hasGc ? await measureIdleSessionMemory(IDLE_SESSIONS) : memoryInChild(IDLE_SESSIONS);
+  const memory = hasGc ? await measureIdleSessionMemory(IDLE_SESSIONS) : jsonFromChild<MemoryResult>('memory', [String(IDLE_SESSIONS)]);
   const idleBytes = round(memory.bytesPerSession);
   log(`[memory] ${memory.sessions} idle sessions on one runtime (sqlite :memory:), ${hasGc ? 'in process' : 'child node --expose-gc'}`);
   log(`  heapUsed delta ${round(memory.heapDeltaBytes / 1024)} KiB → ${idleBytes} B/session (${round(idleBytes / 1024, 1)} KiB)` +
@@ -194,7 +195,7 @@ async function main(): Promise<void> {
   log(`  watched   median ${round(inspect.watched.median, 1)} µs/step  (samples ${samples(inspect.watched.samples)})`);
   log(`  median of the per-round ratios ${inspectRatio}× — bar ≤ 1.3×: ${verdict(inspectRatio <= 1.3)}`);
   log(`  informational: ratio of the medians ${round(inspect.ratio, 2)}×; ${round(inspect.bytesPerStep)} B of stream messages per model step`);
-  const watchBuffer = await measureWatchBuffer();
+  const watchBuffer = hasGc ? await measureWatchBuffer() : jsonFromChild<WatchBufferResult>('inspect-overhead', ['buffer']);
   const watchKib = round(watchBuffer.kibPerWatch);
   log(`  a watch with its buffer full (${watchBuffer.messages} messages) holds ${watchKib} KiB of heap, given back when its last page leaves (informational)`);
   log();
