@@ -127,6 +127,8 @@ if (import.meta.url === `file://${process.argv[1]}` && process.argv[2] === 'buff
   const r = await measureInspectOverhead({ toolSteps: 10, turnsPerRep: 20, warmupReps: 10, reps: 11 });
   console.log(`unwatched ${r.unwatched.median.toFixed(1)} µs/step, watched ${r.watched.median.toFixed(1)} µs/step`);
   console.log(`inspect_overhead_ratio: ${r.pairedRatio.toFixed(2)} (ratio of the medians ${r.ratio.toFixed(2)}; ${Math.round(r.bytesPerStep)} B of messages per step)`);
-  const buffer = await measureWatchBuffer();
-  console.log(`inspect_watch_kib: ${Math.round(buffer.kibPerWatch)} (heap of one watch with ${buffer.messages} messages buffered)`);
+  if ((globalThis as { gc?: unknown }).gc) {
+    const buffer = await measureWatchBuffer();
+    console.log(`inspect_watch_kib: ${Math.round(buffer.kibPerWatch)} (heap of one watch with ${buffer.messages} messages buffered)`);
+  } else console.log('inspect_watch_kib: not measured (run with node --expose-gc)');
 }
