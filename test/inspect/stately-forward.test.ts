@@ -64,8 +64,14 @@ describe('forwarding inspection to Stately’s inspector (@statelyai/inspect 0.7
     const { body } = await host.call('POST', '/sessions', { permissionMode: 'auto' });
     const turn = await host.call('POST', `/sessions/${body.sessionId as string}/turns`, { clientRequestId: 'r', input: [{ type: 'text', text: 'go' }] });
     await host.call('GET', `/sessions/${body.sessionId as string}/turns/${turn.body.turnId as string}?wait=30`);
-    const completed = (m: Message) => m.type === '@xstate.snapshot' && m.snapshot?.value === 'completed';
-    await until('both relays carry the completed turn', () => ours.received.some(completed) && theirs.received.some(completed));
+    // The session actor's return to idle is the last inspection event of the turn; the turn's own `completed` comes
+    // before it, so waiting only for that compared one relay that had the idle with one that did not yet.
+    const settled = (list: Message[]) => {
+      const snapshots = list.filter((m) => m.type === '@xstate.snapshot');
+      const finishing = snapshots.findIndex((m) => m.snapshot?.value === 'finishing');
+      return finishing >= 0 && snapshots.slice(finishing).some((m) => m.sessionId === snapshots[finishing]!.sessionId && m.snapshot?.value === 'idle');
+    };
+    await until('both relays carry the session back at idle', () => settled(ours.received) && settled(theirs.received));
 
     const inspection = (list: Message[]) => list.filter((m) => m.type.startsWith('@xstate.'));
     const mine = inspection(ours.received);
