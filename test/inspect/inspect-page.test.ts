@@ -116,6 +116,12 @@ describe('the inspector page in headless Chromium', () => {
     const handle = host.runtime.openHandle(sessionId)!;
 
     const page = await (browser as Browser).context.newPage();
+    // What the page logs as an error: a script's, or a resource it asked for and did not get (a missing icon was one).
+    const errors: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(message.text());
+    });
+    page.on('pageerror', (error) => errors.push(error.message));
     await page.goto(`${host.url}/inspect?token=page-token`);
     expect(new URL(page.url()).searchParams.get('token')).toBeNull();
     await page.click(`[data-session="${sessionId}"]`);
@@ -168,6 +174,7 @@ describe('the inspector page in headless Chromium', () => {
     expect(detail).not.toContain('sk-hidden');
     await page.fill('.type-filter', '');
     await page.screenshot({ path: path.join(ARTIFACTS, 'inspect-5-completed.png') });
+    expect(errors).toEqual([]);
     await page.close();
   }, 120_000);
 
