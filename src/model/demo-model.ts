@@ -36,11 +36,17 @@ function decide(request: ModelRequest): ScriptedReply {
 
 function answer(result: Extract<RequestMessage, { role: 'tool' }>): ScriptedReply {
   if (result.status !== 'success') return { text: `The ${result.toolName} call did not go through (${result.status}): ${firstLine(result.content)}` };
-  if (result.toolName === 'list_dir') {
-    const entries = result.content.split('\n').filter((line) => line.trim() !== '');
-    return { text: `The workspace has ${entries.length} entries, among them ${entries.slice(0, 5).join(', ')}.` };
-  }
+  if (result.toolName === 'list_dir') return { text: listingSummary(result.content) };
   return { text: `Done: ${firstLine(result.content)}` };
+}
+
+/** `list_dir`'s answer in a sentence: its entries, the first five named (an empty directory's answer is a note, not an entry). */
+function listingSummary(content: string): string {
+  const entries = content.split('\n').filter((line) => line.trim() !== '');
+  if (entries.length === 0 || (entries.length === 1 && /^\(.* is empty\)$/.test(entries[0]!))) return 'The workspace is empty.';
+  if (entries.length === 1) return `The workspace has one entry: ${entries[0]}.`;
+  const named = entries.slice(0, 5).join(', ');
+  return entries.length <= 5 ? `The workspace has ${entries.length} entries: ${named}.` : `The workspace has ${entries.length} entries, among them ${named}.`;
 }
 
 /** The user's own words: world-state and skill messages are tagged and are not what the user said. */
