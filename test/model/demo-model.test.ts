@@ -38,11 +38,11 @@ describe('the demo model summing up the workspace', () => {
     expect(await answerFor(['a.md'])).toBe('The workspace has one entry: a.md.');
   });
 
-  it('names up to five entries, and the first five of more', async () => {
+  it('names up to five entries', async () => {
     expect(await answerFor(['a.md', 'b.md', 'c.md'])).toBe('The workspace has 3 entries: a.md, b.md, c.md.');
-    await runtime?.shutdown();
-    runtime = undefined;
-    await rm(dir!, { recursive: true, force: true });
+  });
+
+  it('names the first five of more', async () => {
     expect(await answerFor(['a', 'b', 'c', 'd', 'e', 'f', 'g'])).toBe('The workspace has 7 entries, among them a, b, c, d, e.');
   });
 });
