@@ -212,6 +212,7 @@ function withEnded(ended: string[], turnId: string): string[] {
   return ended.includes(turnId) ? ended : [...ended.slice(-(ENDED_KEPT - 1)), turnId];
 }
 
+const ATTACHING = '#chat.active.session.link.attaching';
 const CONNECTING = '#chat.active.session.link.following.connecting';
 const STARTING_TURN = '#chat.active.session.lines.starting_turn';
 const WAITING_FOR_LINE = '#chat.active.session.lines.waiting';
@@ -247,7 +248,12 @@ export const chatClientMachine = setup({
     turnActive: ({ context }) => context.turnId !== null,
     approvalPending: ({ context }) => context.approval !== null,
     inputOpen: ({ context }) => context.inputOpen,
-    connecting: stateIn(CONNECTING),
+    /**
+     * The first snapshot has not come yet. `attaching` counts: its eventless step and the lines'
+     * are chosen together, so a line queued before the session opened would otherwise start a turn
+     * before the feed is even asked for, and that feed's first (idle) snapshot would then end it.
+     */
+    connecting: or([stateIn(ATTACHING), stateIn(CONNECTING)]),
     startingTurn: stateIn(STARTING_TURN),
     waitingForLine: stateIn(WAITING_FOR_LINE),
     lineAsks: ({ context }, params: { kind: LineAction['kind'] }) => context.line.kind === params.kind,

@@ -157,6 +157,26 @@ describe('the chat chart', () => {
     ]);
   });
 
+  it('holds a script\'s lines that came before the session opened until the feed\'s first snapshot', async () => {
+    // A piped script's lines are all read before the host answers the session's creation.
+    const c = chat();
+    c.line('hello there');
+    c.line('/context');
+    await c.answer('openSession', { sessionId: 'ses_1', permissionMode: 'ask', created: true });
+    expect(c.state()).toBe('link:following.connecting turn:idle lines:waiting');
+    expect(c.calls).toEqual([]);
+    // The first snapshot predates the turn: taken before it, it would end the turn at once.
+    c.actor.send({ type: 'feed.snapshot_received', snapshot: snapshotOf('ses_1'), resumed: false });
+    expect(c.callTo('startTurn').input).toMatchObject({ text: 'hello there' });
+    await c.answer('startTurn', { turnId: 'turn_1', status: 'running' });
+    expect(c.state()).toBe('link:following.live turn:running lines:waiting');
+    c.turnStarted('turn_1');
+    expect(c.calls).toEqual([]);
+    expect(c.statusRequests).toEqual([]);
+    c.finished('turn_1');
+    expect(c.callTo('runCommand').input).toEqual({ kind: 'read_context', sessionId: 'ses_1' });
+  });
+
   it('goes on without a session when none can be opened: lines that need one say so', async () => {
     const c = chat({ sessionId: 'ses_gone' });
     expect(c.callTo('openSession').input).toEqual({ sessionId: 'ses_gone', permissionMode: null, agent: null });
