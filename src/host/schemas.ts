@@ -31,13 +31,15 @@ const QueuedTurn = z.object({ turnId: z.string(), clientRequestId: z.string() })
 
 export const SnapshotSchema = z
   .object({
-    version: z.literal(7),
+    version: z.literal(8),
     sessionId: z.string(),
     lastUpdateSequence: z.number().int(),
     permissionMode: permissionModeSchema,
     busyPolicy: busyPolicySchema,
     queue: z.array(QueuedTurn),
-    sandbox: z.literal('none'),
+    sandbox: z
+      .discriminatedUnion('kind', [z.object({ kind: z.literal('none'), reason: z.string().nullable() }), z.object({ kind: z.literal('bwrap'), network: z.boolean() })])
+      .openapi({ description: "what confines the session's commands: `bwrap` (bubblewrap, with or without network) or `none` (the host's permissions; `reason` says why, null when the agent has no run_command)" }),
     runtime: z.object({ kind: z.enum(['idle', 'running', 'terminal']) }).catchall(z.unknown()),
   })
   .openapi('SessionSnapshot');

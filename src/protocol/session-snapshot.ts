@@ -1,20 +1,22 @@
 import type { BusyPolicy, PermissionMode } from './commands.js';
 import type { Plan } from './plan.js';
+import type { SandboxView } from './sandbox.js';
 import type { TurnOutcome } from './outcome.js';
 import type { LiveToolCallStatus, QueuedTurnView, TurnPhase } from './updates.js';
 import type { TokenUsage } from './usage.js';
 
 /** What a reconnecting client reads first (RT-21): the session's settings and its running turn, folded from the update stream. */
 export interface SessionSnapshot {
-  version: 7;
+  /** 8: `sandbox` says what confines the session's commands (it was the literal 'none' in 7). */
+  version: 8;
   sessionId: string;
   lastUpdateSequence: number;
   permissionMode: PermissionMode;
   busyPolicy: BusyPolicy;
   /** Turns waiting behind the running one, in the order they will start (RL-2). */
   queue: QueuedTurnView[];
-  /** turnchart runs tools in the host process; any sandbox is the tool's own business. */
-  sandbox: 'none';
+  /** What confines the commands of the session's agent now, as its model is told. */
+  sandbox: SandboxView;
   runtime: RuntimeView;
 }
 

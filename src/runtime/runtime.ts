@@ -514,6 +514,10 @@ export class Runtime {
       tools: () => this.toolset.surfaceFor(surface),
       model: agent.model ?? this.options.model,
       permissions: this.permissionsOf(name, agent),
+      sandbox: () => {
+        const command = this.toolset.toolFor(agent, 'run_command')?.sandbox;
+        return command ? { command, network: agent.sandbox.network } : null;
+      },
     };
   }
 

@@ -4,6 +4,7 @@ import type { PermissionRuleSet } from '../tools/permission-rules.js';
 import type { BusyPolicy, PermissionMode } from '../protocol/commands.js';
 import type { AgentDefinition } from './agents.js';
 import type { ResolvedHooks } from './hooks.js';
+import type { SessionSandbox } from '../protocol/sandbox.js';
 
 /**
  * The agent a session runs, with what the runtime resolved for it. agent.switch replaces them all
@@ -23,6 +24,11 @@ export interface SessionAgent {
   model: ModelPort;
   /** Issue 24: the runtime's permission rules with the agent's over them, compiled. */
   permissions: PermissionRuleSet;
+  /**
+   * What confines the agent's commands: read from its registered run_command (null without one),
+   * so the model's policy and the session's snapshot say what that tool does, however the embedder built it.
+   */
+  sandbox: () => SessionSandbox | null;
 }
 
 /**
@@ -55,6 +61,7 @@ export function createSessionConfig(row: SessionRow, fence: number, agent: Sessi
     tools: agent.tools,
     model: agent.model,
     permissions: agent.permissions,
+    sandbox: agent.sandbox,
     parent: row.parent ?? null,
     nonInteractive: row.nonInteractive === true,
     principal: row.principal ?? null,
@@ -74,4 +81,5 @@ export function installSessionAgent(config: SessionConfig, agent: SessionAgent):
   config.tools = agent.tools;
   config.model = agent.model;
   config.permissions = agent.permissions;
+  config.sandbox = agent.sandbox;
 }

@@ -23,6 +23,7 @@ import type {
   WaitResult,
 } from '../protocol/command-results.js';
 import type { SessionSnapshot } from '../protocol/session-snapshot.js';
+import { sandboxViewOf } from '../protocol/sandbox.js';
 import { limitsOf, type AgentDefinition } from './agents.js';
 import type { ProvidedSessionMachine } from './provided-machines.js';
 import type { RuntimeServices, SessionEnv } from './session-env.js';
@@ -345,13 +346,13 @@ export class SessionHandle implements SessionCommands {
 
   snapshot(): SessionSnapshot {
     return {
-      version: 7,
+      version: 8,
       sessionId: this.id,
       lastUpdateSequence: this.env.output.updates.lastSequence,
       permissionMode: this.env.config.permissionMode,
       busyPolicy: this.env.config.busyPolicy,
       queue: this.env.output.live.queue.map((q) => ({ turnId: q.turnId, clientRequestId: q.clientRequestId })),
-      sandbox: 'none',
+      sandbox: sandboxViewOf(this.env.config.sandbox()),
       runtime: structuredClone(this.env.output.live.runtime),
     };
   }

@@ -5,14 +5,11 @@ import {
   nextBaseline,
   renderWorldStateDiff,
   scanRetainedSections,
-  type SessionSandbox,
   type WorldStateBaseline,
   type WorldStateCapture,
   type WorldStateSources,
 } from '../context/world-state/index.js';
 import { TurnFailure } from '../protocol/tool-result.js';
-import type { Toolset } from '../tools/toolset.js';
-import type { AgentDefinition } from './agents.js';
 import { EffectAborted, untilAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import { persistAndAppend, type RuntimeDeps } from './session-env.js';
@@ -23,11 +20,11 @@ import { WorldStateError } from '../protocol/errors.js';
  * what the conversation still holds, write and append one message per changed section (ids are
  * idempotent), and only then move the baseline.
  */
-export function worldStateSampler(deps: RuntimeDeps & { toolset: Toolset }) {
+export function worldStateSampler(deps: RuntimeDeps) {
   return async function sampleWorldState(input: SampleInput, cancellation: EffectCancellation): Promise<void> {
     const env = deps.env(input.sessionId);
     const { config, conversation } = env;
-    const sandbox = sessionSandbox(deps.toolset, config.agent);
+    const sandbox = config.sandbox();
     // Without a workspace or skills there is nothing to read: no promise to wait for on every model call.
     const capture =
       config.workspaceDir === null && deps.skills === null
@@ -47,16 +44,6 @@ export function worldStateSampler(deps: RuntimeDeps & { toolset: Toolset }) {
     conversation.baseline = nextBaseline(capture);
     conversation.baselineChat = conversation.chat;
   };
-}
-
-/**
- * The sandbox the agent's run_command reports (the one tool that runs its work outside the host
- * process), with what the agent allows it; null when the agent has no such tool. Read from the tool
- * itself, so the policy says what the registered tool does, however the embedder built it.
- */
-function sessionSandbox(toolset: Toolset, agent: AgentDefinition): SessionSandbox | null {
-  const command = toolset.toolFor(agent, 'run_command')?.sandbox;
-  return command ? { command, network: agent.sandbox.network } : null;
 }
 
 /** Reads the four sources; a source that cannot be read fails the turn with its section's code. */

@@ -129,7 +129,7 @@ function chat(input: Partial<ChatClientInput> = {}) {
 }
 
 function snapshotOf(sessionId: string, overrides: Partial<SessionSnapshot> = {}): SessionSnapshot {
-  return { version: 7, sessionId, lastUpdateSequence: 0, permissionMode: 'ask', busyPolicy: 'reject', queue: [], sandbox: 'none', runtime: { kind: 'idle' }, ...overrides };
+  return { version: 8, sessionId, lastUpdateSequence: 0, permissionMode: 'ask', busyPolicy: 'reject', queue: [], sandbox: { kind: 'none', reason: null }, runtime: { kind: 'idle' }, ...overrides };
 }
 
 function running(turnId: string, pendingApproval: { toolCallId: string; name: string; paths: string[] } | null = null): SessionSnapshot['runtime'] {

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHost } from '../../src/host/host.js';
+import { SnapshotSchema } from '../../src/host/schemas.js';
 import { scriptedModel, sqliteStorage } from '../../src/index.js';
 import { durableTargets, type DurableDatabase } from '../support/databases.js';
 import { call, finished, newSession, postTurn, testHost, type TestHost } from '../support/host.js';
@@ -131,6 +132,15 @@ describe('the HTTP surface: validation, errors, OpenAPI, security defaults', () 
     const context = await h.call('GET', `/sessions/${id}/context`);
     expect(context.status).toBe(200);
     expect(context.body).toMatchObject({ budget: { estimatedInputTokens: expect.any(Number) }, percentUsed: expect.any(Number) });
+  });
+
+  it("serves a session's snapshot as its schema says, with the sandbox its commands run in", async () => {
+    const h = await open({ sandbox: 'off' });
+    const id = await newSession(h);
+    const snapshot = await h.call('GET', `/sessions/${id}`);
+    expect(snapshot.status).toBe(200);
+    expect(SnapshotSchema.parse(snapshot.body)).toEqual(snapshot.body);
+    expect(snapshot.body).toMatchObject({ version: 8, sessionId: id, runtime: { kind: 'idle' }, sandbox: { kind: 'none', reason: 'the operator turned the sandbox off' } });
   });
 
   it('requires the bearer token on every route but /healthz when one is set', async () => {

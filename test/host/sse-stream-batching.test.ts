@@ -7,13 +7,13 @@ import { UPDATE_VERSION, type UpdateEnvelope } from '../../src/protocol/updates.
 const SESSION = 'ses_00000000-0000-7000-8000-000000000000';
 
 const snapshot = (lastUpdateSequence: number): SessionSnapshot => ({
-  version: 7,
+  version: 8,
   sessionId: SESSION,
   lastUpdateSequence,
   permissionMode: 'auto',
   busyPolicy: 'reject',
   queue: [],
-  sandbox: 'none',
+  sandbox: { kind: 'none', reason: null },
   runtime: { kind: 'idle' },
 });
 

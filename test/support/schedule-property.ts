@@ -165,7 +165,7 @@ async function issue(h: Harness, cmd: Command): Promise<unknown> {
     case 'mode':
       return session.setPermissionMode(cmd.mode);
     case 'snapshot':
-      expect(session.snapshot().version).toBe(7);
+      expect(session.snapshot().version).toBe(8);
       return { ok: true };
     case 'replay':
       return session.replayUpdates(0);

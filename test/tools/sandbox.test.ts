@@ -203,6 +203,8 @@ describe.skipIf(!bwrap)(`the sandbox in a real turn${skipReason}`, () => {
     const policy = renderSandboxPolicy('auto', { command: { kind: 'bwrap' }, network });
     expect(policy).toContain(network ? "network: allowed — commands share the host's network" : 'network: none — commands cannot open connections');
     expect(h.model.requests[0]!.messages).toContainEqual({ role: 'user', text: policy });
+    // The session's snapshot says the same to a client (RT-21).
+    expect(h.session.snapshot().sandbox).toEqual({ kind: 'bwrap', network });
   });
 });
 
@@ -225,6 +227,14 @@ describe('without a sandbox', () => {
     expect(policy).toContain('sandbox: none — tools run in the host process with its permissions; reason: the operator turned the sandbox off');
     expect(policy).not.toContain('network:');
     expect(h.model.requests[0]!.messages).toContainEqual({ role: 'user', text: policy });
+    expect(h.session.snapshot().sandbox).toEqual({ kind: 'none', reason: 'the operator turned the sandbox off' });
+  });
+
+  it('an agent without run_command: the snapshot says no sandbox, with no reason, as the policy does', async () => {
+    h = await harness([{ text: 'hi' }], { tools: workspaceTools({ root: await tempDir(), sandbox: 'off' }).filter((t) => t.name !== 'run_command') });
+    await runTurn(h.session, 'hello');
+    expect(h.model.requests[0]!.messages).toContainEqual({ role: 'user', text: renderSandboxPolicy('ask', null) });
+    expect(h.session.snapshot().sandbox).toEqual({ kind: 'none', reason: null });
   });
 
   it("auto where bwrap is not found: one warning line, no sandbox, and the reason in the tool's description", () => {

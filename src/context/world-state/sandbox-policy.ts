@@ -1,17 +1,11 @@
 import type { PermissionMode } from '../../protocol/commands.js';
-import type { CommandSandbox } from '../../protocol/sandbox.js';
+import type { SessionSandbox } from '../../protocol/sandbox.js';
 
 const WRITES_AND_EXECUTES: Readonly<Record<PermissionMode, string>> = {
   ask: 'ask the user before each call',
   auto: 'allowed',
   read_only: 'refused',
 };
-
-/** What confines a session's commands: the sandbox its run_command reports, and whether the session's agent lets them use the network. */
-export interface SessionSandbox {
-  command: CommandSandbox;
-  network: boolean;
-}
 
 /**
  * The `runtime/sandbox-policy` body: tells the model what its tool calls may do in this mode, and

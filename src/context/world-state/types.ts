@@ -1,7 +1,7 @@
 import type { WorldStateSection } from '../../protocol/messages.js';
 import type { SkillsConfig } from '../../skills/types.js';
 import type { PermissionMode } from '../../protocol/commands.js';
-import type { SessionSandbox } from './sandbox-policy.js';
+import type { SessionSandbox } from '../../protocol/sandbox.js';
 
 export type { WorldStateSection };
 

@@ -80,7 +80,7 @@ describe('sequenced updates, replay and snapshot (RT-19…RT-21)', () => {
     expect(mid[0]).toMatchObject({ kind: 'running', clientRequestId: 'req-9', phase: 'running_model', draftText: 'thinking aloud', draftReasoning: 'hmm' });
     expect(seen).toMatchObject({ kind: 'running', phase: 'running_model', draftText: '', toolCalls: [{ toolCallId: 'r1', name: 'read_file', status: 'succeeded' }] });
     expect(h.session.snapshot()).toMatchObject({
-      version: 7,
+      version: 8,
       sessionId: h.session.id,
       permissionMode: 'ask',
       runtime: { kind: 'terminal', outcome: { status: 'completed', finalText: 'final' } },
