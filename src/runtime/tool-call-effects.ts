@@ -65,8 +65,14 @@ export function toolCallEffects(deps: TurnEffectDeps) {
 
   const authorize = async (input: ToolEffectInput): Promise<AuthorizationDecision> => {
     const tool = toolOf(input.sessionId, input.toolCallId, input.name)!;
-    const permissionMode = envOf(input.sessionId).config.permissionMode;
-    const decision = await tool.authorize!(input.args, { sessionId: input.sessionId, turnId: input.turnId, toolCallId: input.toolCallId, permissionMode });
+    const { permissionMode, workspaceDir } = envOf(input.sessionId).config;
+    const decision = await tool.authorize!(input.args, {
+      sessionId: input.sessionId,
+      turnId: input.turnId,
+      toolCallId: input.toolCallId,
+      permissionMode,
+      ...(workspaceDir !== null && { workspaceDir }),
+    });
     return authorizationSchema.parse(decision);
   };
 
@@ -134,6 +140,7 @@ export function toolCallEffects(deps: TurnEffectDeps) {
         approvedPaths: input.approvedPaths,
         // The session's agent as the call runs (a switch inside the run takes effect from the next model call): what run_command's sandbox allows its commands.
         agentSandbox: env.config.agent.sandbox,
+        ...(env.config.workspaceDir !== null && { workspaceDir: env.config.workspaceDir }),
         progress: (progress) => {
           if (announce && !cancellation.aborted) emit(env, input.turnId, { type: 'tool_call_progress', toolCallId: input.toolCallId, progress });
         },

@@ -11,6 +11,8 @@ export interface AuthorizeContext {
   turnId: string;
   toolCallId: string;
   permissionMode: PermissionMode;
+  /** The session's own workspace (`createSession({ workspaceDir })`); the workspace tools work there when it lies inside their root. */
+  workspaceDir?: string;
 }
 
 export interface ExecuteContext {
@@ -25,6 +27,8 @@ export interface ExecuteContext {
   approvedPaths: string[];
   /** The session's agent's sandbox settings (whether its commands may use the network); absent: the defaults, no network. */
   agentSandbox?: AgentSandbox;
+  /** As `AuthorizeContext.workspaceDir`. */
+  workspaceDir?: string;
 }
 
 export interface ToolExecutionResult {

@@ -2,6 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { SessionRow } from '../../../storage/session-storage.js';
 import { ApiError, viaStorage } from '../errors.js';
 import { callerOf } from '../auth.js';
+import { workspaceFor } from '../principal-workspace.js';
 import { sessionOf, storedSessionOf, type HostContext } from '../host-context.js';
 import { isAdmin } from '../../protocol/principal.js';
 import {
@@ -64,7 +65,8 @@ export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
   app.openapi(create, async (c) => {
     const body = c.req.valid('json');
     host.agents.check(body.agent);
-    const session = await host.limits.sessions.create(callerOf(c), { permissionMode: host.defaultPermissionMode, ...body, workspaceDir: host.workspaceDir });
+    const caller = callerOf(c);
+    const session = await host.limits.sessions.create(caller, { permissionMode: host.defaultPermissionMode, ...body, workspaceDir: await workspaceFor(host.workspaceDir, caller) });
     return c.json({ sessionId: session.id, snapshot: session.snapshot() }, 201);
   });
 

@@ -6,6 +6,7 @@ import { TurnchartError } from '../../protocol/errors.js';
 import { parseApprovalId } from '../approval-id.js';
 import { ApiError, viaStorage } from '../errors.js';
 import { callerOf } from '../auth.js';
+import { workspaceFor } from '../principal-workspace.js';
 import { openSessionOf, sessionOf, storedSessionOf, unwrap, type HostContext } from '../host-context.js';
 import { sessionIdSchema } from '../../protocol/commands.js';
 import { untilOwnerAnswers } from '../sse-takeover.js';
@@ -229,8 +230,10 @@ class ChatSessions {
     let creation = this.creating.get(key);
     if (creation) return creation;
     const { runtime, defaultPermissionMode, workspaceDir, limits } = this.host;
-    const options = { id, permissionMode: defaultPermissionMode, workspaceDir, ...(agent !== undefined && { agent }) };
-    creation = limits.sessions.create(caller, options).then(
+    const created = workspaceFor(workspaceDir, caller).then((dir) =>
+      limits.sessions.create(caller, { id, permissionMode: defaultPermissionMode, workspaceDir: dir, ...(agent !== undefined && { agent }) }),
+    );
+    creation = created.then(
       (handle) => new LocalSession(handle, runtime),
       (error: unknown) => {
         // Another host, or another principal's request, created it meanwhile: the chat's session all the same, if it is the caller's.

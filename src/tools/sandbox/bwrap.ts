@@ -111,7 +111,9 @@ function tryBwrap(bwrap: string): BwrapProbe {
 
 /** The bwrap command line that runs `command` with `/bin/sh -c` in `place.workspace`. */
 export function bwrapLaunch(sandbox: BwrapContainment, command: string, place: Place): Launch {
-  const { workspace, network, covered = [] } = place;
+  const { workspace, network, covered = [], enclosing } = place;
+  // Mounted before the workspace's bind, which bwrap then makes its mount point in; read-only after it.
+  const shadow = enclosing !== undefined && enclosing !== workspace && beneath(enclosing, workspace) ? enclosing : null;
   return {
     file: sandbox.bwrap,
     // In order: each mount goes over what the ones before made, so the workspace is bound last.
@@ -122,8 +124,10 @@ export function bwrapLaunch(sandbox: BwrapContainment, command: string, place: P
       '--tmpfs', '/tmp',
       ...sandbox.hidden.flatMap((dir) => ['--tmpfs', dir]),
       ...(network && sandbox.resolvConf ? ['--ro-bind', sandbox.resolvConf, sandbox.resolvConf] : []),
+      ...(shadow ? ['--tmpfs', shadow] : []),
       '--bind', workspace, workspace,
-      ...coverArgs(sandbox, workspace, covered),
+      ...(shadow ? ['--remount-ro', shadow] : []),
+      ...coverArgs(shadow ? { ...sandbox, hidden: [...sandbox.hidden, shadow] } : sandbox, workspace, covered),
       '--chdir', workspace,
       '--unshare-pid',
       // The host's System V IPC and POSIX message queues, as much the host's as its sockets.

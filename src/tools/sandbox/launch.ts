@@ -7,6 +7,12 @@ export interface Place {
   network: boolean;
   /** bwrap only: the host's own state the sandbox covers (`coveredPaths`). */
   covered?: readonly CoveredPath[];
+  /**
+   * bwrap only: a directory above the workspace (its real path) shown empty and read-only but for the
+   * workspace: the host's workspace, when the session works in one user's directory beneath it, so the
+   * command sees neither the other users' directories nor the host's files.
+   */
+  enclosing?: string;
 }
 
 export interface Launch {

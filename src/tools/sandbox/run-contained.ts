@@ -16,6 +16,8 @@ export interface ContainedRunOptions {
   network?: boolean;
   /** Under bwrap, the host's own state (absolute paths), covered in the sandbox where it exists when the command starts. */
   hidden?: readonly string[];
+  /** Under bwrap, a directory above `cwd` (a real path) the command sees empty but for `cwd` (`Place.enclosing`). */
+  enclosing?: string;
   timeoutMs: number;
   signal: AbortSignal;
   /** Between SIGTERM and SIGKILL when the run is stopped. */
@@ -52,7 +54,7 @@ export async function runContained(command: string, options: ContainedRunOptions
     return { ending: 'aborted', exitCode: null, exitSignal: null };
   }
   const covered = options.containment.kind === 'bwrap' && options.hidden?.length ? await coveredPaths(options.hidden) : [];
-  const { file, args, sandboxInfoFd } = launchOf(options.containment, command, { workspace: options.cwd, network: options.network ?? false, covered });
+  const { file, args, sandboxInfoFd } = launchOf(options.containment, command, { workspace: options.cwd, network: options.network ?? false, covered, ...(options.enclosing !== undefined && { enclosing: options.enclosing }) });
   let child: ChildProcess;
   try {
     // Spawned from this (the main) thread: the parent-death signal follows the thread that forked.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineTool, type AnyTool } from '../define-tool.js';
 import { authorizePath, mustConfine } from './confine.js';
 import { failed, withFsErrors } from './fs-errors.js';
-import type { Workspace } from './workspace.js';
+import { workspaceOf, type Workspace } from './workspace.js';
 import { pathField } from './schemas.js';
 import { openFileBeneath, writeFileBeneath } from './beneath.js';
 import { READ_FLAGS, readTextFile } from './text-file.js';
@@ -17,11 +17,11 @@ export function editFileTool(ws: Workspace): AnyTool {
       'when `oldText` is not found or occurs more than once: include more surrounding text to make it unique.',
     effect: 'write',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path, ws.hidden),
+    authorize: (args, ctx) => authorizePath(workspaceOf(ws, ctx).root, args.path, ws.hidden),
     approvalPaths: (args) => [args.path],
-    execute: (args) =>
+    execute: (args, ctx) =>
       withFsErrors(args.path, async () => {
-        const target = await mustConfine(ws.root, args.path, ws.hidden);
+        const target = await mustConfine(workspaceOf(ws, ctx).root, args.path, ws.hidden);
         const file = await readTextFile(openFileBeneath(target.root, target.relative, READ_FLAGS), { maxBytes: ws.limits.maxFileBytes, whenLarger: 'refuse' });
         if (file.kind === 'refused') return failed(`'${target.relative}' ${file.reason}`);
         const count = occurrences(file.text, args.oldText);

@@ -5,7 +5,7 @@ import { defineTool, type AnyTool, type ToolExecutionResult } from '../define-to
 import { authorizePath, mustConfine, type Confined } from './confine.js';
 import { failed, withFsErrors } from './fs-errors.js';
 import { NameGlob } from './glob.js';
-import type { Workspace, WorkspaceLimits } from './workspace.js';
+import { workspaceOf, type Workspace, type WorkspaceLimits } from './workspace.js';
 import { capLine, capOutput } from './output-cap.js';
 import { RegexMatcher } from './regex-worker.js';
 import { pathField } from './schemas.js';
@@ -32,15 +32,16 @@ export function grepTool(ws: Workspace): AnyTool {
       'Skips .git, node_modules and binary files. Output lines are `path:line: text`.',
     effect: 'read',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path ?? '.', ws.hidden),
-    execute: (args, { signal }) =>
+    authorize: (args, ctx) => authorizePath(workspaceOf(ws, ctx).root, args.path ?? '.', ws.hidden),
+    execute: (args, ctx) =>
       withFsErrors(args.path ?? '.', async () => {
         const invalid = patternError(args.pattern);
         if (invalid) return failed(`invalid regular expression: ${invalid}`);
-        const start = await mustConfine(ws.root, args.path ?? '.', ws.hidden);
+        const at = workspaceOf(ws, ctx);
+        const start = await mustConfine(at.root, args.path ?? '.', at.hidden);
         const matcher = new RegexMatcher(args.pattern);
         try {
-          return await search(ws, args, start, matcher, signal);
+          return await search(at, args, start, matcher, ctx.signal);
         } finally {
           await matcher.close();
         }

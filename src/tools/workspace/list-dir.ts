@@ -6,7 +6,7 @@ import { openDirBeneath } from './beneath.js';
 import path from 'node:path';
 import { authorizePath, hiddenPlaces, isHidden, mustConfine } from './confine.js';
 import { withFsErrors } from './fs-errors.js';
-import type { Workspace } from './workspace.js';
+import { workspaceOf, type Workspace } from './workspace.js';
 import { capOutput } from './output-cap.js';
 import { pathField } from './schemas.js';
 
@@ -19,10 +19,10 @@ export function listDirTool(ws: Workspace): AnyTool {
       'List a directory in the workspace, sorted by name. Directories end with `/`, symbolic links with `@`.',
     effect: 'read',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path ?? '.', ws.hidden),
-    execute: (args) =>
+    authorize: (args, ctx) => authorizePath(workspaceOf(ws, ctx).root, args.path ?? '.', ws.hidden),
+    execute: (args, ctx) =>
       withFsErrors(args.path ?? '.', async () => {
-        const target = await mustConfine(ws.root, args.path ?? '.', ws.hidden);
+        const target = await mustConfine(workspaceOf(ws, ctx).root, args.path ?? '.', ws.hidden);
         const dir = await openDirBeneath(target.root, target.relative);
         let entries: Dirent[];
         try {

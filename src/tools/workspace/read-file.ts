@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineTool, type AnyTool } from '../define-tool.js';
 import { authorizePath, mustConfine } from './confine.js';
 import { failed, withFsErrors } from './fs-errors.js';
-import type { Workspace, WorkspaceLimits } from './workspace.js';
+import { workspaceOf, type Workspace, type WorkspaceLimits } from './workspace.js';
 import { capLine, truncationNote } from './output-cap.js';
 import { pathField } from './schemas.js';
 import { openFileBeneath } from './beneath.js';
@@ -24,8 +24,8 @@ export function readFileTool(ws: Workspace): AnyTool {
       'Binary and non-UTF-8 files are refused.',
     effect: 'read',
     input,
-    authorize: (args) => authorizePath(ws.root, args.path, ws.hidden),
-    execute: (args) => withFsErrors(args.path, () => readLines(ws, args)),
+    authorize: (args, ctx) => authorizePath(workspaceOf(ws, ctx).root, args.path, ws.hidden),
+    execute: (args, ctx) => withFsErrors(args.path, () => readLines(workspaceOf(ws, ctx), args)),
   });
 }
 

@@ -4,7 +4,7 @@ import { defineTool, type AnyTool, type ToolExecutionResult } from '../define-to
 import { confinementDescription } from '../sandbox/command-sandbox.js';
 import { lifetimeDescription } from '../sandbox/containment.js';
 import { runContained, type ContainedRun } from '../sandbox/run-contained.js';
-import type { Workspace } from './workspace.js';
+import { workspaceOf, type Workspace } from './workspace.js';
 import { OutputCollector } from './output-collector.js';
 
 /** Below the kernel's limit on one argument (128 KiB). */
@@ -36,11 +36,15 @@ export function runCommandTool(ws: Workspace): AnyTool {
     effect: 'execute',
     input,
     sandbox,
-    execute: async (args, { signal, agentSandbox }) => {
+    execute: async (args, { signal, agentSandbox, workspaceDir }) => {
       const timeoutMs = args.timeoutMs ?? ws.limits.defaultTimeoutMs;
+      const own = workspaceOf(ws, { workspaceDir });
       let cwd: string;
+      let enclosing: string | undefined;
       try {
-        cwd = await realpath(ws.root);
+        cwd = await realpath(own.root);
+        // A session in a directory of its own beneath the workspace (a user's): the sandbox shows it alone of the workspace.
+        if (own !== ws) enclosing = await realpath(ws.root);
       } catch (error) {
         return { status: 'failed', content: `command not started: the workspace root cannot be resolved (${(error as Error).message})` };
       }
@@ -51,6 +55,7 @@ export function runCommandTool(ws: Workspace): AnyTool {
         containment,
         network: agentSandbox?.network ?? false,
         hidden: ws.hidden,
+        ...(enclosing !== undefined && { enclosing }),
         timeoutMs,
         signal,
         killGraceMs: ws.limits.killGraceMs,

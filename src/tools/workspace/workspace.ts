@@ -83,6 +83,17 @@ export function workspaceFrom(options: WorkspaceToolsOptions): Workspace {
   return { root: path.resolve(root), limits: parsed.data, commands, hidden };
 }
 
+/**
+ * The workspace one call works in: the session's own directory (`createSession({ workspaceDir })`;
+ * a host with many users gives each one under its workspace) when it lies beneath the tools' root,
+ * else the root itself. A session's directory outside the root does not widen what the tools reach.
+ */
+export function workspaceOf(ws: Workspace, ctx: { workspaceDir?: string }): Workspace {
+  const dir = ctx.workspaceDir === undefined ? undefined : path.resolve(ctx.workspaceDir);
+  if (dir === undefined || dir === ws.root || !isInside(ws.root, dir)) return ws;
+  return { ...ws, root: dir };
+}
+
 /** The hidden paths, normalized; one that is the root or above it would hide the whole workspace, which is an embedder's mistake. */
 function hiddenPathsOf(root: string, given: unknown): string[] {
   const parsed = hiddenPathsSchema.safeParse(given);

@@ -1,0 +1,122 @@
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { SignJWT } from 'jose';
+import { afterEach, describe, expect, it } from 'vitest';
+import { principalDirName } from '../../src/host/principal-workspace.js';
+import { workspaceTools, type ScriptedStep } from '../../src/index.js';
+import { sqliteFile, type DurableDatabase } from '../support/databases.js';
+import { testHost, type TestHost } from '../support/host.js';
+
+/**
+ * Many users on one host: each principal's sessions work in a directory of their own beneath the
+ * host's workspace, so one user's agent neither reads, lists nor changes another's files — through
+ * the file tools (in-process path checks) or through a command (the sandbox shows the user's
+ * directory alone). An admin works in the whole workspace. Real HTTP, real SQLite, real JWTs, and
+ * real bubblewrap where it is usable.
+ */
+
+const SECRET = 'principal-workspaces-secret-0123456789abcdef';
+const bwrap = workspaceTools({ root: os.tmpdir(), warn: () => undefined }).find((tool) => tool.name === 'run_command')!.sandbox?.kind === 'bwrap';
+
+const token = (sub: string, roles: string[] = []) =>
+  new SignJWT({ roles, exp: Math.floor(Date.now() / 1000) + 3600 }).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).sign(new TextEncoder().encode(SECRET));
+const call = (name: string, args: Record<string, unknown>, id: string) => ({ id, name, args });
+
+let db: DurableDatabase | undefined;
+let host: TestHost | undefined;
+afterEach(async () => {
+  await host?.close();
+  await db?.drop();
+  [db, host] = [undefined, undefined];
+});
+
+/** Runs one turn as `headers`'s principal in a new session (mode auto); the tool results by call id. */
+async function turnAs(h: TestHost, headers: Record<string, string>): Promise<Map<string, { status: string; content: string }>> {
+  const created = await h.call('POST', '/sessions', { permissionMode: 'auto' }, headers);
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const id = created.body.sessionId as string;
+  const turn = await h.call('POST', `/sessions/${id}/turns`, { clientRequestId: 'r1', input: [{ type: 'text', text: 'go' }] }, headers);
+  expect(turn.status, JSON.stringify(turn.body)).toBe(202);
+  const state = await h.call('GET', `/sessions/${id}/turns/${turn.body.turnId as string}?wait=30`, undefined, headers);
+  expect(state.body.status).toBe('completed');
+  const page = await h.call('GET', `/sessions/${id}/messages?limit=200`, undefined, headers);
+  const results = new Map<string, { status: string; content: string }>();
+  for (const { message } of page.body.messages as { message: { role: string; toolCallId?: string; status?: string; content?: string } }[]) {
+    if (message.role === 'tool') results.set(message.toolCallId!, { status: message.status!, content: message.content! });
+  }
+  return results;
+}
+
+describe('a user of a shared host works in a directory of their own', () => {
+  it("reads, lists, searches and writes only there; an admin sees every user's", async () => {
+    const alice = principalDirName('alice');
+    const bob = principalDirName('bob');
+    const steps: ScriptedStep[] = [
+      // alice
+      { toolCalls: [call('write_file', { path: 'notes/secret.md', content: 'alice only' }, 'a1')] },
+      { text: 'ok' },
+      // bob
+      {
+        toolCalls: [
+          call('list_dir', {}, 'b1'),
+          call('list_dir', { path: '..' }, 'b2'),
+          call('read_file', { path: `../${alice}/notes/secret.md` }, 'b3'),
+          call('write_file', { path: `../${alice}/notes/secret.md`, content: 'bob was here' }, 'b4'),
+          call('grep', { pattern: 'alice only' }, 'b5'),
+          call('write_file', { path: 'mine.md', content: 'bob' }, 'b6'),
+        ],
+      },
+      { text: 'ok' },
+      // the admin
+      { toolCalls: [call('list_dir', { path: 'users' }, 'r1'), call('read_file', { path: `users/${alice}/notes/secret.md` }, 'r2')] },
+      { text: 'ok' },
+    ];
+    db = sqliteFile();
+    host = await testHost(db, steps, { jwt: { keys: { secret: SECRET } }, sandbox: 'off' });
+    const as = async (sub: string, roles?: string[]) => ({ authorization: `Bearer ${await token(sub, roles)}` });
+
+    expect((await turnAs(host, await as('alice'))).get('a1')).toMatchObject({ status: 'succeeded' });
+    const aliceFile = path.join(host.workspace, 'users', alice, 'notes', 'secret.md');
+    expect(await readFile(aliceFile, 'utf8')).toBe('alice only');
+
+    const seen = await turnAs(host, await as('bob'));
+    expect(seen.get('b1')).toEqual({ status: 'succeeded', content: '(. is empty)' });
+    for (const id of ['b2', 'b3', 'b4']) expect(seen.get(id)?.status, id).toBe('denied');
+    expect(seen.get('b5')?.content).not.toContain('alice only');
+    expect(seen.get('b6')?.status).toBe('succeeded');
+    expect(await readFile(aliceFile, 'utf8')).toBe('alice only');
+    expect(await readFile(path.join(host.workspace, 'users', bob, 'mine.md'), 'utf8')).toBe('bob');
+    expect(existsSync(path.join(host.workspace, 'mine.md'))).toBe(false);
+
+    const admin = await turnAs(host, await as('root', ['admin']));
+    expect(admin.get('r1')?.content.split('\n').sort()).toEqual([`${alice}/`, `${bob}/`].sort());
+    expect(admin.get('r2')?.content).toContain('alice only');
+  });
+
+  it.skipIf(!bwrap)("runs a user's commands where only their directory of the workspace is there, and writable", async () => {
+    const alice = principalDirName('alice');
+    const probe = [
+      'ls -A ..', // only bob's own directory
+      `cat ../${alice}/notes/secret.md 2>/dev/null || echo cannot-read`,
+      `ls -A ../.. | tr '\\n' ' '; echo`, // the host's workspace: only users/
+      '(echo x > ../x) 2>/dev/null || echo cannot-write-above',
+      'echo mine > own.txt && cat own.txt',
+    ].join('; ');
+    const steps: ScriptedStep[] = [
+      { toolCalls: [call('write_file', { path: 'notes/secret.md', content: 'alice only' }, 'a1')] },
+      { text: 'ok' },
+      { toolCalls: [call('run_command', { command: probe }, 'b1')] },
+      { text: 'ok' },
+    ];
+    db = sqliteFile();
+    host = await testHost(db, steps, { jwt: { keys: { secret: SECRET } }, sandbox: 'bwrap' });
+    await writeFile(path.join(host.workspace, 'host-only.txt'), 'the operator\'s\n');
+    await turnAs(host, { authorization: `Bearer ${await token('alice')}` });
+    const result = (await turnAs(host, { authorization: `Bearer ${await token('bob')}` })).get('b1')!;
+    expect(result.content).toBe(['exit code 0', principalDirName('bob'), 'cannot-read', 'users ', 'cannot-write-above', 'mine', ''].join('\n'));
+    expect(existsSync(path.join(host.workspace, 'users', 'x'))).toBe(false);
+    expect(await readFile(path.join(host.workspace, 'users', principalDirName('bob'), 'own.txt'), 'utf8')).toBe('mine\n');
+  });
+});
