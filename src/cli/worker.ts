@@ -154,6 +154,7 @@ export async function runWorker(settings: WorkerSettings & { modelFromFlags?: bo
         ...(settings['amqp-namespace'] && { namespace: settings['amqp-namespace'] }),
         model: choice.model,
         tools: [...tools, ...(configured?.tools ?? [])],
+        workspace: resolve(settings.workspace),
         ...(configured && { agents: configured.agents, runtime: { ...runtimeOptionsOf(configured), ...(mcp && { toolSources: mcp.sources }) } }),
         concurrency: settings.concurrency,
         leaseTtlMs: Math.round(settings['lease-ttl'] * 1000),

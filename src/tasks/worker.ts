@@ -10,6 +10,8 @@ import type { AgentConfig } from '../runtime/agents.js';
 import { createRuntime, type ChartClock, type Runtime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { SessionHandle } from '../runtime/session-handle.js';
 import type { AnyTool } from '../tools/define-tool.js';
+import { userDirectory } from '../tools/workspace/user-directory.js';
+import { OPERATOR } from '../protocol/principal.js';
 import { AmqpLink } from '../transport/amqp-link.js';
 import { DEFAULT_RELAY, OutboxRelay, type OutboxRelayOptions } from './outbox-relay.js';
 import { amqpSender, TaskJournal, type EventSender } from './task-journal.js';
@@ -26,6 +28,12 @@ export interface WorkerOptions {
   amqpUrl: string;
   model: ModelPort;
   tools?: AnyTool[];
+  /**
+   * The workspace `tools` work in (`workspaceTools({ root })`). A task a principal other than the
+   * operator submitted works in that principal's directory beneath it (`users/<hash>`), as their
+   * sessions on a host do; without it every task works in the tools' root.
+   */
+  workspace?: string;
   agents?: Record<string, AgentConfig>;
   /** Tasks run at once (the queue's prefetch); default 4. */
   concurrency?: number;
@@ -293,8 +301,15 @@ class Worker implements TaskWorker {
   private async claim(task: TaskRow): Promise<SessionHandle | null> {
     let handle: SessionHandle;
     try {
-      // The task's session is its submitter's: they see it, and it counts as theirs.
-      handle = await this.runtime.createSession({ agent: task.spec.agent, permissionMode: task.spec.permissionMode, ...(task.principal !== undefined && { principal: task.principal }) });
+      // The task's session is its submitter's: they see it, it counts as theirs, and it works in their directory.
+      const { workspace } = this.options;
+      const own = workspace !== undefined && task.principal !== undefined && task.principal !== OPERATOR.principal;
+      handle = await this.runtime.createSession({
+        agent: task.spec.agent,
+        permissionMode: task.spec.permissionMode,
+        ...(task.principal !== undefined && { principal: task.principal }),
+        ...(own && { workspaceDir: await userDirectory(workspace, task.principal!) }),
+      });
     } catch (error) {
       if (!(error instanceof TurnchartError && error.code === 'UnknownAgent')) throw error;
       await this.rejectUnrunnable(task, error.message);

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { principalDirName } from '../../src/host/principal-workspace.js';
+import { principalDirName } from '../../src/tools/workspace/user-directory.js';
 import { workspaceTools, type ScriptedStep } from '../../src/index.js';
 import { sqliteFile, type DurableDatabase } from '../support/databases.js';
 import { testHost, type TestHost } from '../support/host.js';

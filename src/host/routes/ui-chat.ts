@@ -6,11 +6,11 @@ import { TurnchartError } from '../../protocol/errors.js';
 import { parseApprovalId } from '../approval-id.js';
 import { ApiError, viaStorage } from '../errors.js';
 import { callerOf } from '../auth.js';
-import { workspaceFor } from '../principal-workspace.js';
+import { userDirectory } from '../../tools/workspace/user-directory.js';
 import { openSessionOf, sessionOf, storedSessionOf, unwrap, type HostContext } from '../host-context.js';
 import { sessionIdSchema } from '../../protocol/commands.js';
 import { untilOwnerAnswers } from '../sse-takeover.js';
-import type { Caller } from '../../protocol/principal.js';
+import { isAdmin, type Caller } from '../../protocol/principal.js';
 import type { SessionAccess } from '../session-access.js';
 import { LocalSession } from '../local-session.js';
 import { errors, TraceHeaders, UiApprovalAnswer, UiChatParams, UiChatQuery, UiChatRequest, UiTextPart } from '../schemas.js';
@@ -230,7 +230,8 @@ class ChatSessions {
     let creation = this.creating.get(key);
     if (creation) return creation;
     const { runtime, defaultPermissionMode, workspaceDir, limits } = this.host;
-    const created = workspaceFor(workspaceDir, caller).then((dir) =>
+    // An admin works in the whole workspace, anyone else in a directory of their own beneath it.
+    const created = (isAdmin(caller) ? Promise.resolve(workspaceDir) : userDirectory(workspaceDir, caller.principal)).then((dir) =>
       limits.sessions.create(caller, { id, permissionMode: defaultPermissionMode, workspaceDir: dir, ...(agent !== undefined && { agent }) }),
     );
     creation = created.then(
