@@ -14,6 +14,7 @@ import { EffectAborted, untilAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import { persistAndAppend, type RuntimeDeps } from './session-env.js';
 import { WorldStateError } from '../protocol/errors.js';
+import { OPERATOR } from '../protocol/principal.js';
 
 /**
  * CW-2's sampling before every model call: capture the four sources, diff against the baseline and
@@ -25,11 +26,13 @@ export function worldStateSampler(deps: RuntimeDeps) {
     const env = deps.env(input.sessionId);
     const { config, conversation } = env;
     const sandbox = config.sandbox();
+    // A user's session (a principal's, not an admin's nor the operator's) works in their own directory beneath the workspace.
+    const ownDirectory = config.principal !== null && !config.quotaExempt && config.principal !== OPERATOR.principal;
     // Without a workspace or skills there is nothing to read: no promise to wait for on every model call.
     const capture =
       config.workspaceDir === null && deps.skills === null
         ? capturePolicyOnly(config.permissionMode, sandbox)
-        : await untilAborted(readWorldState({ workspaceDir: config.workspaceDir, skills: deps.skills, permissionMode: config.permissionMode, sandbox }, (message) => deps.warn(message, { sessionId: input.sessionId, turnId: input.turnId })), cancellation);
+        : await untilAborted(readWorldState({ workspaceDir: config.workspaceDir, ownDirectory, skills: deps.skills, permissionMode: config.permissionMode, sandbox }, (message) => deps.warn(message, { sessionId: input.sessionId, turnId: input.turnId })), cancellation);
     // Nothing changed since the last sampling and the conversation was only appended to since: nothing to send.
     if (conversation.baselineChat === conversation.chat && sameBodies(capture, conversation.baseline)) return;
     const changed = renderWorldStateDiff(capture, conversation.baseline, scanRetainedSections(conversation.chat.conversation()));

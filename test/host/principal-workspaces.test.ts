@@ -1,11 +1,11 @@
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
 import { principalDirName } from '../../src/tools/workspace/user-directory.js';
-import { workspaceTools, type ScriptedStep } from '../../src/index.js';
+import { scriptedModel, workspaceTools, type ScriptedStep } from '../../src/index.js';
 import { sqliteFile, type DurableDatabase } from '../support/databases.js';
 import { testHost, type TestHost } from '../support/host.js';
 
@@ -74,12 +74,20 @@ describe('a user of a shared host works in a directory of their own', () => {
       { text: 'ok' },
     ];
     db = sqliteFile();
-    host = await testHost(db, steps, { jwt: { keys: { secret: SECRET } }, sandbox: 'off' });
+    const model = scriptedModel(steps);
+    host = await testHost(db, model, { jwt: { keys: { secret: SECRET } }, sandbox: 'off' });
+    // The host's workspace is a repository of the operator's: its layout is not named to a user's model.
+    await mkdir(path.join(host.workspace, '.git'));
+    await writeFile(path.join(host.workspace, 'operator-plan.md'), 'the operator\'s');
+    const projectContext = (request: number) =>
+      model.requests[request]!.messages.find((m) => m.role === 'user' && m.text.startsWith('<user_project_context'))! as { text: string };
     const as = async (sub: string, roles?: string[]) => ({ authorization: `Bearer ${await token(sub, roles)}` });
 
     expect((await turnAs(host, await as('alice'))).get('a1')).toMatchObject({ status: 'succeeded' });
     const aliceFile = path.join(host.workspace, 'users', alice, 'notes', 'secret.md');
     expect(await readFile(aliceFile, 'utf8')).toBe('alice only');
+    expect(projectContext(0).text).toContain('repository_root: none');
+    expect(projectContext(0).text).not.toContain('operator-plan.md');
 
     const seen = await turnAs(host, await as('bob'));
     expect(seen.get('b1')).toEqual({ status: 'succeeded', content: '(. is empty)' });
@@ -93,6 +101,8 @@ describe('a user of a shared host works in a directory of their own', () => {
     const admin = await turnAs(host, await as('root', ['admin']));
     expect(admin.get('r1')?.content.split('\n').sort()).toEqual([`${alice}/`, `${bob}/`].sort());
     expect(admin.get('r2')?.content).toContain('alice only');
+    expect(projectContext(4).text).toContain(`repository_root: ${host.workspace}`);
+    expect(projectContext(4).text).toContain('- operator-plan.md');
   });
 
   it.skipIf(!bwrap)("runs a user's commands where only their directory of the workspace is there, and writable", async () => {

@@ -12,7 +12,7 @@ export async function captureWorldState(sources: WorldStateSources): Promise<{ c
   const { workspaceDir } = sources;
   if (workspaceDir === null && sources.skills === null) return { capture: capturePolicyOnly(sources.permissionMode, sources.sandbox), warnings: [] };
   const reads: Record<WorldStateSection, Promise<{ body: string | null; warnings: string[] }>> = {
-    'runtime/user-project-context': bodyOnly(workspaceDir === null ? null : captureUserProjectContext(workspaceDir)),
+    'runtime/user-project-context': bodyOnly(workspaceDir === null ? null : captureUserProjectContext(workspaceDir, sources.ownDirectory === true)),
     'project/AGENTS.md': bodyOnly(workspaceDir === null ? null : captureProjectInstructions(workspaceDir)),
     'skills/catalog': captureSkillCatalog(sources.skills),
     'runtime/sandbox-policy': bodyOnly(renderSandboxPolicy(sources.permissionMode, sources.sandbox ?? null)),

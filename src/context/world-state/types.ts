@@ -17,6 +17,11 @@ export const SECTION_ORDER: readonly WorldStateSection[] = [
 export interface WorldStateSources {
   /** The session's workspace; null → no project context and no AGENTS.md section. */
   workspaceDir: string | null;
+  /**
+   * The workspace is a user's own directory beneath a shared one: the project context looks for no
+   * repository above it, so the host's own files are not named to the user's model.
+   */
+  ownDirectory?: boolean;
   /** The runtime's skills directory; null → no catalog section. */
   skills: SkillsConfig | null;
   permissionMode: PermissionMode;

@@ -19,7 +19,7 @@ const listings = new SettledReads<{ lines: string[]; more: number }>();
  * operation on every model call. The listing itself is read through the pool, and only when the
  * listed directory changed (`SettledReads`).
  */
-export async function captureUserProjectContext(workspaceDir: string): Promise<string> {
+export async function captureUserProjectContext(workspaceDir: string, ownDirectory = false): Promise<string> {
   const fail = (reason: string): never => {
     throw new WorldStateError('user_project_context_error', `project context for ${workspaceDir}: ${reason}`);
   };
@@ -30,7 +30,7 @@ export async function captureUserProjectContext(workspaceDir: string): Promise<s
     // Checked first: walking up from a missing directory could otherwise list some unrelated repository.
     const workspace = statSync(workspaceDir, { bigint: true });
     if (!workspace.isDirectory()) fail('not a directory');
-    repositoryRoot = findRepositoryRoot(workspaceDir);
+    repositoryRoot = findRepositoryRoot(workspaceDir, ownDirectory ? workspaceDir : null);
     const listed = repositoryRoot ?? workspaceDir;
     const info = listed === workspaceDir ? workspace : statSync(listed, { bigint: true });
     listing = await listings.read(listed, info, seenAtMs, () => listEntries(listed));
@@ -61,13 +61,13 @@ async function listEntries(dir: string): Promise<{ lines: string[]; more: number
   return { lines, more: Math.max(0, entries.length - MAX_TOP_LEVEL_ENTRIES) };
 }
 
-/** The nearest directory at or above `start` holding a `.git` (a directory, or a file in worktrees). */
-function findRepositoryRoot(start: string): string | null {
+/** The nearest directory at or above `start` (up to `top`, when given) holding a `.git` (a directory, or a file in worktrees). */
+function findRepositoryRoot(start: string, top: string | null): string | null {
   let dir = path.resolve(start);
   for (;;) {
     if (exists(path.join(dir, '.git'))) return dir;
     const parent = path.dirname(dir);
-    if (parent === dir) return null;
+    if (parent === dir || (top !== null && dir === path.resolve(top))) return null;
     dir = parent;
   }
 }
