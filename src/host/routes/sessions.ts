@@ -67,7 +67,8 @@ export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
     host.agents.check(body.agent);
     const caller = callerOf(c);
     // An admin works in the whole workspace, anyone else in a directory of their own beneath it.
-    const session = await host.limits.sessions.create(caller, { permissionMode: host.defaultPermissionMode, ...body, workspaceDir: isAdmin(caller) ? host.workspaceDir : await userDirectory(host.workspaceDir, caller.principal) });
+    const workspaceDir = isAdmin(caller) ? host.workspaceDir : await userDirectory(host.workspaceDir, caller.principal);
+    const session = await host.limits.sessions.create(caller, { permissionMode: host.defaultPermissionMode, ...body, workspaceDir });
     return c.json({ sessionId: session.id, snapshot: session.snapshot() }, 201);
   });
 
