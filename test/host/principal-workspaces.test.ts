@@ -8,6 +8,7 @@ import { principalDirName } from '../../src/tools/workspace/user-directory.js';
 import { scriptedModel, workspaceTools, type ScriptedStep } from '../../src/index.js';
 import { sqliteFile, type DurableDatabase } from '../support/databases.js';
 import { testHost, type TestHost } from '../support/host.js';
+import { fold, texts, UiChatClient, userMessage } from '../support/ui-chat-client.js';
 
 /**
  * Many users on one host: each principal's sessions work in a directory of their own beneath the
@@ -103,6 +104,18 @@ describe('a user of a shared host works in a directory of their own', () => {
     expect(admin.get('r2')?.content).toContain('alice only');
     expect(projectContext(4).text).toContain(`repository_root: ${host.workspace}`);
     expect(projectContext(4).text).toContain('- operator-plan.md');
+  });
+
+  it("works in the user's directory through the AI SDK's /api/chat too", async () => {
+    const steps: ScriptedStep[] = [{ toolCalls: [call('write_file', { path: 'from-chat.md', content: 'bob' }, 'c1')] }, { text: 'written' }];
+    db = sqliteFile();
+    host = await testHost(db, steps, { jwt: { keys: { secret: SECRET } }, sandbox: 'off', permissionMode: 'auto' });
+    const client = new UiChatClient(host.url, 'chat-of-bob', await token('bob'));
+    const { message, errors } = await fold(await client.send([userMessage('u1', 'write it')]));
+    expect(errors).toEqual([]);
+    expect(texts(message)).toContain('written');
+    expect(await readFile(path.join(host.workspace, 'users', principalDirName('bob'), 'from-chat.md'), 'utf8')).toBe('bob');
+    expect(existsSync(path.join(host.workspace, 'from-chat.md'))).toBe(false);
   });
 
   it.skipIf(!bwrap)("runs a user's commands where only their directory of the workspace is there, and writable", async () => {
