@@ -233,6 +233,11 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     hostSecrets,
     warn,
   });
+  const commandSandbox = workspace.find((tool) => tool.name === 'run_command')?.sandbox;
+  if ((options.jwt || options.authenticate) && commandSandbox?.kind === 'off') {
+    // Each user's files are kept apart by the sandbox alone where commands are concerned.
+    warn(`many users and no sandbox (${commandSandbox.reason}): each user's commands can read and change every other user's files; run with --sandbox bwrap`);
+  }
   // Commands a dead host left running end before restart correction reports their turns interrupted.
   await reapLeftoverCommands({ warn });
   const metrics = new TurnchartMetrics();

@@ -76,7 +76,12 @@ describe('a user of a shared host works in a directory of their own', () => {
     ];
     db = sqliteFile();
     const model = scriptedModel(steps);
-    host = await testHost(db, model, { jwt: { keys: { secret: SECRET } }, sandbox: 'off' });
+    const warnings: string[] = [];
+    host = await testHost(db, model, { jwt: { keys: { secret: SECRET } }, sandbox: 'off', warn: (line) => warnings.push(line) });
+    // Commands are kept apart by the sandbox alone: a host of many users without one says so at start.
+    expect(warnings).toContain(
+      "many users and no sandbox (the operator turned the sandbox off): each user's commands can read and change every other user's files; run with --sandbox bwrap",
+    );
     // The host's workspace is a repository of the operator's: its layout is not named to a user's model.
     await mkdir(path.join(host.workspace, '.git'));
     await writeFile(path.join(host.workspace, 'operator-plan.md'), 'the operator\'s');
