@@ -28,6 +28,15 @@ export function isAdmin(caller: Caller): boolean {
 }
 
 /**
+ * Whether a principal's sessions and tasks work in a directory of their own beneath the workspace
+ * (`users/<hash>`): anyone but an admin and the operator. `admin` is what the asker knows of it — a
+ * host, the caller's roles; a stored session, its quota exemption; a worker, nothing (false).
+ */
+export function hasOwnDirectory(principal: string | null | undefined, admin: boolean): principal is string {
+  return principal !== null && principal !== undefined && !admin && principal !== OPERATOR.principal;
+}
+
+/**
  * Whether the caller may see and act on what `owner` owns. Rows stored before principals existed
  * have no owner: only an admin sees them.
  */

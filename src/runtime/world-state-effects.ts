@@ -14,7 +14,7 @@ import { EffectAborted, untilAborted } from './effect-aborted.js';
 import type { EffectCancellation } from './effect-port.js';
 import { persistAndAppend, type RuntimeDeps } from './session-env.js';
 import { WorldStateError } from '../protocol/errors.js';
-import { OPERATOR } from '../protocol/principal.js';
+import { hasOwnDirectory } from '../protocol/principal.js';
 
 /**
  * CW-2's sampling before every model call: capture the four sources, diff against the baseline and
@@ -26,8 +26,7 @@ export function worldStateSampler(deps: RuntimeDeps) {
     const env = deps.env(input.sessionId);
     const { config, conversation } = env;
     const sandbox = config.sandbox();
-    // A user's session (a principal's, not an admin's nor the operator's) works in their own directory beneath the workspace.
-    const ownDirectory = config.principal !== null && !config.quotaExempt && config.principal !== OPERATOR.principal;
+    const ownDirectory = hasOwnDirectory(config.principal, config.quotaExempt);
     // Without a workspace or skills there is nothing to read: no promise to wait for on every model call.
     const capture =
       config.workspaceDir === null && deps.skills === null

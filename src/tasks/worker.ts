@@ -11,7 +11,7 @@ import { createRuntime, type ChartClock, type Runtime, type RuntimeOptions } fro
 import type { SessionHandle } from '../runtime/session-handle.js';
 import type { AnyTool } from '../tools/define-tool.js';
 import { userDirectory } from '../tools/workspace/user-directory.js';
-import { OPERATOR } from '../protocol/principal.js';
+import { hasOwnDirectory } from '../protocol/principal.js';
 import { AmqpLink } from '../transport/amqp-link.js';
 import { DEFAULT_RELAY, OutboxRelay, type OutboxRelayOptions } from './outbox-relay.js';
 import { amqpSender, TaskJournal, type EventSender } from './task-journal.js';
@@ -303,12 +303,11 @@ class Worker implements TaskWorker {
     try {
       // The task's session is its submitter's: they see it, it counts as theirs, and it works in their directory.
       const { workspace } = this.options;
-      const own = workspace !== undefined && task.principal !== undefined && task.principal !== OPERATOR.principal;
       handle = await this.runtime.createSession({
         agent: task.spec.agent,
         permissionMode: task.spec.permissionMode,
         ...(task.principal !== undefined && { principal: task.principal }),
-        ...(own && { workspaceDir: await userDirectory(workspace, task.principal!) }),
+        ...(workspace !== undefined && hasOwnDirectory(task.principal, false) && { workspaceDir: await userDirectory(workspace, task.principal) }),
       });
     } catch (error) {
       if (!(error instanceof TurnchartError && error.code === 'UnknownAgent')) throw error;

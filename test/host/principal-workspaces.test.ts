@@ -3,11 +3,11 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { SignJWT } from 'jose';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { principalDirName } from '../../src/tools/workspace/user-directory.js';
 import { scriptedModel, workspaceTools, type ScriptedStep } from '../../src/index.js';
-import { sqliteFile, type DurableDatabase } from '../support/databases.js';
-import { testHost, type TestHost } from '../support/host.js';
+import { sqliteFile } from '../support/databases.js';
+import { useTestHosts, type TestHost } from '../support/host.js';
 import { fold, texts, UiChatClient, userMessage } from '../support/ui-chat-client.js';
 
 /**
@@ -25,13 +25,7 @@ const token = (sub: string, roles: string[] = []) =>
   new SignJWT({ roles, exp: Math.floor(Date.now() / 1000) + 3600 }).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).sign(new TextEncoder().encode(SECRET));
 const call = (name: string, args: Record<string, unknown>, id: string) => ({ id, name, args });
 
-let db: DurableDatabase | undefined;
-let host: TestHost | undefined;
-afterEach(async () => {
-  await host?.close();
-  await db?.drop();
-  [db, host] = [undefined, undefined];
-});
+const openHost = useTestHosts();
 
 /** Runs one turn as `headers`'s principal in a new session (mode auto); the tool results by call id. */
 async function turnAs(h: TestHost, headers: Record<string, string>): Promise<Map<string, { status: string; content: string }>> {
@@ -74,10 +68,9 @@ describe('a user of a shared host works in a directory of their own', () => {
       { toolCalls: [call('list_dir', { path: 'users' }, 'r1'), call('read_file', { path: `users/${alice}/notes/secret.md` }, 'r2')] },
       { text: 'ok' },
     ];
-    db = sqliteFile();
     const model = scriptedModel(steps);
     const warnings: string[] = [];
-    host = await testHost(db, model, { jwt: { keys: { secret: SECRET } }, sandbox: 'off', warn: (line) => warnings.push(line) });
+    const host = await openHost(sqliteFile(), model, { jwt: { keys: { secret: SECRET } }, sandbox: 'off', warn: (line) => warnings.push(line) });
     // Commands are kept apart by the sandbox alone: a host of many users without one says so at start.
     expect(warnings).toContain(
       "many users and no sandbox (the operator turned the sandbox off): each user's commands can read and change every other user's files; run with --sandbox bwrap",
@@ -113,8 +106,7 @@ describe('a user of a shared host works in a directory of their own', () => {
 
   it("works in the user's directory through the AI SDK's /api/chat too", async () => {
     const steps: ScriptedStep[] = [{ toolCalls: [call('write_file', { path: 'from-chat.md', content: 'bob' }, 'c1')] }, { text: 'written' }];
-    db = sqliteFile();
-    host = await testHost(db, steps, { jwt: { keys: { secret: SECRET } }, sandbox: 'off', permissionMode: 'auto' });
+    const host = await openHost(sqliteFile(), steps, { jwt: { keys: { secret: SECRET } }, sandbox: 'off', permissionMode: 'auto' });
     const client = new UiChatClient(host.url, 'chat-of-bob', await token('bob'));
     const { message, errors } = await fold(await client.send([userMessage('u1', 'write it')]));
     expect(errors).toEqual([]);
@@ -138,8 +130,7 @@ describe('a user of a shared host works in a directory of their own', () => {
       { toolCalls: [call('run_command', { command: probe }, 'b1')] },
       { text: 'ok' },
     ];
-    db = sqliteFile();
-    host = await testHost(db, steps, { jwt: { keys: { secret: SECRET } }, sandbox: 'bwrap' });
+    const host = await openHost(sqliteFile(), steps, { jwt: { keys: { secret: SECRET } }, sandbox: 'bwrap' });
     await writeFile(path.join(host.workspace, 'host-only.txt'), 'the operator\'s\n');
     await turnAs(host, { authorization: `Bearer ${await token('alice')}` });
     const result = (await turnAs(host, { authorization: `Bearer ${await token('bob')}` })).get('b1')!;

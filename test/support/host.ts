@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { afterEach } from 'vitest';
 import { startHost, type HostOptions, type RunningHost } from '../../src/host/host.js';
 import { scriptedModel, withFaults, type FaultyStorage, type ModelPort, type ScriptedStep } from '../../src/index.js';
 import type { DurableDatabase } from './databases.js';
@@ -39,6 +40,23 @@ export async function testHost(
       await host.close();
       if (!options.workspace) await rm(workspace, { recursive: true, force: true });
     },
+  };
+}
+
+/** Opens test hosts, each on its database; after each test every host opened is closed and its database dropped. */
+export function useTestHosts(): (db: DurableDatabase, model: ModelPort | ScriptedStep[], options?: Partial<Omit<HostOptions, 'model' | 'storage'>>) => Promise<TestHost> {
+  const opened: { db: DurableDatabase; host?: TestHost }[] = [];
+  afterEach(async () => {
+    for (const { db, host } of opened.splice(0).reverse()) {
+      await host?.close();
+      await db.drop();
+    }
+  });
+  return async (db, model, options = {}) => {
+    const entry: { db: DurableDatabase; host?: TestHost } = { db };
+    opened.push(entry);
+    entry.host = await testHost(db, model, options);
+    return entry.host;
   };
 }
 

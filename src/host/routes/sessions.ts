@@ -2,7 +2,7 @@ import { createRoute, type OpenAPIHono } from '@hono/zod-openapi';
 import type { SessionRow } from '../../../storage/session-storage.js';
 import { ApiError, viaStorage } from '../errors.js';
 import { callerOf } from '../auth.js';
-import { userDirectory } from '../../tools/workspace/user-directory.js';
+import { workspaceFor } from '../../tools/workspace/user-directory.js';
 import { sessionOf, storedSessionOf, type HostContext } from '../host-context.js';
 import { isAdmin } from '../../protocol/principal.js';
 import {
@@ -66,8 +66,7 @@ export function sessionRoutes(app: OpenAPIHono, host: HostContext): void {
     const body = c.req.valid('json');
     host.agents.check(body.agent);
     const caller = callerOf(c);
-    // An admin works in the whole workspace, anyone else in a directory of their own beneath it.
-    const workspaceDir = isAdmin(caller) ? host.workspaceDir : await userDirectory(host.workspaceDir, caller.principal);
+    const workspaceDir = await workspaceFor(host.workspaceDir, caller.principal, isAdmin(caller));
     const session = await host.limits.sessions.create(caller, { permissionMode: host.defaultPermissionMode, ...body, workspaceDir });
     return c.json({ sessionId: session.id, snapshot: session.snapshot() }, 201);
   });

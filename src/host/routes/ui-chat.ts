@@ -6,7 +6,7 @@ import { TurnchartError } from '../../protocol/errors.js';
 import { parseApprovalId } from '../approval-id.js';
 import { ApiError, viaStorage } from '../errors.js';
 import { callerOf } from '../auth.js';
-import { userDirectory } from '../../tools/workspace/user-directory.js';
+import { workspaceFor } from '../../tools/workspace/user-directory.js';
 import { openSessionOf, sessionOf, storedSessionOf, unwrap, type HostContext } from '../host-context.js';
 import { sessionIdSchema } from '../../protocol/commands.js';
 import { untilOwnerAnswers } from '../sse-takeover.js';
@@ -230,8 +230,7 @@ class ChatSessions {
     let creation = this.creating.get(key);
     if (creation) return creation;
     const { runtime, defaultPermissionMode, workspaceDir, limits } = this.host;
-    // An admin works in the whole workspace, anyone else in a directory of their own beneath it.
-    const created = (isAdmin(caller) ? Promise.resolve(workspaceDir) : userDirectory(workspaceDir, caller.principal)).then((dir) =>
+    const created = workspaceFor(workspaceDir, caller.principal, isAdmin(caller)).then((dir) =>
       limits.sessions.create(caller, { id, permissionMode: defaultPermissionMode, workspaceDir: dir, ...(agent !== undefined && { agent }) }),
     );
     creation = created.then(

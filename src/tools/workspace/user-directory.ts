@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { hasOwnDirectory } from '../../protocol/principal.js';
 
 /**
  * A user's own directory beneath a shared workspace (`users/<hash>`), made on first use, mode 0700.
@@ -12,6 +13,11 @@ export async function userDirectory(root: string, principal: string): Promise<st
   const dir = path.join(root, 'users', principalDirName(principal));
   await mkdir(dir, { recursive: true, mode: 0o700 });
   return dir;
+}
+
+/** Where a principal's new session works: its own directory beneath `root` when it has one (`hasOwnDirectory`), else `root`. */
+export async function workspaceFor(root: string, principal: string, admin: boolean): Promise<string> {
+  return hasOwnDirectory(principal, admin) ? userDirectory(root, principal) : root;
 }
 
 export function principalDirName(principal: string): string {
