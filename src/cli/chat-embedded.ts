@@ -57,7 +57,7 @@ export async function embeddedChatClient(options: EmbeddedOptions): Promise<Chat
   // Commands (and MCP servers) a dead chat or host left running end before restart correction reports their turns interrupted.
   await reapLeftoverCommands({ warn });
   // The file's MCP servers, as `turnchart serve` starts them: a required one that cannot start stops the chat here.
-  const mcp = configured?.mcpServers ? await McpServers.start(configured.mcpServers, { warn }).catch((error: unknown) => Promise.reject(asChatError(error))) : null;
+  const mcp = configured?.mcpServers ? await McpServers.start(configured.mcpServers, { warn, workspace: workspaceDir }).catch((error: unknown) => Promise.reject(asChatError(error))) : null;
   const storage = sqliteStorage({ filename: options.db });
   const runtime = await createRuntime({
     ...(configured && runtimeOptionsOf(configured)),

@@ -145,7 +145,7 @@ export async function runWorker(settings: WorkerSettings & { modelFromFlags?: bo
     async () => {
       // The file's MCP servers, shared by the worker's sessions as a host shares them.
       const mcp = configured?.mcpServers
-        ? await McpServers.start(configured.mcpServers, { warn, secrets: [settings['database-url'], settings['amqp-url'], settings.apiKey] })
+        ? await McpServers.start(configured.mcpServers, { warn, secrets: [settings['database-url'], settings['amqp-url'], settings.apiKey], workspace: resolve(settings.workspace) })
         : null;
       const worker = await startWorker({
         sessions,

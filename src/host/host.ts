@@ -21,7 +21,7 @@ import { createRuntime, type Runtime, type RuntimeOptions } from '../runtime/run
 import { sqliteStatePaths, workspaceTools } from '../tools/workspace/index.js';
 import { reapLeftoverCommands } from '../tools/sandbox/command-ledger.js';
 import type { SandboxChoice } from '../tools/sandbox/command-sandbox.js';
-import { McpServers, type McpServersConfig } from '../tools/mcp/index.js';
+import { McpServers, usesWorkspace, type McpServersConfig } from '../tools/mcp/index.js';
 import { InspectHub } from '../inspect/inspect-hub.js';
 import { SessionListFeed } from '../inspect/session-list.js';
 import { statelyForward, type StatelyForward } from '../inspect/stately-forward.js';
@@ -238,6 +238,12 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
     // Each user's files are kept apart by the sandbox alone where commands are concerned.
     warn(`many users and no sandbox (${commandSandbox.reason}): each user's commands can read and change every other user's files; run with --sandbox bwrap`);
   }
+  if (options.jwt || options.authenticate) {
+    // A server started once for the host sees the whole workspace, whoever calls it.
+    for (const [name, server] of Object.entries(options.mcpServers ?? {})) {
+      if (server.scope !== 'session' && usesWorkspace(server)) warn(`many users and mcpServers.${name} in scope "host": it works in the whole workspace for every user; scope "session" gives each user's sessions their own directory`);
+    }
+  }
   // Commands a dead host left running end before restart correction reports their turns interrupted.
   await reapLeftoverCommands({ warn });
   const metrics = new TurnchartMetrics();
@@ -252,7 +258,7 @@ export async function startHost(options: HostOptions): Promise<RunningHost> {
   const forward: StatelyForward | null = options.statelyInspect ? statelyForward(options.statelyInspect, { warn }) : null;
   // Before the runtime, whose toolset reads their tools; a required server that cannot start stops the host here.
   const mcp = options.mcpServers && Object.keys(options.mcpServers).length > 0
-    ? await McpServers.start(options.mcpServers, { warn, secrets: hostSecrets }).catch(async (error: unknown) => {
+    ? await McpServers.start(options.mcpServers, { warn, secrets: hostSecrets, workspace: workspaceDir }).catch(async (error: unknown) => {
         await storage.close().catch(() => undefined);
         await forward?.close();
         throw error;

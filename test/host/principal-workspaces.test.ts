@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,6 +7,7 @@ import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { principalDirName } from '../../src/tools/workspace/user-directory.js';
 import { scriptedModel, workspaceTools, type ScriptedStep } from '../../src/index.js';
+import type { ModelRequest } from '../../src/protocol/model.js';
 import { sqliteFile } from '../support/databases.js';
 import { useTestHosts, type TestHost } from '../support/host.js';
 import { fold, texts, UiChatClient, userMessage } from '../support/ui-chat-client.js';
@@ -24,6 +26,14 @@ const bwrap = workspaceTools({ root: os.tmpdir(), warn: () => undefined }).find(
 const token = (sub: string, roles: string[] = []) =>
   new SignJWT({ roles, exp: Math.floor(Date.now() / 1000) + 3600 }).setProtectedHeader({ alg: 'HS256' }).setSubject(sub).sign(new TextEncoder().encode(SECRET));
 const call = (name: string, args: Record<string, unknown>, id: string) => ({ id, name, args });
+const require = createRequire(import.meta.url);
+/** The host's workspace, as the model reads it in the session's world state: the admin's view names it, a user's (own directory) ends in it. */
+const workspaceOf = (request: ModelRequest): string => {
+  const context = request.messages.find((m) => m.role === 'user' && m.text.startsWith('<user_project_context')) as { text: string } | undefined;
+  const dir = /working_directory: (.+)/.exec(context?.text ?? '')?.[1];
+  if (dir === undefined) throw new Error('no working directory in the request');
+  return path.dirname(path.dirname(dir));
+};
 
 const openHost = useTestHosts();
 
@@ -113,6 +123,41 @@ describe('a user of a shared host works in a directory of their own', () => {
     expect(texts(message)).toContain('written');
     expect(await readFile(path.join(host.workspace, 'users', principalDirName('bob'), 'from-chat.md'), 'utf8')).toBe('bob');
     expect(existsSync(path.join(host.workspace, 'from-chat.md'))).toBe(false);
+  });
+
+  it("roots a session-scoped MCP server at the user's directory (${workspace}); a host-scoped one is named at start", async () => {
+    const files = { command: process.execPath, args: [path.join(path.dirname(require.resolve('@modelcontextprotocol/server-filesystem/package.json')), 'dist/index.js'), '${workspace}'] };
+    const alice = principalDirName('alice');
+    const bob = principalDirName('bob');
+    const warnings: string[] = [];
+    const host = await openHost(
+      sqliteFile(),
+      [
+        // alice: the absolute path her own server gives her
+        (request) => ({ toolCalls: [call('files__write_file', { path: path.join(workspaceOf(request), 'users', alice, 'mcp.md'), content: 'alice via mcp' }, 'a1')] }),
+        { text: 'ok' },
+        // bob
+        (request) => ({
+          toolCalls: [
+            call('files__list_allowed_directories', {}, 'b1'),
+            call('files__read_text_file', { path: path.join(workspaceOf(request), 'users', alice, 'mcp.md') }, 'b2'),
+            call('files__list_directory', { path: workspaceOf(request) }, 'b3'),
+          ],
+        }),
+        { text: 'ok' },
+      ],
+      { jwt: { keys: { secret: SECRET } }, sandbox: 'off', mcpServers: { files: { ...files, scope: 'session' }, everywhere: files }, warn: (line) => warnings.push(line) },
+    );
+    // Its one process sees the whole workspace: the operator is told at start.
+    expect(warnings).toContain(`many users and mcpServers.everywhere in scope "host": it works in the whole workspace for every user; scope "session" gives each user's sessions their own directory`);
+    expect(warnings.join('\n')).not.toContain('mcpServers.files');
+    expect((await turnAs(host, { authorization: `Bearer ${await token('alice')}` })).get('a1')?.status).toBe('succeeded');
+    expect(await readFile(path.join(host.workspace, 'users', alice, 'mcp.md'), 'utf8')).toBe('alice via mcp');
+    const seen = await turnAs(host, { authorization: `Bearer ${await token('bob')}` });
+    expect(seen.get('b1')?.content).toBe(`Allowed directories:\n${path.join(host.workspace, 'users', bob)}`);
+    expect(seen.get('b2')?.status).toBe('failed');
+    expect(seen.get('b2')?.content).toMatch(/outside allowed directories/i);
+    expect(seen.get('b3')?.status).toBe('failed');
   });
 
   it.skipIf(!bwrap)("runs a user's commands where only their directory of the workspace is there, and writable", async () => {

@@ -8,6 +8,7 @@ import { isStdioServer, mcpServersSchema, type McpServerConfig, type McpServersC
 import { checkServerEnvironment } from './server-environment.js';
 import { ServerConnection, type ConnectionOptions } from './server-connection.js';
 import { SessionConnections, type SessionScopeOptions } from './session-connections.js';
+import { usesWorkspace, withWorkspace, WORKSPACE_PLACEHOLDER } from './workspace-placeholder.js';
 
 /**
  * The host's MCP servers, each a `ToolSource` named `mcp:<server>` whose tools are its
@@ -20,10 +21,14 @@ import { SessionConnections, type SessionScopeOptions } from './session-connecti
  *   each session's calls go to a connection of its own, started on its first call and closed by
  *   `closeSession`, after `sessionIdleMs` unused, or past `maxSessionConnections` (the least
  *   recently used first) — see `SessionConnections`.
+ *
+ * A stdio server's `args`, `cwd` and `env` may name `${workspace}` (see `workspace-placeholder.ts`).
  */
 
 export interface McpServersOptions extends Omit<ConnectionOptions, 'warn'>, SessionScopeOptions {
   warn?: (message: string) => void;
+  /** The host's workspace (absolute): `${workspace}` of a host-scoped server, and of a session without a directory of its own. */
+  workspace?: string;
 }
 
 export class McpServers {
@@ -43,6 +48,10 @@ export class McpServers {
     const entries = Object.entries(parsed.data);
     // Every server's environment is checked before any starts: a config naming a host secret is refused whole.
     for (const [name, server] of entries) if (isStdioServer(server)) checkServerEnvironment(name, server.env ?? {}, options.secrets ?? []);
+    const unplaced = entries.find(([, server]) => usesWorkspace(server) && options.workspace === undefined);
+    if (unplaced) throw new TurnchartError('InvalidMcpServers', `mcpServers.${unplaced[0]}: names ${WORKSPACE_PLACEHOLDER}, but no workspace was given`);
+    const hostWorkspace = options.workspace;
+    const placed = (server: McpServerConfig) => (hostWorkspace === undefined ? server : withWorkspace(server, hostWorkspace));
     const connectionOptions: ConnectionOptions = {
       warn,
       ...(options.secrets && { secrets: options.secrets }),
@@ -50,7 +59,7 @@ export class McpServers {
       ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.killGraceMs !== undefined && { killGraceMs: options.killGraceMs }),
     };
-    const connections = entries.map(([name, server]) => new ServerConnection(name, server, connectionOptions));
+    const connections = entries.map(([name, server]) => new ServerConnection(name, placed(server), connectionOptions));
     const started = await Promise.all(connections.map((connection) => connection.start().then(() => null, (error: unknown) => error)));
     const required = connections.flatMap((connection, i) => (started[i] !== null && connection.config.required === true ? [[connection, started[i]] as const] : []));
     if (required.length > 0) {
@@ -66,7 +75,9 @@ export class McpServers {
       .filter((_, i) => started[i] === null)
       .map((connection) => {
         if (connection.config.scope !== 'session') return new McpServerSource(connection, connection.call.bind(connection), warn);
-        const sessions = new SessionConnections(connection, connectionOptions, options);
+        // Each session's connection is placed in the session's own directory; the catalog's is the host's.
+        const template = parsed.data[connection.name]!;
+        const sessions = new SessionConnections(connection, connectionOptions, options, (dir) => (dir === undefined ? placed(template) : withWorkspace(template, dir)));
         sessionScoped.push(sessions);
         return new McpServerSource(connection, sessions.call.bind(sessions), warn);
       });

@@ -25,8 +25,8 @@ interface McpToolOptions {
   timeoutMs?: number;
 }
 
-/** Makes the call on the connection `sessionId`'s calls go to: the server's one (host scope), or that session's own (session scope). */
-export type McpCall = (tool: string, args: Record<string, unknown>, options: CallOptions, sessionId: string) => Promise<ToolExecutionResult>;
+/** Makes the call on the connection `sessionId`'s calls go to: the server's one (host scope), or that session's own, in its `workspaceDir` (session scope). */
+export type McpCall = (tool: string, args: Record<string, unknown>, options: CallOptions, sessionId: string, workspaceDir?: string) => Promise<ToolExecutionResult>;
 
 /** The longest tool name model APIs take (OpenAI's limit; others are as long or longer). */
 const MAX_TOOL_NAME = 64;
@@ -72,6 +72,7 @@ export function mcpTool(name: string, server: string, info: McpToolInfo, call: M
           onProgress: ({ progress, total, message }) => ctx.progress({ progress, ...(total !== undefined && { total }), ...(message !== undefined && { message }) }),
         },
         ctx.sessionId,
+        ctx.workspaceDir,
       ),
   };
 }

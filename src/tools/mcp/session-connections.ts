@@ -1,3 +1,4 @@
+import { messageOf } from '../../protocol/error-message.js';
 import type { ToolExecutionResult } from '../define-tool.js';
 import type { McpServerConfig } from './server-config.js';
 import { ServerConnection, type CallOptions, type ConnectionOptions } from './server-connection.js';
@@ -5,8 +6,8 @@ import { ServerConnection, type CallOptions, type ConnectionOptions } from './se
 /**
  * A `scope: "session"` server's connections, one per session: each started (stdio: its own process,
  * in its own process group and ledger entry; HTTP: its own client and MCP session) on the session's
- * first call, with the config, environment and restart backoff of a host-scoped server. Two sessions
- * never share one. A session's connection is closed once unused for `sessionIdleMs`, by
+ * first call, with the config, environment and restart backoff of a host-scoped server, and
+ * `${workspace}` the session's own directory. Two sessions never share one. A session's connection is closed once unused for `sessionIdleMs`, by
  * `closeSession`, or — past `maxSessionConnections` live ones — when it is the least recently used.
  *
  * The server's catalog connection (its tool list, followed on `list_changed`) is never called;
@@ -51,6 +52,8 @@ export class SessionConnections {
     private readonly catalog: ServerConnection,
     private readonly connectionOptions: ConnectionOptions,
     options: SessionScopeOptions,
+    /** The config of a session's connection, given the session's directory (none: the host's). */
+    private readonly configFor: (workspaceDir: string | undefined) => McpServerConfig = () => catalog.config,
   ) {
     this.idleMs = options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
     this.max = Math.max(1, options.maxSessionConnections ?? DEFAULT_MAX_SESSION_CONNECTIONS);
@@ -75,10 +78,15 @@ export class SessionConnections {
     return this.entries.get(sessionId)?.connection;
   }
 
-  /** Calls the tool on the session's own connection, started if it has none. */
-  async call(tool: string, args: Record<string, unknown>, options: CallOptions, sessionId: string): Promise<ToolExecutionResult> {
+  /** Calls the tool on the session's own connection, started (in `workspaceDir`, the session's directory) if it has none. */
+  async call(tool: string, args: Record<string, unknown>, options: CallOptions, sessionId: string, workspaceDir?: string): Promise<ToolExecutionResult> {
     if (this.shut) return { status: 'failed', content: `MCP server '${this.name}' is closed` };
-    const entry = this.acquire(sessionId);
+    let entry: SessionEntry;
+    try {
+      entry = this.acquire(sessionId, workspaceDir);
+    } catch (error) {
+      return { status: 'failed', content: `MCP server '${this.name}': ${messageOf(error)}` };
+    }
     entry.calls += 1;
     try {
       return await entry.connection.call(tool, args, options);
@@ -106,7 +114,7 @@ export class SessionConnections {
     await Promise.all([...this.closing]);
   }
 
-  private acquire(sessionId: string): SessionEntry {
+  private acquire(sessionId: string, workspaceDir: string | undefined): SessionEntry {
     let entry = this.entries.get(sessionId);
     if (entry) {
       // Moved to the end: the most recently used.
@@ -114,8 +122,10 @@ export class SessionConnections {
       entry.cancelIdle?.();
       entry.cancelIdle = null;
     } else {
+      // A session keeps its directory for its life: its connection, once started, stays there.
+      const connection = new ServerConnection(this.name, this.configFor(workspaceDir), this.connectionOptions);
       while (this.entries.size >= this.max) this.evictOne();
-      entry = { connection: new ServerConnection(this.name, this.config, this.connectionOptions), calls: 0, cancelIdle: null };
+      entry = { connection, calls: 0, cancelIdle: null };
       // The catalog is never called, so nothing else would start it again after it went down.
       this.catalog.start().catch(() => undefined);
     }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpServers } from '../../../src/tools/mcp/index.js';
@@ -108,6 +108,52 @@ describe('server-filesystem over stdio', () => {
       await servers.close();
       await root.remove();
     }
+  });
+
+  it('rooted at ${workspace}: a session-scoped server works in each session\'s own directory, a host-scoped one in the host\'s', async () => {
+    const root = await tempDir('turnchart-mcp-ws-');
+    const [alice, bob] = [path.join(root.dir, 'users', 'alice'), path.join(root.dir, 'users', 'bob')];
+    await mkdir(alice, { recursive: true });
+    await mkdir(bob, { recursive: true });
+    await writeFile(path.join(alice, 'secret.txt'), 'alice only');
+    await writeFile(path.join(root.dir, 'top.txt'), 'the host\'s');
+    const servers = await McpServers.start(
+      {
+        own: { command: process.execPath, args: [entry('server-filesystem'), '${workspace}'], scope: 'session' },
+        shared: { command: process.execPath, args: [entry('server-filesystem'), '${workspace}'] },
+      },
+      { warn: new WarnLog().warn, workspace: root.dir },
+    );
+    try {
+      const allowed = (server: string, sessionId: string, workspaceDir?: string) =>
+        run(toolNamed(servers, `${server}__list_allowed_directories`), {}, { sessionId, ...(workspaceDir !== undefined && { workspaceDir }) });
+      expect((await allowed('own', 'a', alice)).content).toContain(alice);
+      expect((await allowed('own', 'b', bob)).content).toContain(bob);
+      // Bob's own connection does not reach Alice's directory, nor the host's workspace above his.
+      const read = toolNamed(servers, 'own__read_text_file');
+      expect(await run(read, { path: path.join(alice, 'secret.txt') }, { sessionId: 'a', workspaceDir: alice })).toEqual({ status: 'succeeded', content: 'alice only' });
+      const crossed = await run(read, { path: path.join(alice, 'secret.txt') }, { sessionId: 'b', workspaceDir: bob });
+      expect(crossed.status).toBe('failed');
+      expect(crossed.content).toMatch(/outside allowed directories/i);
+      expect((await run(read, { path: path.join(root.dir, 'top.txt') }, { sessionId: 'b', workspaceDir: bob })).status).toBe('failed');
+      // A session with no directory of its own, and a host-scoped server, work in the host's workspace.
+      expect((await allowed('own', 'c')).content).toContain(root.dir);
+      expect((await allowed('shared', 'b', bob)).content).toContain(root.dir);
+      expect((await run(toolNamed(servers, 'shared__read_text_file'), { path: path.join(root.dir, 'top.txt') }, { sessionId: 'b', workspaceDir: bob })).content).toBe("the host's");
+      // A directory that is not absolute starts nothing.
+      expect(await allowed('own', 'd', 'users/bob')).toEqual({ status: 'failed', content: "MCP server 'own': a workspace for ${workspace} must be an absolute path, not 'users/bob'" });
+      expect(servers.sessionConnections('own')!.sessions()).toEqual(['a', 'b', 'c']);
+    } finally {
+      await servers.close();
+      await root.remove();
+    }
+  });
+
+  it('refuses ${workspace} when no workspace was given', async () => {
+    await expect(McpServers.start({ files: { command: process.execPath, args: [entry('server-filesystem')], cwd: '${workspace}' } }, { warn: new WarnLog().warn })).rejects.toMatchObject({
+      code: 'InvalidMcpServers',
+      message: 'mcpServers.files: names ${workspace}, but no workspace was given',
+    });
   });
 });
 

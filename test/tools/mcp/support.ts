@@ -37,7 +37,7 @@ export function toolNamed(servers: McpServers, name: string): AnyTool {
 export async function run(
   tool: AnyTool,
   args: Record<string, unknown>,
-  options: { signal?: AbortSignal; progress?: (p: unknown) => void; sessionId?: string } = {},
+  options: { signal?: AbortSignal; progress?: (p: unknown) => void; sessionId?: string; workspaceDir?: string } = {},
 ): Promise<ToolExecutionResult> {
   const parsed = tool.input.safeParse(args);
   if (!parsed.success) return { status: 'failed', content: `invalid arguments: ${z.prettifyError(parsed.error)}` };
@@ -48,6 +48,7 @@ export async function run(
     signal: options.signal ?? new AbortController().signal,
     progress: options.progress ?? (() => undefined),
     approvedPaths: [],
+    ...(options.workspaceDir !== undefined && { workspaceDir: options.workspaceDir }),
   };
   return tool.execute(parsed.data, ctx);
 }
