@@ -6,6 +6,11 @@
  * wait for two such commits (RT-12: the assistant message before its tool runs, the result before
  * the next model call), so twice this figure is the least a PostgreSQL step can cost, whatever the
  * runtime does around it. Skipped, with the reason, when PostgreSQL does not answer.
+ *
+ * Back to back, each insert finds the server's backend and the WAL writer still running. A step
+ * does its own work between its two writes, so the same insert is also timed after
+ * `WORK_BETWEEN_US` of the main thread's CPU work (about a SQLite step): `commitAfterWorkUs`,
+ * informational. On the 2-core machines here it is about half as much again as `commitUs`.
  */
 import { randomUUID } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
@@ -15,9 +20,14 @@ import { messageOf } from '../src/protocol/error-message.js';
 
 const DATABASE_URL = process.env.TURNCHART_BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+/** µs of main-thread work before each insert of the second series. */
+export const WORK_BETWEEN_US = 300;
+
 export interface PgCommitResult {
-  /** Median µs of one committed one-row insert. */
+  /** Median µs of one committed one-row insert, sent back to back. */
   commitUs: number;
+  /** The same after `WORK_BETWEEN_US` of CPU work on the main thread (not counted), as within a step. */
+  commitAfterWorkUs: number;
   /** The server's `synchronous_commit` and `wal_sync_method`, as read. */
   synchronousCommit: string;
   walSyncMethod: string;
@@ -35,18 +45,31 @@ export async function measurePgCommit(inserts = 400, warmup = 100): Promise<PgCo
     await client.query(`create schema ${schema}`);
     await client.query(`create table ${schema}.writes (id bigint primary key, body text not null)`);
     const insert = { name: 'tc_commit_insert', text: `insert into ${schema}.writes (id, body) values ($1, $2)` };
-    const samples: number[] = [];
-    for (let i = 0; i < warmup + inserts; i++) {
-      const started = performance.now();
-      await client.query({ ...insert, values: [i, 'a message of a few dozen bytes, as a step writes'] });
-      if (i >= warmup) samples.push((performance.now() - started) * 1000);
-    }
+    let id = 0;
+    const series = async (workUs: number): Promise<number> => {
+      const samples: number[] = [];
+      for (let i = 0; i < warmup + inserts; i++) {
+        if (workUs > 0) work(workUs);
+        const started = performance.now();
+        await client.query({ ...insert, values: [id++, 'a message of a few dozen bytes, as a step writes'] });
+        if (i >= warmup) samples.push((performance.now() - started) * 1000);
+      }
+      return median(samples);
+    };
+    const commitUs = await series(0);
+    const commitAfterWorkUs = await series(WORK_BETWEEN_US);
     const setting = async (name: string) => String((await client.query<{ value: string }>(`select current_setting('${name}') as value`)).rows[0]?.value);
-    return { commitUs: median(samples), synchronousCommit: await setting('synchronous_commit'), walSyncMethod: await setting('wal_sync_method') };
+    return { commitUs, commitAfterWorkUs, synchronousCommit: await setting('synchronous_commit'), walSyncMethod: await setting('wal_sync_method') };
   } finally {
     await client.query(`drop schema if exists ${schema} cascade`).catch(() => undefined);
     await client.end().catch(() => undefined);
   }
+}
+
+/** Keeps the main thread busy for `us` µs, as a step's own work does between its writes. */
+function work(us: number): void {
+  const until = performance.now() + us / 1000;
+  while (performance.now() < until);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -49,6 +49,7 @@
  *                                   (skipped without PostgreSQL)
  *   pg_commit_us: X                 one committed one-row insert on that PostgreSQL (a tool step waits for two)
  *   pg_two_commits_over_sqlite_step: X  twice that ÷ the runtime's SQLite step: the least PostgreSQL ÷ SQLite could be
+ *   pg_commit_after_work_us: X      the same insert after 300 µs of the main thread's work, as within a step (informational)
  *   pg_step_us, sqlite_step_us: X   the peers bench's workload (a fresh session per turn, 9 tool steps + the answer)
  *                                   on each storage in one process, median µs per model step (issue 28)
  *   pg_step_over_floor: X           pg_step_us ÷ (sqlite_step_us + 2 × pg_commit_us of the same run)   bar ≤ 1.3
@@ -98,7 +99,7 @@ import { reportFailover } from './failover.js';
 import { measureXstateFloor } from './xstate-floor.js';
 import { measurePgStep } from './pg-step.js';
 import { measureManySessions } from './many-sessions.js';
-import { measurePgCommit } from './pg-commit.js';
+import { measurePgCommit, WORK_BETWEEN_US } from './pg-commit.js';
 import { benchScript } from './child-script.js';
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
@@ -370,6 +371,7 @@ async function main(): Promise<void> {
     commitFloor = round((2 * commit.commitUs) / step.runtime.median, 2);
     log(`[pg commit] a one-row insert committed on its own (synchronous_commit ${commit.synchronousCommit}, wal_sync_method ${commit.walSyncMethod}), median of 400`);
     log(`  ${commitUs} µs a commit; a tool step waits for two (RT-12): ${round(2 * commit.commitUs)} µs = ${commitFloor}× the runtime's SQLite step of this run (informational)`);
+    log(`  the same insert after ${WORK_BETWEEN_US} µs of the main thread's work, as within a step: ${round(commit.commitAfterWorkUs)} µs (informational; back to back the server's processes are still running)`);
   }
   log();
   // 8e. Issue 28: a PostgreSQL step against its floor, and many sessions sharing one database.
@@ -434,6 +436,7 @@ async function main(): Promise<void> {
   log(`pg_round_trips_per_step: ${tripsPerStep ?? 'skipped'}`);
   log(`pg_commit_us: ${commitUs ?? 'skipped'}`);
   log(`pg_two_commits_over_sqlite_step: ${commitFloor ?? 'skipped'}`);
+  log(`pg_commit_after_work_us: ${'skipped' in commit ? 'skipped' : round(commit.commitAfterWorkUs)}`);
   log(`pg_step_us: ${'skipped' in pgStep ? 'skipped' : round(pgStep.postgresUs)}`);
   log(`sqlite_step_us: ${'skipped' in pgStep ? 'skipped' : round(pgStep.sqliteUs)}`);
   log(`pg_step_over_floor: ${'skipped' in pgStep ? 'skipped' : round(pgStep.overFloor, 2)}`);
