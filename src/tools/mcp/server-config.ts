@@ -41,11 +41,16 @@ const stdioServerSchema = z.strictObject({
   ...common,
 });
 
+/** Filled in with a directory where a stdio server is started (`workspace-placeholder.ts`); a URL server is only reached, so it takes none. */
+export const WORKSPACE_PLACEHOLDER = '${workspace}';
+const noPlaceholder = (value: string) => !value.includes(WORKSPACE_PLACEHOLDER);
+const PLACEHOLDER_ERROR = `${WORKSPACE_PLACEHOLDER} is filled in only in a stdio server's args, cwd and env`;
+
 const httpServerSchema = z.strictObject({
   /** A Streamable HTTP endpoint. */
-  url: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL' }),
+  url: z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL' }).refine(noPlaceholder, PLACEHOLDER_ERROR),
   /** Sent with every request (an `Authorization` header, say). */
-  headers: z.record(z.string().min(1), z.string()).optional(),
+  headers: z.record(z.string().min(1), z.string().refine(noPlaceholder, PLACEHOLDER_ERROR)).optional(),
   ...common,
 });
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { TurnchartError } from '../../protocol/errors.js';
-import { isStdioServer, type McpServerConfig } from './server-config.js';
+import { isStdioServer, WORKSPACE_PLACEHOLDER, type McpServerConfig } from './server-config.js';
 
 /**
  * `${workspace}` in a stdio server's `args`, `cwd` or `env` values: the directory its calls work
@@ -9,7 +9,7 @@ import { isStdioServer, type McpServerConfig } from './server-config.js';
  * of many users, the user's — so a filesystem server rooted there keeps each user to their files,
  * as the workspace tools do. A URL server is reached, not started, so it takes none.
  */
-export const WORKSPACE_PLACEHOLDER = '${workspace}';
+export { WORKSPACE_PLACEHOLDER };
 
 export function usesWorkspace(config: McpServerConfig): boolean {
   if (!isStdioServer(config)) return false;

@@ -149,11 +149,18 @@ describe('server-filesystem over stdio', () => {
     }
   });
 
-  it('refuses ${workspace} when no workspace was given', async () => {
+  it('refuses ${workspace} when no workspace was given, and in a URL server', async () => {
     await expect(McpServers.start({ files: { command: process.execPath, args: [entry('server-filesystem')], cwd: '${workspace}' } }, { warn: new WarnLog().warn })).rejects.toMatchObject({
       code: 'InvalidMcpServers',
       message: 'mcpServers.files: names ${workspace}, but no workspace was given',
     });
+    // A URL server is reached, not started: a placeholder there would go out as it is written.
+    for (const remote of [{ url: 'http://127.0.0.1:9/${workspace}/mcp' }, { url: 'http://127.0.0.1:9/mcp', headers: { 'X-Root': '${workspace}' } }]) {
+      await expect(McpServers.start({ remote }, { warn: new WarnLog().warn, workspace: '/srv' })).rejects.toMatchObject({
+        code: 'InvalidMcpServers',
+        message: expect.stringContaining("${workspace} is filled in only in a stdio server's args, cwd and env"),
+      });
+    }
   });
 });
 
