@@ -7,8 +7,9 @@ import { ServerConnection, type CallOptions, type ConnectionOptions } from './se
  * A `scope: "session"` server's connections, one per session: each started (stdio: its own process,
  * in its own process group and ledger entry; HTTP: its own client and MCP session) on the session's
  * first call, with the config, environment and restart backoff of a host-scoped server, and
- * `${workspace}` the session's own directory. Two sessions never share one. A session's connection is closed once unused for `sessionIdleMs`, by
- * `closeSession`, or — past `maxSessionConnections` live ones — when it is the least recently used.
+ * `${workspace}` the session's own directory. Two sessions never share one. A session's connection
+ * is closed once unused for `sessionIdleMs`, by `closeSession`, or — past `maxSessionConnections`
+ * live ones — when it is the least recently used.
  *
  * The server's catalog connection (its tool list, followed on `list_changed`) is never called;
  * starting a session's connection also restarts the catalog if it went down.
