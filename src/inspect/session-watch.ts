@@ -42,6 +42,15 @@ const WATCH_BUFFER = 2_000;
  */
 type ActorEntry = { readonly id: string; readonly whole: boolean };
 
+/** An actor's base: its state as last folded (null before its first whole message is), and the JSON of its messages that left the buffer since, oldest first. */
+interface Base {
+  base: VersionedActorState | null;
+  left: string[];
+}
+
+/** Messages of one actor that left the buffer before they are folded into its base: a tool call makes fewer. */
+const FOLD_AT = 64;
+
 /** An actor as the watch knows it; `sent` once it has a message of its state. */
 interface WatchedActor extends KnownActor {
   sent?: SentActor;
@@ -75,11 +84,14 @@ export class SessionWatch {
   private readonly actors = new WeakMap<AnyActorRef, WatchedActor>();
   private lastTurn: { id: unknown; json: string } = { id: undefined, json: '' };
   /**
-   * For each actor with messages in the buffer: its state before the oldest of them (the last one
-   * dropped from the buffer, the deltas applied in place), where a page that replays the buffer
-   * starts its deltas. An actor whose messages have all left has none, and its next message is whole.
+   * For each actor with messages in the buffer: its state before the oldest of them, where a page
+   * that replays the buffer starts its deltas — the messages that left the buffer, kept as their
+   * JSON and folded into the base (parsed, the deltas applied in place) only when a page asks for it
+   * or `FOLD_AT` of them gather. Most actors (a tool call's) have all their messages leave before
+   * either happens, and none of them is parsed. An actor whose messages have all left has no base,
+   * and its next message is whole.
    */
-  private readonly bases = new Map<string, VersionedActorState>();
+  private readonly bases = new Map<string, Base>();
   /** Messages in the buffer per actor: a base is kept only while its actor has some. */
   private readonly buffered = new Map<string, number>();
   private inspection: Subscription | null = null;
@@ -135,8 +147,9 @@ export class SessionWatch {
     for (const entry of this.ring) {
       if (!entry.actor || seen.has(entry.actor.id)) continue;
       seen.add(entry.actor.id);
-      const base = this.bases.get(entry.actor.id);
-      if (!entry.actor.whole && base) out.push({ version: base.version, state: { ...base.state, context: copied(base.state.context) } });
+      const held = this.bases.get(entry.actor.id);
+      const base = held && !entry.actor.whole ? fold(held) : null;
+      if (base) out.push({ version: base.version, state: { ...base.state, context: copied(base.state.context) } });
     }
     return out;
   }
@@ -218,10 +231,12 @@ export class SessionWatch {
     }
   }
 
-  /** Drops the oldest messages; an actor's is applied to its base while it has later ones buffered. */
+  /** Drops the oldest messages; an actor's is kept for its base while it has later ones buffered. */
   private drop(count: number): void {
-    for (const entry of this.ring.splice(0, count)) {
-      const actor = entry.actor;
+    for (let i = 0; i < count; i += 1) {
+      // One at a time from the front: `shift` trims a long array in place, where `splice(0, n)` moves all 2 000 entries each time.
+      const dropped = this.ring.shift()!;
+      const actor = dropped.actor;
       if (!actor) continue;
       const left = (this.buffered.get(actor.id) ?? 1) - 1;
       if (left === 0) {
@@ -230,14 +245,10 @@ export class SessionWatch {
         continue;
       }
       this.buffered.set(actor.id, left);
-      const item = JSON.parse(entry.json) as Extract<StreamItem, { kind: 'snapshot' | 'delta' }>;
-      const base = this.bases.get(actor.id);
-      // An actor's first message in the buffer is whole, and messages leave in order: a delta always has its base here.
-      if (item.kind === 'snapshot') this.bases.set(actor.id, { version: item.version, state: item.state });
-      else if (base) {
-        base.version = item.version;
-        applyInPlace(base.state, item.change);
-      }
+      let held = this.bases.get(actor.id);
+      if (!held) this.bases.set(actor.id, (held = { base: null, left: [] }));
+      held.left.push(dropped.json);
+      if (held.left.length >= FOLD_AT) fold(held);
     }
   }
 
@@ -330,6 +341,23 @@ function flatten(text: string): void {
 /** A copy of a base's context for a hello: the base changes in place as messages leave the buffer. */
 function copied(context: unknown): unknown {
   return typeof context === 'object' && context !== null && !Array.isArray(context) ? { ...context } : context;
+}
+
+/**
+ * The actor's base with the messages that left the buffer folded in: an actor's first message in
+ * the buffer is whole and messages leave in order, so a delta always has its base here.
+ */
+function fold(held: Base): VersionedActorState | null {
+  for (const json of held.left) {
+    const item = JSON.parse(json) as Extract<StreamItem, { kind: 'snapshot' | 'delta' }>;
+    if (item.kind === 'snapshot') held.base = { version: item.version, state: item.state };
+    else if (held.base) {
+      held.base.version = item.version;
+      applyInPlace(held.base.state, item.change);
+    }
+  }
+  held.left = [];
+  return held.base;
 }
 
 /** A delta applied to a base the watch owns (parsed from the buffer's JSON): no copy per dropped message. */
