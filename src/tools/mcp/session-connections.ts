@@ -9,7 +9,9 @@ import { ServerConnection, type CallOptions, type ConnectionOptions } from './se
  * first call, with the config, environment and restart backoff of a host-scoped server, and
  * `${workspace}` the session's own directory. Two sessions never share one. A session's connection
  * is closed once unused for `sessionIdleMs`, by `closeSession`, or — past `maxSessionConnections`
- * live ones — when it is the least recently used.
+ * live ones — when it is the least recently used of those with no call under way. A call under
+ * way is never cut off for another session's: when every connection has one, the new session's
+ * call fails instead (on a host of many users, one user's sessions cannot end another's calls).
  *
  * The server's catalog connection (its tool list, followed on `list_changed`) is never called;
  * starting a session's connection also restarts the catalog if it went down.
@@ -18,7 +20,7 @@ import { ServerConnection, type CallOptions, type ConnectionOptions } from './se
 export interface SessionScopeOptions {
   /** A session's connection is closed once no call has used it for this long (ms; default 10 minutes). */
   sessionIdleMs?: number;
-  /** Live per-session connections per server (default 64); past it, the least recently used is closed first. */
+  /** Live per-session connections per server (default 64); past it, the least recently used idle one is closed first. */
   maxSessionConnections?: number;
   /** Runs `callback` after `ms`; answers the cancel (default: an unref'd `setTimeout`). Tests pass a clock of their own. */
   schedule?: (callback: () => void, ms: number) => () => void;
@@ -124,9 +126,11 @@ export class SessionConnections {
       entry.cancelIdle = null;
     } else {
       // A session keeps its directory for its life: its connection, once started, stays there.
-      const connection = new ServerConnection(this.name, this.configFor(workspaceDir), this.connectionOptions);
-      while (this.entries.size >= this.max) this.evictOne();
-      entry = { connection, calls: 0, cancelIdle: null };
+      const config = this.configFor(workspaceDir);
+      while (this.entries.size >= this.max) {
+        if (!this.evictIdle()) throw new Error(`all ${this.max} of its session connections have a call under way; try again when one ends`);
+      }
+      entry = { connection: new ServerConnection(this.name, config, this.connectionOptions), calls: 0, cancelIdle: null };
       // The catalog is never called, so nothing else would start it again after it went down.
       this.catalog.start().catch(() => undefined);
     }
@@ -134,11 +138,14 @@ export class SessionConnections {
     return entry;
   }
 
-  /** The least recently used idle connection goes first; when every one has a call under way, the least recently used. */
-  private evictOne(): void {
-    const all = [...this.entries];
-    const [sessionId, entry] = all.find(([, e]) => e.calls === 0) ?? all[0]!;
-    void this.drop(sessionId, entry);
+  /** Closes the least recently used connection with no call under way; false when every one has a call. */
+  private evictIdle(): boolean {
+    for (const [sessionId, entry] of this.entries) {
+      if (entry.calls > 0) continue;
+      void this.drop(sessionId, entry);
+      return true;
+    }
+    return false;
   }
 
   private armIdle(sessionId: string, entry: SessionEntry): void {

@@ -142,6 +142,36 @@ describe('scope: "session"', () => {
     }
   });
 
+  it('past maxSessionConnections, never cuts off a call under way: the new session’s call fails until one ends', async () => {
+    const { servers, log } = await start({ fixture: fixture({ scope: 'session' }) }, { maxSessionConnections: 2 });
+    try {
+      const hangs = ['a', 'b'].map((sessionId) => {
+        const abort = new AbortController();
+        return { abort, result: run(toolNamed(servers, 'fixture__hang'), {}, { sessionId, signal: abort.signal }) };
+      });
+      await log.waitFor(/hang: started request/, 2);
+      const [a, b] = [servers.sessionConnections('fixture')!.connection('a')!.pid!, servers.sessionConnections('fixture')!.connection('b')!.pid!];
+      expect(await run(toolNamed(servers, 'fixture__pid'), {}, { sessionId: 'c' })).toEqual({
+        status: 'failed',
+        content: "MCP server 'fixture': all 2 of its session connections have a call under way; try again when one ends",
+      });
+      expect(servers.sessionConnections('fixture')!.sessions()).toEqual(['a', 'b']);
+      expect([gone(a), gone(b)]).toEqual([false, false]);
+      // a's call ends: its connection is idle, and the least recently used idle one goes for c's.
+      hangs[0]!.abort.abort();
+      expect((await hangs[0]!.result).status).toBe('cancelled');
+      const c = await pidOf(servers, 'c');
+      await servers.sessionConnections('fixture')!.settled();
+      expect(gone(a)).toBe(true);
+      expect(gone(c)).toBe(false);
+      expect(servers.sessionConnections('fixture')!.sessions()).toEqual(['b', 'c']);
+      hangs[1]!.abort.abort();
+      expect((await hangs[1]!.result).status).toBe('cancelled');
+    } finally {
+      await servers.close();
+    }
+  });
+
   it('close leaves no process: the catalog’s and every session’s end; later calls fail', async () => {
     const { servers } = await start({ fixture: fixture({ scope: 'session' }) });
     const catalog = servers.connections[0]!.pid!;

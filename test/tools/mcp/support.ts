@@ -8,22 +8,27 @@ import type { McpServers } from '../../../src/tools/mcp/index.js';
 /** A `warn` that keeps every line and can wait for one matching a pattern (no sleeps: the promise resolves on the line). */
 export class WarnLog {
   readonly lines: string[] = [];
-  private readonly waiters: { pattern: RegExp; resolve: (line: string) => void }[] = [];
+  private readonly waiters: { pattern: RegExp; count: number; resolve: (line: string) => void }[] = [];
 
   readonly warn = (line: string): void => {
     this.lines.push(line);
     for (const waiter of [...this.waiters]) {
-      if (waiter.pattern.test(line)) {
+      if (this.matching(waiter.pattern) >= waiter.count) {
         this.waiters.splice(this.waiters.indexOf(waiter), 1);
         waiter.resolve(line);
       }
     }
   };
 
-  waitFor(pattern: RegExp): Promise<string> {
-    const found = this.lines.find((line) => pattern.test(line));
-    if (found !== undefined) return Promise.resolve(found);
-    return new Promise((resolve) => this.waiters.push({ pattern, resolve }));
+  /** Resolves with the line that makes `count` lines matching `pattern` (the first such line by default). */
+  waitFor(pattern: RegExp, count = 1): Promise<string> {
+    const found = this.lines.filter((line) => pattern.test(line));
+    if (found.length >= count) return Promise.resolve(found[count - 1]!);
+    return new Promise((resolve) => this.waiters.push({ pattern, count, resolve }));
+  }
+
+  private matching(pattern: RegExp): number {
+    return this.lines.filter((line) => pattern.test(line)).length;
   }
 }
 
